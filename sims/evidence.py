@@ -1,0 +1,75 @@
+"""Evidence records and verdicts: the stable vocabulary of a report (schema spectheory.report/1)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+VERDICTS = ("holds", "fails", "inconclusive", "not-checkable")
+MODES = ("exact", "mc", "logits")
+#: outcome of one piece of evidence: pass (consistent with the claim, with enough power),
+#: fail (the claim is rejected), underpowered (not rejected, but the test could not see the
+#: deviation that matters), info (reported, does not enter the verdict).
+OUTCOMES = ("pass", "fail", "underpowered", "info")
+
+
+def _num(x):
+    if x is None:
+        return None
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    x = float(x)
+    return x if np.isfinite(x) else (None if np.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
+@dataclass
+class Evidence:
+    """One comparison of a claimed value with a measured one.
+
+    ``claimed``/``measured`` are numbers of the same quantity (for a distributional claim:
+    the claimed distance 0 and the measured distance). ``alpha`` is the per-test error rate,
+    ``detectable`` the deviation the test catches with probability ``power`` (the power
+    statement), ``tolerance`` the deviation that matters for this claim (a test whose
+    ``detectable`` exceeds it is ``underpowered``).
+    """
+
+    mode: str
+    instance: str
+    claimed: float | None
+    measured: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    n: int | None = None
+    test: str = ""
+    alpha: float | None = None
+    power: float | None = None
+    detectable: float | None = None
+    tolerance: float | None = None
+    outcome: str = "info"
+    note: str = ""
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"unknown evidence mode {self.mode!r}")
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"unknown outcome {self.outcome!r}")
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for k in ("claimed", "measured", "ci_low", "ci_high", "p_value", "alpha", "power",
+                  "detectable", "tolerance"):
+            d[k] = _num(d[k])
+        d["n"] = None if self.n is None else int(self.n)
+        return d
+
+
+def combine(evidence: list[Evidence]) -> str:
+    """Verdict from evidence: any ``fail`` → fails; every non-info item ``pass`` → holds;
+    otherwise (some underpowered, or nothing but info) → inconclusive."""
+    graded = [e for e in evidence if e.outcome != "info"]
+    if any(e.outcome == "fail" for e in graded):
+        return "fails"
+    if graded and all(e.outcome == "pass" for e in graded):
+        return "holds"
+    return "inconclusive"

@@ -1,0 +1,66 @@
+"""Built-in default instances: named, seeded Markov pairs that `spectheory verify` runs on.
+
+Small ones (V ≤ 4) are for exact enumeration and include the edge cases every verifier must
+survive; larger ones are for Monte Carlo. Every instance is rebuilt from its constructor
+call and seed, so a report entry names all that is needed to reproduce it.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from spectheory.markov import MarkovPair
+from spectheory.pairs import (aligned_pair, ngram_pair, pair_from_tables, perturbed_pair,
+                              random_pair, dirichlet_source)
+
+
+@lru_cache(maxsize=None)
+def get(name: str) -> MarkovPair:
+    """Build a named instance (cached)."""
+    try:
+        make = _BUILDERS[name]
+    except KeyError:
+        raise KeyError(f"unknown instance {name!r}; known: {', '.join(_BUILDERS)}") from None
+    pair = make()
+    return MarkovPair(pair.target, pair.draft, name, pair.params)
+
+
+_BUILDERS = {
+    # i.i.d. (order-0) pairs: β is the same at every position
+    "iid-V4-random": lambda: random_pair(4, 0, 1.0, seed=11),
+    "iid-V4-strong": lambda: aligned_pair(4, 0, "strong", seed=21),
+    "iid-V3-disjoint": lambda: pair_from_tables([0.5, 0.5, 0.0], [0.0, 0.0, 1.0], name="disjoint"),
+    "iid-V3-equal": lambda: pair_from_tables([0.2, 0.3, 0.5], [0.2, 0.3, 0.5], name="equal"),
+    "iid-V1": lambda: pair_from_tables([1.0], [1.0], name="one-token"),
+    # Markov pairs: β varies with the state
+    "markov1-V3-mix0.4": lambda: perturbed_pair(3, 1, how="mix", strength=0.4, seed=12),
+    "markov2-V3-temp2": lambda: perturbed_pair(3, 2, how="temperature", strength=2.0, seed=13),
+    "markov1-V4-topk2": lambda: perturbed_pair(4, 1, how="top_k", strength=2, seed=14),
+    "markov1-V4-quant1": lambda: perturbed_pair(4, 1, how="quantize", strength=1.0, seed=15),
+    "markov1-V4-weak": lambda: aligned_pair(4, 1, "weak", seed=16),
+    "markov1-V3-ngram0": lambda: ngram_pair(dirichlet_source(3, 1, 0.5, seed=17), 2000, draft_order=0, seed=18),
+    # Monte Carlo scale
+    "markov1-V50-strong": lambda: aligned_pair(50, 1, "strong", seed=31),
+    "markov1-V50-weak": lambda: aligned_pair(50, 1, "weak", seed=32),
+}
+
+#: Small instances every exact check runs on (edge cases included).
+EXACT = ("iid-V4-random", "iid-V4-strong", "iid-V3-disjoint", "iid-V3-equal", "iid-V1",
+         "markov1-V3-mix0.4", "markov2-V3-temp2", "markov1-V4-topk2", "markov1-V4-quant1",
+         "markov1-V4-weak", "markov1-V3-ngram0")
+IID = tuple(n for n in EXACT if n.startswith("iid"))
+MARKOV = tuple(n for n in EXACT if n.startswith("markov"))
+
+
+def names() -> list[str]:
+    return list(_BUILDERS)
+
+
+def describe(name: str) -> dict:
+    pair = get(name)
+    return {"name": name, "V": pair.V, "order": pair.order, **{k: v for k, v in pair.params.items()}}
+
+
+def is_iid(pair: MarkovPair) -> bool:
+    return pair.order == 0 or bool(np.all(pair.acceptance_by_state() == pair.acceptance_by_state()[0]))

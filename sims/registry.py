@@ -1,0 +1,108 @@
+"""The claim registry: every catalog claim registered once, with the check that tests it.
+
+A claim module (``sims/claims/<family>.py``) registers each id from ``shared/CLAIMS.md``
+with :func:`register`, giving the paper and equation, the statement, the algorithm under
+test (``subject``), the deliberately broken variants the same check must reject
+(``controls``), and how many Monte Carlo tests one run of its check performs (``mc_tests``;
+the report's Bonferroni split needs it before anything runs).
+"""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from spectheory.rng import derive_seed
+
+from .evidence import Evidence
+
+
+@dataclass(frozen=True)
+class Control:
+    """A deliberately broken variant of the subject; the claim's check must call it ``fails``."""
+
+    name: str
+    subject: Any
+    description: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    paper: str
+    reference: str
+    statement: str
+    check: Callable[["Context", Any], list[Evidence]]
+    subject: Any = None
+    controls: tuple[Control, ...] = ()
+    mc_tests: int = 0
+    interpretation: str = ""
+    shrink: Callable[["Context", Any], dict | None] | None = None
+
+    @property
+    def n_mc_tests(self) -> int:
+        """Monte Carlo tests in one full run of this claim, controls included."""
+        return self.mc_tests * (1 + len(self.controls))
+
+
+REGISTRY: dict[str, Claim] = {}
+
+
+def register(**kwargs) -> Claim:
+    claim = Claim(**kwargs)
+    if claim.id in REGISTRY:
+        raise ValueError(f"claim {claim.id!r} registered twice")
+    REGISTRY[claim.id] = claim
+    return claim
+
+
+def load_all() -> dict[str, Claim]:
+    """Import every claim module so the registry is complete."""
+    from . import claims  # noqa: F401  (modules register on import)
+    return REGISTRY
+
+
+def select(pattern: str = "*") -> list[Claim]:
+    """Claims whose id matches any of the comma-separated globs, in registry order."""
+    load_all()
+    pats = [p.strip() for p in pattern.split(",") if p.strip()] or ["*"]
+    chosen = [c for c in REGISTRY.values() if any(fnmatch.fnmatchcase(c.id, p) for p in pats)]
+    if not chosen:
+        raise KeyError(f"no registered claim matches {pattern!r}; known: {', '.join(REGISTRY)}")
+    return chosen
+
+
+def total_mc_tests() -> int:
+    """Monte Carlo tests in a report over the whole registry (the Bonferroni denominator)."""
+    return sum(c.n_mc_tests for c in load_all().values())
+
+
+@dataclass
+class Context:
+    """What a check gets besides its subject: the tier, the per-test error rate and seeds."""
+
+    seed: int = 0
+    quick: bool = False
+    alpha_family: float = 0.01
+    claim_id: str = ""
+    subject_name: str = ""
+    alpha_test: float = field(init=False)
+    mc_tests_run: int = field(default=0, init=False)
+
+    def __post_init__(self):
+        self.alpha_test = self.alpha_family / max(1, total_mc_tests())
+
+    def rng(self, *labels: str) -> np.random.Generator:
+        """A Generator seeded from (run seed, claim id, subject, labels): reproducible and
+        independent across checks."""
+        return np.random.default_rng(derive_seed(self.seed, self.claim_id, self.subject_name, *labels))
+
+    def size(self, default: int, quick: int) -> int:
+        return quick if self.quick else default
+
+    def mc(self, ev: Evidence) -> Evidence:
+        """Count a Monte Carlo test (the runner checks the count against ``mc_tests``)."""
+        self.mc_tests_run += 1
+        return ev
