@@ -168,6 +168,7 @@ def ngram_pair(target: MarkovSource, n_tokens: int, draft_order: int | None = No
 
 def pair_from_tables(p, q, order: int = 0, name: str = "custom") -> MarkovPair:
     """A pair from explicit tables: 1-D p, q for order 0, or (V**order, V) tables."""
-    p = np.atleast_2d(np.asarray(p, dtype=np.float64))
-    q = np.atleast_2d(np.asarray(q, dtype=np.float64))
+    from .distributions import check_pair
+    p, q = check_pair(np.atleast_2d(np.asarray(p, dtype=np.float64)),
+                      np.atleast_2d(np.asarray(q, dtype=np.float64)), names=("p (target)", "q (draft)"))
     return MarkovPair(MarkovSource(p, order), MarkovSource(q, order), name)

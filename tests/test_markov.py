@@ -1,0 +1,85 @@
+"""Markov sources and pair constructors."""
+import numpy as np
+import pytest
+
+from spectheory.distributions import DistributionError
+from spectheory.markov import MarkovPair, MarkovSource, lift_order, stationary_distribution
+from spectheory.pairs import (aligned_pair, dirichlet_source, ngram_pair, ngram_source, pair_from_tables,
+                              perturbed_pair, quantize_logits, temperature, top_k)
+
+
+def test_state_encoding_and_sequence_probs():
+    src = dirichlet_source(3, 2, seed=0)
+    assert src.n_states == 9
+    probs = src.sequence_probs(4, start_state=5)
+    assert probs.shape == (81,)
+    assert probs.sum() == pytest.approx(1.0, abs=1e-14)
+    # p(x1, x2) = p(x1 | s) p(x2 | next(s, x1)); state 5 = context (1, 2)
+    s = src.state_of_context([1, 2])
+    assert s == 5
+    two = src.sequence_probs(2, s)
+    x1, x2 = 2, 1
+    assert two[x1 * 3 + x2] == pytest.approx(src.conditional(s)[x1] * src.conditional((s * 3 + x1) % 9)[x2])
+
+
+def test_stationary_matches_long_run_frequencies():
+    src = dirichlet_source(3, 1, seed=1)
+    pi = src.stationary()
+    np.testing.assert_allclose(pi @ src.transition_matrix(), pi, atol=1e-14)
+    toks = src.sample(20000, seed=2)
+    freq = np.bincount(toks, minlength=3) / toks.size
+    np.testing.assert_allclose(freq, pi, atol=0.02)  # ~5 sd for n=20000 with autocorrelation
+
+
+def test_stationary_of_a_reducible_chain_is_seen_from_start():
+    T = np.array([[1.0, 0.0], [0.0, 1.0]])
+    np.testing.assert_allclose(stationary_distribution(T, start=1), [0.0, 1.0])
+
+
+def test_lift_order_preserves_sequence_law():
+    src = dirichlet_source(3, 1, seed=3)
+    lifted = lift_order(src, 2)
+    assert lifted.n_states == 9
+    # context (0, 2) in the lifted source = state 2 of the original
+    np.testing.assert_allclose(lifted.sequence_probs(3, 2), src.sequence_probs(3, 2))
+
+
+def test_shared_rows_for_large_vocabularies():
+    src = dirichlet_source(1000, 1, seed=0, n_rows=8)
+    assert src.rows.shape == (8, 1000) and src.n_states == 1000
+    np.testing.assert_array_equal(src.conditional(9), src.rows[1])
+
+
+def test_perturbations_are_valid_and_do_what_they_say():
+    p = dirichlet_source(6, 1, seed=4)
+    for q in (temperature(p, 2.0), top_k(p, 2), quantize_logits(p, 0.5)):
+        np.testing.assert_allclose(q.rows.sum(axis=1), 1.0)
+    assert np.all((top_k(p, 2).rows > 0).sum(axis=1) == 2)
+    # strong alignment ⇒ higher acceptance than weak
+    strong = aligned_pair(20, 1, "strong", seed=5).acceptance_by_state().mean()
+    weak = aligned_pair(20, 1, "weak", seed=5).acceptance_by_state().mean()
+    assert strong > 0.85 > weak
+    assert perturbed_pair(4, 1, how="temperature", strength=1.0, seed=0).acceptance_by_state() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="unknown perturbation"):
+        perturbed_pair(4, 1, how="nope")
+
+
+def test_ngram_estimate_recovers_the_source():
+    src = dirichlet_source(3, 1, concentration=2.0, seed=6)
+    est = ngram_source(src.sample(50000, seed=7), 3, 1, smoothing=0.0)
+    np.testing.assert_allclose(est.table, src.table, atol=0.03)
+    pair = ngram_pair(src, 500, draft_order=0, seed=8)
+    assert pair.draft.order == 1 and np.allclose(pair.draft.table, pair.draft.table[0])
+    with pytest.raises(DistributionError, match="token ids"):
+        ngram_source([0, 1, 5], 3, 1)
+
+
+def test_pair_validation():
+    with pytest.raises(DistributionError, match="mismatched vocabularies"):
+        MarkovPair(dirichlet_source(3, 0, seed=0), dirichlet_source(4, 0, seed=0))
+    with pytest.raises(ValueError, match="lift"):
+        MarkovPair(dirichlet_source(3, 0, seed=0), dirichlet_source(3, 1, seed=0))
+    with pytest.raises(DistributionError, match="does not sum to 1"):
+        pair_from_tables([0.5, 0.6], [0.5, 0.5])
+    with pytest.raises(ValueError, match="has 9 states"):
+        MarkovSource(np.full((3, 3), 1 / 3), 2)

@@ -1,0 +1,88 @@
+"""The claim registry and `spectheory verify`: schema, verdicts, controls, reproducibility."""
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from sims import registry
+from sims.cli import app
+from sims.evidence import Evidence, combine
+from sims.runner import SCHEMA, run_claims
+
+CLAIM_KEYS = {"id", "verdict", "statement", "evidence", "counterexample"}
+EVIDENCE_KEYS = {"mode", "instance", "claimed", "measured", "ci_low", "ci_high", "p_value", "n"}
+SD_IDS = ["sd.lossless", "sd.acceptance", "sd.expected_tokens", "sd.walltime"]
+
+
+@pytest.fixture(scope="module")
+def quick_report():
+    return run_claims("sd.*", quick=True, seed=0, progress=False)
+
+
+def test_every_sd_claim_is_registered_with_controls():
+    claims = registry.select("sd.*")
+    assert [c.id for c in claims] == SD_IDS
+    for c in claims:
+        assert c.controls, f"{c.id} has no negative control"
+        assert c.reference and c.statement
+
+
+def test_quick_report_schema_and_verdicts(quick_report):
+    r = quick_report
+    assert r["schema"] == SCHEMA == "spectheory.report/1"
+    assert [c["id"] for c in r["claims"]] == SD_IDS
+    for c in r["claims"]:
+        assert CLAIM_KEYS <= c.keys()
+        assert c["verdict"] == "holds", (c["id"], c["notes"])
+        modes = {e["mode"] for e in c["evidence"] if e["outcome"] != "info"}
+        assert modes == {"exact", "mc"}, c["id"]
+        for e in c["evidence"]:
+            assert EVIDENCE_KEYS <= e.keys()
+        for ctl in c["controls"]:
+            assert ctl["verdict"] == "fails", (c["id"], ctl["name"])
+            cex = ctl["counterexample"]
+            assert cex is not None and {"V", "gamma", "K", "seed", "order"} <= cex.keys()
+    assert r["run"]["alpha_per_test"] == pytest.approx(r["run"]["alpha_family"] / r["run"]["mc_tests_in_registry"])
+    json.dumps(r)  # serialisable
+
+
+def test_report_reproducible_from_seed(quick_report):
+    again = run_claims("sd.*", quick=True, seed=0, progress=False)
+    strip = lambda rep: [(c["id"], c["evidence"], [k["evidence"] for k in c["controls"]]) for c in rep["claims"]]
+    assert strip(again) == strip(quick_report)
+
+
+def test_cli_writes_json_and_markdown(tmp_path):
+    j, m = tmp_path / "r.json", tmp_path / "r.md"
+    res = CliRunner().invoke(app, ["verify", "--claims", "sd.acceptance", "--quick", "--no-progress",
+                                   "--json", str(j), "--markdown", str(m)])
+    assert res.exit_code == 0, res.output
+    assert "sd.acceptance" in res.output and "holds" in res.output
+    data = json.loads(j.read_text())
+    assert [c["id"] for c in data["claims"]] == ["sd.acceptance"]
+    assert "Negative control" in m.read_text()
+
+
+def test_cli_unknown_claim_is_a_clear_error(tmp_path):
+    res = CliRunner().invoke(app, ["verify", "--claims", "nope.*", "--json", str(tmp_path / "x.json")])
+    assert res.exit_code != 0
+    assert "no registered claim matches" in res.output
+
+
+def test_verdict_combination():
+    ok = Evidence("exact", "i", 0, 0, outcome="pass")
+    weak = Evidence("mc", "i", 0, 0, outcome="underpowered")
+    bad = Evidence("mc", "i", 0, 1, outcome="fail")
+    note = Evidence("exact", "i", 0, 1, outcome="info")
+    assert combine([ok, note]) == "holds"
+    assert combine([ok, weak]) == "inconclusive"
+    assert combine([ok, weak, bad]) == "fails"
+    assert combine([note]) == "inconclusive"
+
+
+def test_mc_test_count_is_enforced(monkeypatch):
+    claim = registry.REGISTRY["sd.walltime"]
+    fake = registry.Claim(**{**claim.__dict__, "mc_tests": 3})
+    from sims import runner
+    with pytest.raises(RuntimeError, match="mc_tests"):
+        runner._run_subject(fake, fake.subject, "subject", 0, True, 0.01)

@@ -1,0 +1,65 @@
+"""The statistical method itself: calibrated error rate, stated power, cell pooling."""
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from sims import stats
+
+
+def test_merge_cells_reaches_min_expected():
+    probs = np.array([0.001, 0.002, 0.3, 0.6965, 0.0005])
+    counts = np.array([1, 0, 30, 70, 0])
+    c, p = stats.merge_cells(counts, probs, n=100)
+    assert c.sum() == counts.sum() and p.sum() == pytest.approx(1.0)
+    assert (p * 100 >= 5).all()
+
+
+def test_chi2_detectable_w_has_the_stated_power():
+    """Simulate the alternative at the reported detectable w: rejection rate ≈ 0.9.
+    2,000 replicate tests; a binomial 99.9% band around 0.9 is ±0.022."""
+    n, alpha = 2000, 0.01
+    p0 = np.full(4, 0.25)
+    w = stats.chi2_detectable_w(3, n, alpha)
+    d = np.array([1, -1, 1, -1]) * 0.25 * w  # Σ d²/p0 = w²
+    p1 = p0 + d
+    assert np.sqrt(((p1 - p0) ** 2 / p0).sum()) == pytest.approx(w)
+    rng = np.random.default_rng(0)
+    pv = np.array([sps.chisquare(rng.multinomial(n, p1), p0 * n).pvalue for _ in range(2000)])
+    assert abs((pv < alpha).mean() - 0.9) < 0.022
+
+
+def test_chisquare_error_rate_is_calibrated():
+    """Under the null, rejection rate at α = 0.05 over 2,000 replicates lies within a
+    99.9% binomial band (±0.016)."""
+    rng = np.random.default_rng(1)
+    p0 = rng.dirichlet(np.ones(10))
+    rej = np.mean([stats.chisquare_gof("t", rng.multinomial(5000, p0), p0, alpha=0.05,
+                                       tolerance_w=1.0).outcome == "fail" for _ in range(2000)])
+    assert abs(rej - 0.05) < 0.016
+
+
+def test_impossible_cells_fail_immediately():
+    ev = stats.chisquare_gof("t", np.array([10, 5, 1]), np.array([0.6, 0.4, 0.0]), alpha=1e-3, tolerance_w=0.1)
+    assert ev.outcome == "fail" and ev.p_value == 0.0
+
+
+def test_z_test_outcomes():
+    rng = np.random.default_rng(2)
+    x = rng.normal(1.0, 1.0, 100_000)
+    assert stats.z_test_mean("t", 1.0, x, alpha=1e-3, tolerance=0.05).outcome == "pass"
+    assert stats.z_test_mean("t", 1.05, x, alpha=1e-3, tolerance=0.05).outcome == "fail"
+    assert stats.z_test_mean("t", 1.0, x[:100], alpha=1e-3, tolerance=0.05).outcome == "underpowered"
+
+
+def test_per_state_binomial_degenerate_states():
+    ev = stats.per_state_binomial("t", [10, 10], [0, 10], [0.0, 1.0], alpha=1e-3, tolerance=0.01)
+    assert ev.outcome == "pass"
+    ev = stats.per_state_binomial("t", [10, 10], [1, 10], [0.0, 1.0], alpha=1e-3, tolerance=0.01)
+    assert ev.outcome == "fail"
+
+
+def test_exact_comparisons():
+    assert stats.exact_equal("i", 1.0, 1.0 + 1e-13).outcome == "pass"
+    assert stats.exact_equal("i", 1.0, 1.0 + 1e-6).outcome == "fail"
+    assert stats.exact_distance("i", 1e-15).outcome == "pass"
+    assert stats.exact_distance("i", 1e-9).outcome == "fail"
