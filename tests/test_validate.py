@@ -1,0 +1,193 @@
+"""validate: logit traces, replay and evidence rows (CLAIMS sd.acceptance, sd.expected_tokens,
+sd.walltime, evidence mode ``logits``) on synthetic logits; no torch needed."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from spectheory.closed_forms.sd import expected_tokens, walltime_improvement
+from spectheory.distributions import DistributionError, softmax
+from spectheory.divergences import overlap
+from spectheory.rules.sd import BROKEN_SWAPPED_RATIO
+from validate import LogitTrace, capture_logits, compare, replay, trace_exact_tokens
+from validate.capture import FORMAT_VERSION
+
+Z_CRIT_0001 = 3.2905267314919255  # two-sided normal critical value at level 0.001
+
+
+def synthetic_trace(T=50, V=40, noise=1.0, seed=0, name="synthetic") -> LogitTrace:
+    rng = np.random.default_rng(seed)
+    tl = rng.normal(0.0, 2.0, (T, V))
+    dl = tl + rng.normal(0.0, noise, (T, V))
+    toks = np.array([rng.choice(V, p=row) for row in softmax(tl)])
+    return LogitTrace(tl, dl, toks, name=name)
+
+
+def constant_trace(T=30, V=25, seed=1) -> LogitTrace:
+    rng = np.random.default_rng(seed)
+    zp, zq = rng.normal(0, 1.5, V), rng.normal(0, 1.5, V)
+    return LogitTrace(np.tile(zp, (T, 1)), np.tile(zq, (T, 1)), np.zeros(T, dtype=np.int64))
+
+
+# --- LogitTrace ---------------------------------------------------------------------------
+
+def test_npz_round_trip(tmp_path):
+    tr = synthetic_trace(T=7, V=11)
+    tl = tr.target_logits.astype(np.float32)
+    tl[2, 3] = -np.inf  # masked token is allowed
+    tr = LogitTrace(tl, tr.draft_logits, tr.tokens, name="rt", temperature=0.7)
+    path = tr.save(tmp_path / "trace.bin")
+    assert path == tmp_path / "trace.bin" and path.exists()  # no ".npz" appended
+    back = LogitTrace.load(path)
+    assert back.target_logits.dtype == np.float32
+    np.testing.assert_array_equal(back.target_logits, tl)
+    np.testing.assert_array_equal(back.draft_logits, tr.draft_logits)
+    np.testing.assert_array_equal(back.tokens, tr.tokens)
+    assert (back.name, back.temperature, back.T, back.V) == ("rt", 0.7, 7, 11)
+    with np.load(path) as z:
+        assert int(z["format_version"]) == FORMAT_VERSION
+
+
+def test_load_rejects_unknown_format(tmp_path):
+    tr = synthetic_trace(T=3, V=5)
+    np.savez(tmp_path / "old.npz", format_version=99, target_logits=tr.target_logits,
+             draft_logits=tr.draft_logits, tokens=tr.tokens, name="x", temperature=1.0)
+    with pytest.raises(ValueError, match="format version 99"):
+        LogitTrace.load(tmp_path / "old.npz")
+    np.savez(tmp_path / "bare.npz", a=np.zeros(3))
+    with pytest.raises(ValueError, match="format_version"):
+        LogitTrace.load(tmp_path / "bare.npz")
+
+
+def test_bad_inputs():
+    tr = synthetic_trace(T=5, V=6)
+    tl, dl, tok = tr.target_logits, tr.draft_logits, tr.tokens
+    bad = tl.copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(DistributionError, match="NaN"):
+        LogitTrace(bad, dl, tok)
+    bad = dl.copy()
+    bad[0, 0] = np.inf
+    with pytest.raises(DistributionError, match=r"\+inf"):
+        LogitTrace(tl, bad, tok)
+    bad = tl.copy()
+    bad[3] = -np.inf
+    with pytest.raises(DistributionError, match="every logit is -inf"):
+        LogitTrace(bad, dl, tok)
+    with pytest.raises(DistributionError, match="mismatched vocabularies"):
+        LogitTrace(tl, dl[:, :-1], tok)
+    with pytest.raises(DistributionError, match="mismatched lengths"):
+        LogitTrace(tl, dl[:-1], tok)
+    with pytest.raises(DistributionError, match="tokens must have shape"):
+        LogitTrace(tl, dl, tok[:-1])
+    with pytest.raises(DistributionError, match="tokens must lie"):
+        LogitTrace(tl, dl, np.full(5, 6))
+    with pytest.raises(DistributionError, match=r"\(T, V\)"):
+        LogitTrace(tl[0], dl[0], tok[:1])
+    with pytest.raises(ValueError, match="exceeds the trace length"):
+        replay(tr, 6)
+    with pytest.raises(ValueError, match="gamma"):
+        replay(tr, 0)
+
+
+# --- capture: only the lazy-import path is testable without weights ----------------------
+
+def test_capture_without_torch_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ImportError, match=r"pip install 'spectheory\[validate\]'"):
+        capture_logits(None, None, None, "Hello", 4)
+
+
+def test_numpy_modules_do_not_import_torch():
+    code = ("import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
+            "import validate, validate.replay, validate.compare, validate.capture")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- replay -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("gamma", [1, 2, 3, 5, 8])
+def test_constant_alpha_trace_exact_equals_closed_form(gamma):
+    tr = constant_trace()
+    p, q = tr.probs()
+    alpha = float(overlap(p[0], q[0]))
+    assert 0.05 < alpha < 0.95
+    rep = replay(tr, gamma, n_mc=10)
+    np.testing.assert_allclose(rep.beta, alpha, rtol=0, atol=1e-15)
+    closed = (1 - alpha ** (gamma + 1)) / (1 - alpha)
+    np.testing.assert_allclose(rep.exact_tokens_by_start, closed, rtol=0, atol=1e-12)
+    assert abs(rep.exact_tokens - closed) < 1e-12
+    assert abs(rep.predicted_tokens - closed) < 1e-12
+    assert rep.n_starts == tr.T - gamma + 1
+
+
+def test_trace_exact_matches_direct_sum():
+    beta = np.random.default_rng(3).uniform(0, 1, 17)
+    gamma = 4
+    e = trace_exact_tokens(beta, gamma)
+    direct = [1 + sum(np.prod(beta[t:t + k]) for k in range(1, gamma + 1)) for t in range(17 - gamma + 1)]
+    np.testing.assert_allclose(e, direct, rtol=1e-14)
+
+
+def test_replay_beta_uses_temperature():
+    tr = synthetic_trace(T=6, V=9)
+    rep = replay(tr, 2, temperature=2.0, n_mc=5)
+    np.testing.assert_allclose(rep.beta, overlap(softmax(tr.target_logits, 2.0), softmax(tr.draft_logits, 2.0)))
+    assert rep.alpha_hat == pytest.approx(rep.beta.mean())
+
+
+def test_mc_replay_agrees_with_claims():
+    # T = 50 positions × n_mc = 2000 draws = 100,000 first-draft verifications; two-sided
+    # z-test at level 0.001 with the exact null variance Σβ_t(1−β_t)/(T²·n_mc) (se ≈ 0.0015).
+    # The same run gives 47 × 2000 = 94,000 full iterations (γ = 4) compared with trace-exact.
+    tr = synthetic_trace(T=50, V=40, seed=7)
+    rep = replay(tr, 4, n_mc=2000, seed=12345)
+    assert rep.mc_attempts == 100_000 and rep.mc_iterations == 94_000
+    assert rep.beta.std() > 0.02  # β really varies along this trace
+    z_acc = (rep.mc_acceptance - rep.alpha_hat) / rep.mc_acceptance_se_null
+    assert abs(z_acc) < Z_CRIT_0001, z_acc
+    z_tok = (rep.mc_tokens - rep.exact_tokens) / rep.mc_tokens_se
+    assert abs(z_tok) < Z_CRIT_0001, z_tok
+
+
+def test_mc_replay_catches_swapped_ratio():
+    # Negative control: accept w.p. min(1, q/p) changes the acceptance rate; same test, same n.
+    tr = synthetic_trace(T=50, V=40, seed=7)
+    rep = replay(tr, 4, n_mc=2000, seed=12345, rule=BROKEN_SWAPPED_RATIO)
+    z = (rep.mc_acceptance - rep.alpha_hat) / rep.mc_acceptance_se_null
+    assert abs(z) > Z_CRIT_0001, z
+
+
+def test_replay_is_reproducible():
+    tr = synthetic_trace(T=12, V=10)
+    a, b = replay(tr, 3, n_mc=50, seed=5), replay(tr, 3, n_mc=50, seed=5)
+    assert (a.mc_accepts, a.mc_tokens) == (b.mc_accepts, b.mc_tokens)
+
+
+# --- compare ------------------------------------------------------------------------------
+
+def test_compare_rows():
+    tr = synthetic_trace(T=40, V=30, seed=2, name="synth-40")
+    rows = compare(tr, 3, 0.1, n_mc=500, seed=1)
+    assert set(rows) == {"sd.acceptance", "sd.expected_tokens", "sd.walltime"}
+    for cid, row in rows.items():
+        assert row["claim"] == cid and row["mode"] == "logits" and row["instance"] == "synth-40"
+        for key in ("claimed", "measured", "ci_low", "ci_high", "p_value", "n"):
+            assert key in row
+    acc = rows["sd.acceptance"]
+    assert acc["n"] == 40 * 500 and acc["p_value"] > 0.001
+    assert acc["ci_low"] < acc["measured"] < acc["ci_high"]
+    beta = overlap(*tr.probs())
+    assert acc["claimed"] == pytest.approx(beta.mean())
+    tok = rows["sd.expected_tokens"]
+    assert tok["claimed"] == pytest.approx(expected_tokens(beta.mean(), 3))
+    assert tok["measured"] == pytest.approx(trace_exact_tokens(beta, 3).mean())
+    assert tok["n"] == 38 and tok["p_value"] is None and tok["mc_p_value"] > 0.001
+    wt = rows["sd.walltime"]
+    assert wt["claimed"] == pytest.approx(walltime_improvement(beta.mean(), 3, 0.1))
+    assert wt["measured"] == pytest.approx(tok["measured"] / 1.3)
+    with pytest.raises(ValueError, match="cost ratio"):
+        compare(tr, 3, -1.0, n_mc=2)

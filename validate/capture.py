@@ -1,0 +1,173 @@
+"""Real-model logit traces for the ``logits`` evidence mode (CLAIMS "Evidence modes").
+
+A :class:`LogitTrace` holds, for each position of one generated text, the target's and the
+draft's raw logits on the same context and the token that was emitted there. It is plain
+NumPy and saves to ``.npz``; only :func:`capture_logits` needs torch/transformers, imported
+lazily (``pip install 'spectheory[validate]'``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from spectheory.distributions import DistributionError, softmax
+
+#: Version of the ``.npz`` layout written by :meth:`LogitTrace.save`.
+FORMAT_VERSION = 1
+
+_INSTALL_HINT = "pip install 'spectheory[validate]'"
+_CHUNK_ROWS = 256  # rows per softmax call when validating (bounds float64 temporaries)
+
+
+def _check_logits(z: np.ndarray, name: str) -> None:
+    """Finite or ``-inf`` entries only, no all-``-inf`` row (the softmax checks)."""
+    for lo in range(0, z.shape[0], _CHUNK_ROWS):
+        try:
+            softmax(z[lo:lo + _CHUNK_ROWS], name=name)
+        except DistributionError as e:
+            raise DistributionError(f"{e} (in rows {lo}..{lo + _CHUNK_ROWS - 1})") from None
+
+
+@dataclass(eq=False)
+class LogitTrace:
+    """Both models' logits along one generated text.
+
+    target_logits, draft_logits: (T, V) float — row t scores the same context (prompt +
+    ``tokens[:t]``). tokens: (T,) int — the token emitted at position t. name: instance label
+    used in evidence records. temperature: the temperature the tokens were sampled at
+    (metadata; replay defaults to it).
+    """
+
+    target_logits: np.ndarray
+    draft_logits: np.ndarray
+    tokens: np.ndarray
+    name: str = "trace"
+    temperature: float = 1.0
+
+    def __post_init__(self):
+        tl, dl = np.asarray(self.target_logits), np.asarray(self.draft_logits)
+        for z, nm in ((tl, "target_logits"), (dl, "draft_logits")):
+            if z.ndim != 2:
+                raise DistributionError(f"{nm} must have shape (T, V), got {z.shape}")
+        if tl.shape[1] != dl.shape[1]:
+            raise DistributionError(
+                f"mismatched vocabularies: target_logits has V={tl.shape[1]}, draft_logits has V={dl.shape[1]}")
+        if tl.shape[0] != dl.shape[0]:
+            raise DistributionError(
+                f"mismatched lengths: target_logits has T={tl.shape[0]}, draft_logits has T={dl.shape[0]}")
+        if tl.shape[0] == 0:
+            raise DistributionError("empty trace (T = 0)")
+        tl = tl if np.issubdtype(tl.dtype, np.floating) else tl.astype(np.float64)
+        dl = dl if np.issubdtype(dl.dtype, np.floating) else dl.astype(np.float64)
+        _check_logits(tl, "target_logits")
+        _check_logits(dl, "draft_logits")
+        tok = np.asarray(self.tokens)
+        if tok.shape != (tl.shape[0],):
+            raise DistributionError(f"tokens must have shape ({tl.shape[0]},), got {tok.shape}")
+        if tok.size and not np.issubdtype(tok.dtype, np.integer):
+            raise DistributionError(f"tokens must be integers, got dtype {tok.dtype}")
+        tok = tok.astype(np.int64)
+        if ((tok < 0) | (tok >= tl.shape[1])).any():
+            raise DistributionError(f"tokens must lie in [0, {tl.shape[1]})")
+        if not (self.temperature > 0 and np.isfinite(self.temperature)):
+            raise DistributionError(f"temperature must be a positive finite number, got {self.temperature!r}")
+        self.target_logits, self.draft_logits, self.tokens = tl, dl, tok
+        self.temperature = float(self.temperature)
+        self.name = str(self.name)
+
+    @property
+    def T(self) -> int:
+        return self.target_logits.shape[0]
+
+    @property
+    def V(self) -> int:
+        return self.target_logits.shape[1]
+
+    def probs(self, temperature: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(p, q)`` as (T, V) float64 at ``temperature`` (default: the trace's)."""
+        t = self.temperature if temperature is None else temperature
+        return softmax(self.target_logits, t, name="target_logits"), softmax(self.draft_logits, t, name="draft_logits")
+
+    def save(self, path) -> Path:
+        """Write a compressed ``.npz`` (exactly at ``path``; no suffix is appended)."""
+        path = Path(path)
+        with open(path, "wb") as f:
+            np.savez_compressed(
+                f, format_version=np.int64(FORMAT_VERSION), target_logits=self.target_logits,
+                draft_logits=self.draft_logits, tokens=self.tokens, name=np.str_(self.name),
+                temperature=np.float64(self.temperature))
+        return path
+
+    @classmethod
+    def load(cls, path) -> "LogitTrace":
+        """Read a trace written by :meth:`save` (re-validated)."""
+        with np.load(Path(path), allow_pickle=False) as z:
+            if "format_version" not in z.files:
+                raise ValueError(f"{path}: not a LogitTrace file (no format_version key)")
+            v = int(z["format_version"])
+            if v != FORMAT_VERSION:
+                raise ValueError(f"{path}: LogitTrace format version {v}, this spectheory reads {FORMAT_VERSION}")
+            return cls(z["target_logits"], z["draft_logits"], z["tokens"],
+                       name=str(z["name"]), temperature=float(z["temperature"]))
+
+
+def _require_torch():
+    try:
+        import torch
+        import transformers  # noqa: F401  (the models passed in are transformers causal LMs)
+    except ImportError as e:
+        raise ImportError(
+            f"validate.capture_logits needs torch and transformers: {_INSTALL_HINT}") from e
+    return torch
+
+
+def capture_logits(target_model, draft_model, tokenizer, prompt: str, max_new_tokens: int,
+                   temperature: float = 1.0, *, seed: int | None = None,
+                   name: str = "trace") -> LogitTrace:
+    """Generate from the target (sampling at ``temperature``) and record both models' logits.
+
+    At each step both causal LMs score the same context (prompt + tokens so far, KV-cached);
+    the next token is sampled from softmax(target logits / temperature) as recorded, so the
+    trace is self-consistent. Logits are cut to ``len(tokenizer)`` columns (checkpoints of one
+    family often pad their output layers to different widths). Stops early at EOS (the EOS
+    position is kept).
+    """
+    torch = _require_torch()
+    if int(max_new_tokens) != max_new_tokens or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be an integer ≥ 1, got {max_new_tokens!r}")
+    if not (temperature > 0 and np.isfinite(temperature)):
+        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
+    V = len(tokenizer)
+    gen = torch.Generator().manual_seed(int(seed)) if seed is not None else None
+    ids = tokenizer(prompt, return_tensors="pt").input_ids
+    eos = getattr(tokenizer, "eos_token_id", None)
+
+    def step(model, past, ids):
+        dev = next(model.parameters()).device
+        inp = ids if past is None else ids[:, -1:]
+        out = model(input_ids=inp.to(dev), past_key_values=past, use_cache=True)
+        z = out.logits[0, -1].double().cpu()
+        if z.shape[-1] < V:
+            raise ValueError(f"model logits have width {z.shape[-1]} < len(tokenizer) = {V}")
+        return z[:V], out.past_key_values
+
+    tl, dl, toks = [], [], []
+    t_past = d_past = None
+    target_model.eval()
+    draft_model.eval()
+    with torch.no_grad():
+        for _ in range(int(max_new_tokens)):
+            zt, t_past = step(target_model, t_past, ids)
+            zd, d_past = step(draft_model, d_past, ids)
+            probs = torch.softmax(zt / temperature, dim=-1)
+            tok = int(torch.multinomial(probs, 1, generator=gen))
+            tl.append(zt.numpy())
+            dl.append(zd.numpy())
+            toks.append(tok)
+            ids = torch.cat([ids, torch.tensor([[tok]], dtype=ids.dtype)], dim=1)
+            if eos is not None and tok == eos:
+                break
+    return LogitTrace(np.stack(tl), np.stack(dl), np.asarray(toks, dtype=np.int64),
+                      name=name, temperature=temperature)
