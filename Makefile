@@ -1,0 +1,38 @@
+# Everything runs inside a local virtual environment (.venv), created on first use and
+# reused afterwards (rebuilt when pyproject.toml changes).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed-stamp
+
+.PHONY: verify verify-quick test test-slow bench figs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## set up, then run every registered claim check and write reports/verify.{md,json}
+verify: $(STAMP)
+	$(BIN)/spectheory verify $(ARGS)
+
+verify-quick: $(STAMP)
+	$(BIN)/spectheory verify --quick $(ARGS)
+
+## set up, then run the fast test tier (what CI runs)
+test: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" $(ARGS)
+
+## slow statistical sweeps
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow $(ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_sd_throughput.py $(ARGS)
+
+figs: $(STAMP)
+	for f in paper_figs/fig_*.py; do $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) reports paper_figs/out .pytest_cache
