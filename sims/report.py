@@ -58,12 +58,13 @@ def print_table(report: dict, console=None) -> None:
     colour = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim"}
     t = Table(title=f"spectheory verify ({'quick' if report['run']['quick'] else 'default'} tier, "
                     f"seed {report['run']['seed']}, {report['run']['duration_s']} s)")
-    for col in ("claim", "verdict", "modes", "claimed", "measured", "interval", "negative controls"):
+    for col in ("claim", "verdict", "modes", "claimed", "measured", "interval", "p", "negative controls"):
         t.add_column(col)
     for c in report["claims"]:
         e = primary_evidence(c)
         t.add_row(c["id"], f"[{colour[c['verdict']]}]{c['verdict']}[/]", _modes(c),
-                  fmt(e and e["claimed"]), fmt(e and e["measured"]), interval(e), _controls(c))
+                  fmt(e and e["claimed"]), fmt(e and e["measured"]), interval(e),
+                  fmt(e and e["p_value"], 3), _controls(c))
     console.print(t)
 
 
@@ -93,12 +94,12 @@ def to_markdown(report: dict) -> str:
              f"{'quick' if run['quick'] else 'default'} tier · {run['duration_s']} s · "
              f"family-wise α = {run['alpha_family']} ({run['correction']}; "
              f"{run['mc_tests_in_registry']} tests, α per test = {run['alpha_per_test']:.3g}, power {run['power']})",
-             "", "| claim | verdict | modes | claimed | measured | interval | negative controls |",
-             "|---|---|---|---|---|---|---|"]
+             "", "| claim | verdict | modes | claimed | measured | interval | p | negative controls |",
+             "|---|---|---|---|---|---|---|---|"]
     for c in report["claims"]:
         e = primary_evidence(c)
         lines.append(f"| `{c['id']}` | **{c['verdict']}** | {_modes(c)} | {fmt(e and e['claimed'])} | "
-                     f"{fmt(e and e['measured'])} | {interval(e)} | {_controls(c)} |")
+                     f"{fmt(e and e['measured'])} | {interval(e)} | {fmt(e and e['p_value'], 3)} | {_controls(c)} |")
     for c in report["claims"]:
         lines += ["", f"## `{c['id']}` — {c['verdict']}", "", f"> {c['statement']}", "",
                   f"*{c['paper']}, {c['reference']}.* {c['interpretation']}", ""]

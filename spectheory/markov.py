@@ -120,6 +120,11 @@ class MarkovSource:
         for a reducible chain, the one reached from state 0 by long-run averaging)."""
         return stationary_distribution(self.transition_matrix())
 
+    def entropy_rate(self, base: float = np.e) -> float:
+        """Stationary entropy rate Σ_s π(s) H(p(·|s)) (nats by default)."""
+        from .divergences import entropy
+        return float(self.stationary() @ entropy(self.table, base))
+
     def sample(self, length: int, seed=None, start_state: int = 0) -> np.ndarray:
         """Sample ``length`` tokens autoregressively (plain NumPy, for tests and examples)."""
         rng = check_random_state(seed)

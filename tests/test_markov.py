@@ -83,3 +83,11 @@ def test_pair_validation():
         pair_from_tables([0.5, 0.6], [0.5, 0.5])
     with pytest.raises(ValueError, match="has 9 states"):
         MarkovSource(np.full((3, 3), 1 / 3), 2)
+
+
+def test_entropy_rate():
+    iid = dirichlet_source(4, 0, seed=9)
+    from spectheory.divergences import entropy
+    assert iid.entropy_rate() == pytest.approx(float(entropy(iid.rows[0])))
+    uniform = MarkovSource(np.full((3, 3), 1 / 3), 1)
+    assert uniform.entropy_rate(base=3) == pytest.approx(1.0)

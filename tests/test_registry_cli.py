@@ -86,3 +86,13 @@ def test_mc_test_count_is_enforced(monkeypatch):
     from sims import runner
     with pytest.raises(RuntimeError, match="mc_tests"):
         runner._run_subject(fake, fake.subject, "subject", 0, True, 0.01)
+
+
+@pytest.mark.slow
+def test_default_tier_every_claim_holds():
+    """The full default run (what `make verify` does): every registered claim holds and every
+    negative control fails."""
+    r = run_claims("*", quick=False, seed=0, progress=False)
+    for c in r["claims"]:
+        assert c["verdict"] == "holds", c["id"]
+        assert all(ctl["verdict"] == "fails" for ctl in c["controls"]), c["id"]

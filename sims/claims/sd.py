@@ -158,11 +158,12 @@ def check_expected_tokens(ctx, rule):
     for name in inst.MARKOV + ("markov1-V50-strong", "markov1-V50-weak"):
         pair = inst.get(name)
         a_bar = cf.stationary_acceptance(pair)
-        ev.append(stats.info("exact", _label(name, γ=4), cf.expected_tokens(a_bar, 4),
-                             cf.long_run_block_efficiency(pair, 4),
+        formula, exact = cf.expected_tokens(a_bar, 4), cf.long_run_block_efficiency(pair, 4)
+        ev.append(stats.info("exact", _label(name, γ=4, α=f"{a_bar:.4f}"), formula, exact,
                              test="constant-α formula at α = E_π[β] vs exact long-run tokens per "
                                   "target call (chain DP)",
-                             note="outside the formula's i.i.d. assumption: reported, not graded"))
+                             note=f"formula off by {100 * (formula - exact) / exact:+.2f}%; outside the "
+                                  "formula's i.i.d. assumption: reported, not graded"))
     n = ctx.size(4_000_000, 400_000)
     pair = inst.get("iid-V4-random")
     alpha = float(pair.acceptance_by_state()[0])
