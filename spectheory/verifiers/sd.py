@@ -1,0 +1,66 @@
+"""One call of token-level speculative sampling on explicit distributions
+(Leviathan et al. 2023, Alg. 1), for use on real model outputs.
+
+Unlike :mod:`spectheory.montecarlo.sd`, nothing here assumes a Markov source: the caller
+supplies the target's distributions at each drafted position plus the bonus position,
+``p`` of shape (γ+1, V), the draft's ``q`` of shape (γ, V), and the drafted tokens.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..distributions import DistributionError, check_distribution
+from ..rng import check_random_state
+from ..rules.sd import STANDARD, SDRule
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of one verification: ``tau`` accepted draft tokens, then the emitted block
+    (the accepted prefix plus the correction or bonus token)."""
+
+    tau: int
+    tokens: tuple
+
+
+def speculative_verify(p, q, draft_tokens, *, seed=None, rule: SDRule = STANDARD) -> Verdict:
+    """Verify ``draft_tokens`` (length γ) drafted from ``q`` against target ``p``.
+
+    p: (γ+1, V) target distributions at positions 1..γ+1 (the last one for the bonus token);
+    q: (γ, V) draft distributions at positions 1..γ.
+
+    Raises :class:`DistributionError` for invalid distributions, mismatched vocabularies or
+    shapes, token ids outside the vocabulary, or a drafted token to which q gives zero mass
+    (it cannot have been drafted from q: the acceptance ratio p/q would be undefined).
+    """
+    p = check_distribution(np.atleast_2d(p), name="p (target)")
+    q = check_distribution(np.atleast_2d(q), name="q (draft)")
+    x = np.asarray(draft_tokens)
+    if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer):
+        raise DistributionError("draft_tokens must be a 1-D array of integer token ids")
+    gamma = x.shape[0]
+    if p.shape[1] != q.shape[1]:
+        raise DistributionError(f"mismatched vocabularies: p has V={p.shape[1]}, q has V={q.shape[1]}")
+    if q.shape[0] != gamma or p.shape[0] != gamma + 1:
+        raise DistributionError(
+            f"for {gamma} draft tokens, q must have {gamma} rows and p {gamma + 1} rows "
+            f"(the last for the bonus token); got q {q.shape[0]}, p {p.shape[0]}")
+    V = p.shape[1]
+    if gamma and (x.min() < 0 or x.max() >= V):
+        raise DistributionError(f"draft token ids must lie in [0, {V}); got {x.min()}..{x.max()}")
+    zero = np.flatnonzero(q[np.arange(gamma), x] <= 0)
+    if zero.size:
+        i = int(zero[0])
+        raise DistributionError(
+            f"draft token {int(x[i])} at position {i} has q = 0: it cannot have been drafted from q")
+    rng = check_random_state(seed)
+    acc = rule.accept_probability(p[np.arange(gamma), x], q[np.arange(gamma), x]) if gamma else np.zeros(0)
+    for i in range(gamma):
+        if not rng.random() < acc[i]:
+            y = int(rng.choice(V, p=rule.residual_distribution(p[i], q[i])))
+            return Verdict(i, tuple(int(t) for t in x[:i]) + (y,))
+    if rule.bonus:
+        return Verdict(gamma, tuple(int(t) for t in x) + (int(rng.choice(V, p=p[gamma])),))
+    return Verdict(gamma, tuple(int(t) for t in x))
