@@ -119,7 +119,8 @@ def chisquare_gof(instance: str, counts, probs, *, alpha: float, tolerance_w: fl
 
 
 def z_test_mean(instance: str, claimed: float, samples=None, *, mean=None, se=None, n=None,
-                alpha: float, tolerance: float, what: str = "mean", note: str = "") -> Evidence:
+                alpha: float, tolerance: float, what: str = "mean", note: str = "",
+                mode: str = "mc") -> Evidence:
     """Two-sided z-test of a mean against ``claimed`` (CLT; samples i.i.d.). CI at 1 − alpha;
     detectable deviation ``(z_{1−α/2} + z_power)·se``."""
     if samples is not None:
@@ -133,7 +134,7 @@ def z_test_mean(instance: str, claimed: float, samples=None, *, mean=None, se=No
         p = 1.0 if mean == claimed else 0.0
     else:
         p = float(2 * stats.norm.sf(abs(mean - claimed) / se))
-    return Evidence("mc", instance, float(claimed), float(mean), mean - zc * se, mean + zc * se,
+    return Evidence(mode, instance, float(claimed), float(mean), mean - zc * se, mean + zc * se,
                     p_value=p, n=n, test=f"two-sided z-test on the {what} (CLT), CI at 1−α",
                     alpha=alpha, power=POWER, detectable=det, tolerance=tolerance,
                     outcome=_grade(p, alpha, det, tolerance), note=note)

@@ -4,11 +4,11 @@ Plain NumPy: torch/transformers are needed only by :func:`capture_logits`, which
 them lazily (``pip install 'spectheory[validate]'``).
 """
 from .capture import FORMAT_VERSION, LogitTrace, capture_logits
-from .compare import compare, rows_from_report, z_test
+from .compare import compare, evidence_from_report
 from .replay import ReplayReport, replay, trace_exact_tokens
 
 __all__ = [
     "FORMAT_VERSION", "LogitTrace", "capture_logits",
     "ReplayReport", "replay", "trace_exact_tokens",
-    "compare", "rows_from_report", "z_test",
+    "compare", "evidence_from_report",
 ]
