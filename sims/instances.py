@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numpy as np
-
 from spectheory.markov import MarkovPair
 from spectheory.pairs import (aligned_pair, ngram_pair, pair_from_tables, perturbed_pair,
                               random_pair, dirichlet_source)
@@ -51,16 +49,3 @@ EXACT = ("iid-V4-random", "iid-V4-strong", "iid-V3-disjoint", "iid-V3-equal", "i
          "markov1-V4-weak", "markov1-V3-ngram0")
 IID = tuple(n for n in EXACT if n.startswith("iid"))
 MARKOV = tuple(n for n in EXACT if n.startswith("markov"))
-
-
-def names() -> list[str]:
-    return list(_BUILDERS)
-
-
-def describe(name: str) -> dict:
-    pair = get(name)
-    return {"name": name, "V": pair.V, "order": pair.order, **{k: v for k, v in pair.params.items()}}
-
-
-def is_iid(pair: MarkovPair) -> bool:
-    return pair.order == 0 or bool(np.all(pair.acceptance_by_state() == pair.acceptance_by_state()[0]))
