@@ -82,9 +82,14 @@ def chi2_detectable_w(df: int, n: int, alpha: float, power: float = POWER) -> fl
     """Cohen's effect size w = sqrt(Σ (p₁−p₀)²/p₀) that a chi-square test with ``df`` degrees
     of freedom and ``n`` samples rejects with probability ``power`` at level ``alpha``
     (non-central chi-square, noncentrality n·w²)."""
+    return float(np.sqrt(chi2_noncentrality(df, alpha, power) / n))
+
+
+def chi2_noncentrality(df: int, alpha: float, power: float = POWER) -> float:
+    """Noncentrality λ at which a level-``alpha`` chi-square test on ``df`` degrees of freedom
+    rejects with probability ``power``."""
     crit = stats.chi2.ppf(1 - alpha, df)
-    lam = optimize.brentq(lambda l: stats.ncx2.sf(crit, df, l) - power, 1e-9, 1e7)
-    return float(np.sqrt(lam / n))
+    return float(optimize.brentq(lambda l: stats.ncx2.sf(crit, df, l) - power, 1e-9, 1e9))
 
 
 def chisquare_gof(instance: str, counts, probs, *, alpha: float, tolerance_w: float,
@@ -174,9 +179,7 @@ def per_state_binomial(instance: str, attempts, accepts, beta, *, alpha: float, 
     var = n_s[inner] * b[inner] * (1 - b[inner])
     stat = float((((k_s[inner] - n_s[inner] * b[inner]) ** 2) / var).sum())
     p = float(stats.chi2.sf(stat, df))
-    crit = stats.chi2.ppf(1 - alpha, df)
-    lam = optimize.brentq(lambda l: stats.ncx2.sf(crit, df, l) - POWER, 1e-9, 1e9)
-    det = float(np.sqrt(lam / (n_s[inner] / (b[inner] * (1 - b[inner]))).sum()))
+    det = float(np.sqrt(chi2_noncentrality(df, alpha) / (n_s[inner] / (b[inner] * (1 - b[inner]))).sum()))
     return Evidence("mc", instance, claimed, measured, p_value=p,
                     test=f"per-state binomial chi-square over {df} states, stat {stat:.1f}; "
                          "claimed/measured = attempt-weighted mean β / acceptance frequency; "

@@ -27,6 +27,16 @@ def next_state(state, token, V: int, n_states: int):
     return (state * V + token) % n_states
 
 
+def token_to_state_matrix(weights: np.ndarray, V: int, n_states: int) -> np.ndarray:
+    """Dense M[s, s'] = Σ_{x: next(s,x)=s'} weights[s, x] for an (S, V) weight table."""
+    if n_states > DENSE_STATE_LIMIT:
+        raise ValueError(f"{n_states} states is too many for a dense S×S matrix (limit {DENSE_STATE_LIMIT})")
+    M = np.zeros((n_states, n_states))
+    nxt = next_state(np.arange(n_states)[:, None], np.arange(V)[None, :], V, n_states)
+    np.add.at(M, (np.repeat(np.arange(n_states), V), nxt.ravel()), weights.ravel())
+    return M
+
+
 @dataclass(frozen=True, eq=False)
 class MarkovSource:
     """Conditional next-token tables of an order-``order`` Markov source.
@@ -107,13 +117,7 @@ class MarkovSource:
 
     def transition_matrix(self) -> np.ndarray:
         """Dense S×S state transition matrix."""
-        S, V = self.n_states, self.V
-        if S > DENSE_STATE_LIMIT:
-            raise ValueError(f"{S} states is too many for a dense transition matrix (limit {DENSE_STATE_LIMIT})")
-        T = np.zeros((S, S))
-        nxt = next_state(np.arange(S)[:, None], np.arange(V)[None, :], V, S)
-        np.add.at(T, (np.repeat(np.arange(S), V), nxt.ravel()), self.table.ravel())
-        return T
+        return token_to_state_matrix(self.table, self.V, self.n_states)
 
     def stationary(self) -> np.ndarray:
         """A stationary distribution over states (the left eigenvector for eigenvalue 1;

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from spectheory.closed_forms.sd import acceptance, expected_tokens
-from spectheory.distributions import softmax
 from spectheory.rng import check_random_state
 from spectheory.rules.sd import STANDARD, SDRule
 
@@ -124,12 +123,11 @@ def replay(trace: LogitTrace, gamma: int, *, temperature: float | None = None, n
     rng = check_random_state(seed)
     last_start = T - gamma  # full iterations start at 0..last_start
 
-    beta = np.empty(T)
+    P, Q = trace.probs(temp)
+    beta = acceptance(P, Q)
     acc = np.zeros((T, gamma, n_mc), dtype=bool)  # acc[s, k, r]: draft k of iteration (s, r) accepted
     for t in range(T):
-        p = softmax(trace.target_logits[t], temp, name="target_logits")
-        q = softmax(trace.draft_logits[t], temp, name="draft_logits")
-        beta[t] = acceptance(p, q)
+        p, q = P[t], Q[t]
         # depth k at position t belongs to start s = t − k; depth ≥ 1 only for full iterations
         ks = [k for k in range(min(gamma, t + 1)) if k == 0 or t - k <= last_start]
         cdf = np.cumsum(q)

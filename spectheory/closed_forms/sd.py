@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..divergences import overlap
-from ..markov import DENSE_STATE_LIMIT, MarkovPair, next_state, stationary_distribution
+from ..markov import MarkovPair, stationary_distribution, token_to_state_matrix
 
 
 def acceptance(p, q) -> np.ndarray:
@@ -37,23 +37,9 @@ def walltime_improvement(alpha, gamma: int, c: float):
 
 # --- exact dynamic programs over the chain -------------------------------------------------
 
-def _dense_check(pair: MarkovPair):
-    if pair.n_states > DENSE_STATE_LIMIT:
-        raise ValueError(f"{pair.n_states} states: too many for the dense chain DP (limit {DENSE_STATE_LIMIT})")
-
-
-def _token_to_state_matrix(weights: np.ndarray, V: int, S: int) -> np.ndarray:
-    """M[s, s'] = Σ_{x: next(s,x)=s'} weights[s, x]."""
-    M = np.zeros((S, S))
-    nxt = next_state(np.arange(S)[:, None], np.arange(V)[None, :], V, S)
-    np.add.at(M, (np.repeat(np.arange(S), V), nxt.ravel()), weights.ravel())
-    return M
-
-
 def acceptance_matrix(pair: MarkovPair) -> np.ndarray:
     """A[s, s'] = Σ_{x→s'} min(p(x|s), q(x|s)): one accepted draft token, moving s → s'."""
-    _dense_check(pair)
-    return _token_to_state_matrix(np.minimum(pair.target.table, pair.draft.table), pair.V, pair.n_states)
+    return token_to_state_matrix(np.minimum(pair.target.table, pair.draft.table), pair.V, pair.n_states)
 
 
 def tau_tail_chain(pair: MarkovPair, gamma: int) -> np.ndarray:
@@ -86,8 +72,8 @@ def iteration_kernel(pair: MarkovPair, gamma: int) -> np.ndarray:
     p, q = pair.target.table, pair.draft.table
     A = acceptance_matrix(pair)
     beta = overlap(p, q)
-    R = _token_to_state_matrix(residual(p, q), V, S)
-    P = _token_to_state_matrix(p, V, S)
+    R = token_to_state_matrix(residual(p, q), V, S)
+    P = token_to_state_matrix(p, V, S)
     K = np.zeros((S, S))
     Ak = np.eye(S)
     for _ in range(gamma):
