@@ -21,11 +21,13 @@ from .evidence import Evidence
 
 @dataclass(frozen=True)
 class Control:
-    """A deliberately broken variant of the subject; the claim's check must call it ``fails``."""
+    """A deliberately broken variant of the subject; the claim's check must call it ``fails``
+    in every evidence mode listed in ``modes`` (default: every mode the claim uses)."""
 
     name: str
     subject: Any
     description: str
+    modes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,13 @@ class Claim:
     mc_tests: int = 0
     interpretation: str = ""
     shrink: Callable[["Context", Any], dict | None] | None = None
+    #: evidence modes the check grades ("exact", "mc", "logits"); each must be covered by a
+    #: negative control that fails in that mode (see :func:`register`).
+    modes: tuple[str, ...] = ("exact", "mc")
+
+    def control_modes(self, control: Control) -> tuple[str, ...]:
+        """Modes in which ``control`` must come out ``fails``."""
+        return self.modes if control.modes is None else control.modes
 
     @property
     def n_mc_tests(self) -> int:
@@ -50,10 +59,43 @@ class Claim:
 REGISTRY: dict[str, Claim] = {}
 
 
+class RegistrationError(ValueError):
+    """A claim registration breaks the registry's rules."""
+
+
 def register(**kwargs) -> Claim:
+    """Register one catalog claim.
+
+    Rules (issue 5, "every check can fail"): the claim lists the evidence ``modes`` its check
+    grades; every mode (``logits`` excepted: real logits have no broken twin to replay) must be
+    covered by at least one negative control that is expected to fail in it; a claim with
+    Monte Carlo evidence declares ``mc_tests`` > 0. The runner then checks each control
+    mode by mode (:func:`sims.runner.control_verdicts`).
+    """
     claim = Claim(**kwargs)
     if claim.id in REGISTRY:
-        raise ValueError(f"claim {claim.id!r} registered twice")
+        raise RegistrationError(f"claim {claim.id!r} registered twice")
+    from .evidence import MODES
+    bad = [m for m in claim.modes if m not in MODES]
+    if bad or not claim.modes:
+        raise RegistrationError(f"{claim.id}: modes must be a non-empty subset of {MODES}, got {claim.modes!r}")
+    names = [c.name for c in claim.controls]
+    if len(set(names)) != len(names):
+        raise RegistrationError(f"{claim.id}: two controls share a name")
+    for ctl in claim.controls:
+        extra = set(claim.control_modes(ctl)) - set(claim.modes)
+        if extra:
+            raise RegistrationError(f"{claim.id}: control {ctl.name!r} names modes {sorted(extra)} "
+                                    "the claim does not use")
+    covered = {m for ctl in claim.controls for m in claim.control_modes(ctl)}
+    missing = [m for m in claim.modes if m != "logits" and m not in covered]
+    if missing:
+        raise RegistrationError(
+            f"{claim.id}: no negative control covers evidence mode(s) {missing}; every mode a check "
+            "grades needs a broken variant that must fail in that mode")
+    if ("mc" in claim.modes) != (claim.mc_tests > 0):
+        raise RegistrationError(f"{claim.id}: mode 'mc' listed as {('mc' in claim.modes)} but mc_tests="
+                                f"{claim.mc_tests}")
     REGISTRY[claim.id] = claim
     return claim
 

@@ -5,7 +5,7 @@ import platform
 import time
 from datetime import datetime, timezone
 
-from .evidence import combine
+from .evidence import MODES, combine
 from .registry import Claim, Context, select, total_mc_tests
 
 SCHEMA = "spectheory.report/1"
@@ -21,6 +21,23 @@ def _versions() -> dict:
             "scipy": scipy.__version__, "numba": numba.__version__}
 
 
+def mode_verdicts(evidence) -> dict[str, str]:
+    """Verdict per evidence mode (``combine`` over that mode's evidence alone)."""
+    return {m: combine([e for e in evidence if e.mode == m]) for m in MODES
+            if any(e.mode == m for e in evidence)}
+
+
+def control_verdict(claim: Claim, control, evidence) -> tuple[str, dict[str, str]]:
+    """A control counts as ``fails`` only if it fails in *every* mode it is registered for:
+    a broken algorithm caught by the exact engine alone leaves the Monte Carlo unchecked."""
+    per_mode = mode_verdicts(evidence)
+    need = [m for m in claim.control_modes(control) if m != "logits"]
+    if all(per_mode.get(m) == "fails" for m in need):
+        return "fails", per_mode
+    overall = combine(evidence)
+    return (overall if overall != "fails" else "inconclusive"), per_mode
+
+
 def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float):
     ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name)
     t0 = time.perf_counter()
@@ -28,6 +45,12 @@ def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: boo
     if ctx.mc_tests_run != claim.mc_tests:
         raise RuntimeError(f"{claim.id}: check ran {ctx.mc_tests_run} Monte Carlo tests but registered "
                            f"mc_tests={claim.mc_tests}; the Bonferroni split would be wrong")
+    if subject_name == "subject":
+        graded = {e.mode for e in evidence if e.outcome != "info"}
+        missing = [m for m in claim.modes if m != "logits" and m not in graded]
+        if missing:
+            raise RuntimeError(f"{claim.id}: registered modes {claim.modes} but the check graded no "
+                               f"evidence in {missing}")
     verdict = combine(evidence)
     counterexample = claim.shrink(ctx, subject) if verdict == "fails" and claim.shrink else None
     return verdict, evidence, counterexample, time.perf_counter() - t0
@@ -69,14 +92,18 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         notes = []
         controls = []
         for ctl in claim.controls:
-            cv, cev, ccex, csecs = results[(claim.id, ctl.name)]
+            _, cev, ccex, csecs = results[(claim.id, ctl.name)]
+            cv, per_mode = control_verdict(claim, ctl, cev)
             controls.append({"name": ctl.name, "description": ctl.description, "verdict": cv,
+                             "modes": per_mode, "required_modes": list(claim.control_modes(ctl)),
                              "evidence": [e.to_json() for e in cev], "counterexample": ccex,
                              "seconds": round(csecs, 3)})
             if cv != "fails" and verdict != "fails":
                 verdict = "inconclusive"
-                notes.append(f"negative control {ctl.name!r} came out {cv}, not fails: "
-                             "the check cannot tell a broken algorithm from a correct one")
+                missed = [m for m in claim.control_modes(ctl) if m != "logits" and per_mode.get(m) != "fails"]
+                notes.append(f"negative control {ctl.name!r} did not fail in mode(s) {missed} "
+                             f"(per mode: {per_mode}): the check cannot tell a broken algorithm "
+                             "from a correct one there")
         out.append({"id": claim.id, "verdict": verdict, "statement": claim.statement,
                     "paper": claim.paper, "reference": claim.reference,
                     "interpretation": claim.interpretation,

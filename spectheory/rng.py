@@ -23,3 +23,27 @@ def derive_seed(seed: int, *labels: str) -> np.random.SeedSequence:
     """
     key = tuple(zlib.crc32(label.encode()) for label in labels)
     return np.random.SeedSequence(int(seed), spawn_key=key)
+
+
+def stream_states(seed, n_streams: int) -> np.ndarray:
+    """``(n_streams, 4)`` uint64 xoshiro256++ states for the in-kernel generator
+    (:mod:`spectheory._kernels.core`), one per independent stream, spawned from ``seed``
+    (``None | int | SeedSequence | Generator``; a Generator contributes one draw of entropy).
+    Stream i depends only on (seed, i), never on how many threads run the streams."""
+    if int(n_streams) != n_streams or n_streams < 1:
+        raise ValueError(f"n_streams must be an integer ≥ 1, got {n_streams!r}")
+    if isinstance(seed, np.random.Generator):
+        ss = np.random.SeedSequence(int(seed.integers(0, 2**63)))
+    elif isinstance(seed, np.random.SeedSequence):
+        ss = seed
+    elif seed is None or isinstance(seed, (int, np.integer)):
+        ss = np.random.SeedSequence(seed)
+    else:
+        raise TypeError(f"seed must be None, an int, a SeedSequence or a Generator, got {type(seed).__name__}")
+    out = np.empty((int(n_streams), 4), dtype=np.uint64)
+    for i, child in enumerate(ss.spawn(int(n_streams))):
+        st = child.generate_state(4, np.uint64)
+        if not st.any():  # the all-zero state is a fixed point of xoshiro
+            st[0] = 1
+        out[i] = st
+    return out

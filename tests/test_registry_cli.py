@@ -96,3 +96,39 @@ def test_default_tier_every_claim_holds():
     for c in r["claims"]:
         assert c["verdict"] == "holds", c["id"]
         assert all(ctl["verdict"] == "fails" for ctl in c["controls"]), c["id"]
+
+
+def _toy(**kw):
+    base = dict(id="toy.claim", paper="p", reference="r", statement="s", check=lambda ctx, s: [],
+                mc_tests=1, controls=(registry.Control("bad", None, "broken"),))
+    base.update(kw)
+    return base
+
+
+def test_registration_refuses_a_mode_without_a_control(monkeypatch):
+    monkeypatch.setattr(registry, "REGISTRY", {})
+    with pytest.raises(registry.RegistrationError, match="no negative control covers"):
+        registry.register(**_toy(controls=(registry.Control("bad", None, "broken", modes=("exact",)),)))
+    with pytest.raises(registry.RegistrationError, match="no negative control covers"):
+        registry.register(**_toy(controls=()))
+    with pytest.raises(registry.RegistrationError, match="mc_tests"):
+        registry.register(**_toy(mc_tests=0))
+    with pytest.raises(registry.RegistrationError, match="modes"):
+        registry.register(**_toy(modes=("exact", "psychic")))
+    registry.register(**_toy())  # exact + mc covered by the one control
+
+
+def test_a_control_caught_only_by_the_exact_engine_is_not_a_failing_control():
+    """The hole the bug-seeding review found: a Monte Carlo check that always runs the correct
+    rule still leaves the control 'fails' through its exact evidence alone. Per mode, it must
+    not count."""
+    from sims.runner import control_verdict
+    claim = registry.Claim(**_toy())
+    ctl = claim.controls[0]
+    exact_fail = Evidence("exact", "i", 0, 1, outcome="fail")
+    mc_pass = Evidence("mc", "i", 0, 0, outcome="pass")
+    mc_fail = Evidence("mc", "i", 0, 1, outcome="fail")
+    verdict, per_mode = control_verdict(claim, ctl, [exact_fail, mc_pass])
+    assert verdict != "fails" and per_mode == {"exact": "fails", "mc": "holds"}
+    assert control_verdict(claim, ctl, [exact_fail, mc_fail])[0] == "fails"
+    assert control_verdict(claim, ctl, [exact_fail])[0] != "fails"  # no MC evidence at all
