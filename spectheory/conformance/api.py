@@ -13,6 +13,7 @@ probability ≤ alpha. Controls are run with the same per-test level.
 """
 from __future__ import annotations
 
+import contextlib
 import platform
 import time
 from datetime import datetime, timezone
@@ -160,6 +161,22 @@ def _report(subject_name, kind, settings, subject_traces, control_traces, subjec
                     "platform": platform.platform()}}
 
 
+@contextlib.contextmanager
+def _torch_one_thread(active: bool):
+    """One torch thread while the sampler runs (tiny tensors: thread hand-offs cost ~7× the
+    work on a loaded 2-core machine); the caller's setting is restored afterwards."""
+    if not active:
+        yield
+        return
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _n_tests(gammas, instances, for_steps):
     return sum(c.mc_tests for c in CHECKS if c.for_steps or not for_steps) * len(gammas) * len(instances)
 
@@ -181,11 +198,13 @@ def check_block_verifier(fn, *, adapter: str = "probs", dtype: str = "float64", 
         fn, adapter=adapter, dtype=dtype, batched=batched, framework=framework, name=name or "")
     n, gammas, instances = _check_args(n, gammas, instances, alpha)
     n_tests = _n_tests(gammas, instances, False)
-    a = alpha / n_tests
+    a = alpha / max(1, n_tests)
     cn = control_n or max(n // 4, 1000)
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     per = len(instances) * len(gammas)
     bar = _Bar(per * (n + (cn * len(STAT_CONTROLS) if controls else 0))) if progress else None
+    one_thread = _torch_one_thread(verifier.framework == "torch")
+    one_thread.__enter__()
     try:
         subj = _traces(lambda pair, g, nn, N, ss, advance=None: run_block_verifier(
             verifier, pair, g, nn, N, ss, pair.name, advance), instances, gammas, n, seed, verifier.name, bar)
@@ -195,11 +214,12 @@ def check_block_verifier(fn, *, adapter: str = "probs", dtype: str = "float64", 
                 cv = BlockVerifier(cfn, name=cname)
                 ctl.append((cname, desc, _traces(lambda pair, g, nn, N, ss, advance=None, cv=cv: run_block_verifier(
                     cv, pair, g, nn, N, ss, pair.name, advance), instances, gammas, cn, seed, cname, bar)))
+        from .probes import run_probes
+        sp = run_probes(verifier) if probes else None
     finally:
+        one_thread.__exit__(None, None, None)
         if bar:
             bar.stop()
-    from .probes import run_probes
-    sp = run_probes(verifier) if probes else None
     cp = [(cname, desc, run_probes(BlockVerifier(cfn, name=cname, dtype=verifier.dtype)))
           for cname, cfn, desc in CONTROLS if cname in PROBE_CONTROLS] if (probes and controls) else []
     settings = {"adapter": verifier.adapter, "dtype": verifier.dtype, "batched": verifier.batched,
@@ -245,12 +265,14 @@ def check_decoding_step(make_step, *, lm: str = "callable", dtype: str = "float3
         raise TypeError("make_step must be callable: make_step(target_lm, draft_lm, gamma, rng) -> step")
     n, gammas, instances = _check_args(n, gammas, instances, alpha)
     n_tests = _n_tests(gammas, instances, True)
-    a = alpha / n_tests
+    a = alpha / max(1, n_tests)
     cn = control_n or max(n // 4, 1000)
     label = name or getattr(make_step, "__qualname__", "decoding step")
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     per = len(instances) * len(gammas)
     bar = _Bar(per * (n + (cn * len(STAT_CONTROLS) if controls else 0))) if progress else None
+    one_thread = _torch_one_thread(lm == "torch")
+    one_thread.__enter__()
     try:
         subj = _traces(lambda pair, g, nn, N, ss, advance=None: run_decoding_step(
             make_step, pair, g, nn, N, ss, pair.name, lm, dtype, advance), instances, gammas, n, seed, label, bar)
@@ -262,6 +284,7 @@ def check_decoding_step(make_step, *, lm: str = "callable", dtype: str = "float3
                     ms, pair, g, nn, N, ss, pair.name, "callable", "float64", advance),
                     instances, gammas, cn, seed, cname, bar)))
     finally:
+        one_thread.__exit__(None, None, None)
         if bar:
             bar.stop()
     settings = {"lm": lm, "dtype": dtype, "n": n, "control_n": cn if controls else None,

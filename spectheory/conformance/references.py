@@ -28,7 +28,8 @@ def _residual(p_row, q_row, guard: bool = True):
     s = r.sum()
     if s <= 0 and guard:
         return np.asarray(p_row, np.float64)
-    return r / s  # unguarded: 0/0 = NaN where p = q
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return r / s  # unguarded: 0/0 = NaN where p = q
 
 
 def rule_verifier(rule: SDRule = STANDARD, *, strict: bool = True, bonus_row: int = 0,
