@@ -272,3 +272,20 @@ def test_check_is_inconclusive_when_its_controls_cannot_fail():
     first = _claim(r, "first_tokens")
     assert first["verdict"] == "inconclusive" and "cannot tell" in first["notes"][0]
     assert all(e["outcome"] == "pass" for e in first["evidence"])
+
+
+def test_spectheorys_own_verifier_passes_every_probe_and_unforceable_draws_are_not_passed():
+    """spectheory.verifiers.sd.speculative_verify (it insists on a numpy Generator: the forced
+    source is one) survives every probe; a sampler drawing from a method the forced source
+    cannot force (here gumbel) gets `info` (probe not applied), never `pass`."""
+    from spectheory.verifiers.sd import speculative_verify
+    r = sc.check_block_verifier(lambda p, q, d, rng: speculative_verify(p, q, list(d), seed=rng).tokens,
+                                instances=(), dtype="float32", controls=False)
+    assert [c["verdict"] for c in r["claims"]] == ["holds"]
+
+    def gumbel_sampler(p, q, d, rng):
+        rng.gumbel()
+        return [0]
+    r = sc.check_block_verifier(gumbel_sampler, instances=(), controls=False)
+    assert r["claims"][0]["verdict"] == "inconclusive"
+    assert {e["outcome"] for e in r["claims"][0]["evidence"]} == {"info"}

@@ -42,16 +42,34 @@ def inverse_cdf(weights, u: float, *, what: str = "probabilities") -> int:
     return int(np.flatnonzero(w)[-1]) if i >= len(w) else min(i, int(np.flatnonzero(w)[-1]))
 
 
-class ForcedUniforms:
-    """A ``numpy.random.Generator`` look-alike whose uniforms all equal ``value``.
+class ForcedSourceUnsupported(NotImplementedError):
+    """The verifier asked the forced source for a draw it cannot force (e.g. ``normal``)."""
+
+
+_FORCED_METHODS = {"random", "uniform", "integers", "choice", "uniform_value", "value", "draws"}
+
+
+class ForcedUniforms(np.random.Generator):
+    """A ``numpy.random.Generator`` whose uniforms all equal ``value`` (a subclass, so code that
+    checks ``isinstance(rng, np.random.Generator)`` accepts it).
 
     value: a float in [0, 1), or ``"zero"``/``"max"`` (the largest float below 1 *in the dtype
     the caller asks for*, so a float32 consumer sees 1 − 2⁻²⁴ and a float64 one 1 − 2⁻⁵³).
     Supports ``random``, ``uniform``, ``choice`` (inverse CDF at the forced value, NumPy's
-    argument checks) and ``integers``. ``draws`` counts the uniforms handed out.
+    argument checks) and ``integers``; any other sampling method raises
+    :class:`ForcedSourceUnsupported` (the probe is then reported as not applied, never as
+    passed). ``draws`` counts the uniforms handed out.
     """
 
+    def __getattribute__(self, name):
+        if not name.startswith("_") and name not in _FORCED_METHODS and name != "bit_generator" \
+                and callable(getattr(np.random.Generator, name, None)):
+            raise ForcedSourceUnsupported(f"the forced random source supports random/uniform/integers/"
+                                          f"choice only, not {name}()")
+        return super().__getattribute__(name)
+
     def __init__(self, value):
+        super().__init__(np.random.PCG64(0))
         if isinstance(value, str):
             if value not in FORCED_NAMES:
                 raise ValueError(f"forced value must be a float in [0, 1) or one of {FORCED_NAMES}, got {value!r}")
@@ -62,6 +80,8 @@ class ForcedUniforms:
 
     def __repr__(self):
         return f"ForcedUniforms({self.value!r})"
+
+    __str__ = __repr__
 
     def uniform_value(self, dtype=np.float64) -> float:
         if self.value == "zero":

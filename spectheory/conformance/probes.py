@@ -22,7 +22,7 @@ from sims import stats
 from sims.evidence import Evidence
 
 from .adapters import BlockVerifier
-from .forced import ForcedUniforms
+from .forced import ForcedSourceUnsupported, ForcedUniforms
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,9 @@ def run_probe(verifier: BlockVerifier, probe: Probe) -> Evidence:
     exact_p = np.maximum(probe.p, 0.0)
     try:
         out = verifier(p_in, q_in, list(probe.draft), rng)
+    except ForcedSourceUnsupported as err:
+        return stats.info("exact", probe.name, 0.0, None, test="boundary probe (forced uniforms)",
+                          note=f"{probe.what}. Probe not applied: {err}")
     except Exception as err:  # noqa: BLE001  (a crash is the finding)
         found = [f"raised {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"]
         out = None
