@@ -90,7 +90,8 @@ def conformance(
     sc.print_report(report)
     write_json(report, json_path)
     md_path.parent.mkdir(parents=True, exist_ok=True)
-    md_path.write_text(to_markdown(report))
+    md_path.write_text(to_markdown(report).replace("# spectheory verification report",
+                                                   f"# spectheory conformance report: `{target}`", 1))
     typer.echo(f"wrote {json_path} and {md_path}")
     if strict and any(c["verdict"] != "holds" for c in report["claims"]):
         raise typer.Exit(1)

@@ -260,6 +260,14 @@ def test_cli_conformance(tmp_path):
     rep = json.loads((tmp_path / "c.json").read_text())
     assert rep["schema"] == "spectheory.report/1" and rep["run"]["gammas"] == [1]
     assert "probes" in res.output and "tokens_per_call" in res.output
+    assert (tmp_path / "c.md").read_text().startswith("# spectheory conformance report")
+    mod.write_text("from spectheory.conformance import reference_verifier, step_from_block_verifier\n"
+                   "make_step = step_from_block_verifier(reference_verifier)\n")
+    res = CliRunner().invoke(app, ["conformance", f"{mod}:make_step", "--kind", "step", "--n", "200",
+                                   "--gammas", "2", "--instances", "iid-V1", "--no-controls", "--no-progress",
+                                   "--json", str(tmp_path / "s.json"), "--markdown", str(tmp_path / "s.md")])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "s.json").read_text())["run"]["kind"] == "decoding step"
     bad = CliRunner().invoke(app, ["conformance", "no_such_module:f", "--no-progress"])
     assert bad.exit_code != 0 and "cannot import" in bad.output
 
