@@ -187,7 +187,9 @@ def test_adapter_representations():
         BlockVerifier(python_verifier, adapter="softmax")
     with pytest.raises(VerifierOutputError):
         tokens_of(np.array([0.5, 1.0]))
-    assert tokens_of(np.array([[3, 1]]), batched=True) == (3, 1)
+    assert tokens_of(np.array([[3, 1]]), batched=True) == (3, 1) and tokens_of((3, 1)) == (3, 1)
+    with pytest.raises(VerifierOutputError, match="only the"):
+        tokens_of((np.array([[3, 1]]), 1), batched=True)  # transformers returns (tokens, n_matches)
 
 
 def test_forced_uniforms_extremes():
@@ -297,3 +299,11 @@ def test_spectheorys_own_verifier_passes_every_probe_and_unforceable_draws_are_n
     r = sc.check_block_verifier(gumbel_sampler, instances=(), controls=False)
     assert r["claims"][0]["verdict"] == "inconclusive"
     assert {e["outcome"] for e in r["claims"][0]["evidence"]} == {"info"}
+
+
+@pytest.mark.slow
+def test_default_configuration_is_powered_for_a_correct_sampler():
+    """The defaults (6 instances × γ ∈ {1, 3}, n = 10,000, controls at 2,500) reach `holds` on
+    every check for a correct sampler: no test is underpowered at its stated tolerance."""
+    r = sc.check_block_verifier(python_verifier)
+    assert {c["verdict"] for c in r["claims"]} == {"holds"}, [(c["id"], c["verdict"]) for c in r["claims"]]

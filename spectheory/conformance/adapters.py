@@ -148,6 +148,9 @@ class BlockVerifier:
 def tokens_of(out, batched: bool = False) -> tuple:
     """Normalise a verifier's output (list, array, tensor; (1, L) when batched) to a tuple of
     ints; raise :class:`VerifierOutputError` for anything else (NaN, floats, wrong shape)."""
+    if isinstance(out, tuple) and len(out) == 2 and len(getattr(out[0], "shape", ())) >= 1:
+        raise VerifierOutputError("the verifier returned a pair (e.g. tokens and a count): return only the "
+                                  "emitted tokens (wrap it: lambda *a: fn(*a)[0])")
     if hasattr(out, "detach"):
         out = out.detach().cpu().numpy()
     arr = np.asarray(out)
