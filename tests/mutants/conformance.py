@@ -1,5 +1,5 @@
 """Mutants of the conformance package (and the chi-square degenerate case it relies on): each a
-plausible bug that tests/test_conformance.py (or tests/test_stats.py) must catch."""
+plausible bug that tests/test_conformance*.py must catch."""
 
 MUTANTS = [
     dict(path="spectheory/conformance/checks.py",
