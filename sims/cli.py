@@ -46,6 +46,9 @@ def list_claims(claims: str = typer.Option("*", "--claims", "-c")):
         typer.echo(f"{c.id:<24} {c.reference}  [{c.n_mc_tests} MC tests, {len(c.controls)} controls]")
 
 
+from . import cli_conformance  # noqa: E402,F401  (registers `spectheory conformance`)
+
+
 def main() -> None:  # console-script entry point
     app()
 

@@ -95,7 +95,8 @@ def chi2_noncentrality(df: int, alpha: float, power: float = POWER) -> float:
 def chisquare_gof(instance: str, counts, probs, *, alpha: float, tolerance_w: float,
                   note: str = "") -> Evidence:
     """Chi-square goodness of fit of observed ``counts`` to ``probs`` (cells pooled to ≥ 5
-    expected). A count in a cell of probability 0 is an immediate fail (p = 0).
+    expected). A count in a cell of probability 0 is an immediate fail (p = 0); a law with a
+    single possible outcome is then an exact check (all draws in its cell: pass).
     ``claimed``/``measured`` are the claimed (0) and the empirical TV distance."""
     counts = np.asarray(counts, dtype=np.float64)
     probs = np.asarray(probs, dtype=np.float64)
@@ -111,9 +112,18 @@ def chisquare_gof(instance: str, counts, probs, *, alpha: float, tolerance_w: fl
                         test=f"chi-square GOF: {int(impossible)} draws in zero-probability cells",
                         alpha=alpha, power=POWER, detectable=w_det, tolerance=tolerance_w,
                         outcome="fail", note=note)
+    if support.sum() == 1:
+        # a law with one possible outcome is an exact check: every draw landed in its one cell
+        # (a draw outside it failed above). detectable: the mass outside the support that n
+        # draws reveal with probability POWER, 1 − (1 − POWER)^(1/n).
+        return Evidence("mc", instance, 0.0, tv, p_value=1.0, n=n,
+                        test="single-outcome law: exact check, every draw must land in the one cell; "
+                             "detectable = mass outside it seen with probability 0.9",
+                        alpha=alpha, power=POWER, detectable=1.0 - (1.0 - POWER) ** (1.0 / n),
+                        tolerance=tolerance_w, outcome="pass", note=note)
     if df == 0:
         return Evidence("mc", instance, 0.0, tv, p_value=1.0, n=n, test="chi-square GOF: one cell",
-                        alpha=alpha, outcome="underpowered", note="single-outcome distribution: nothing to test")
+                        alpha=alpha, outcome="underpowered", note="cells pooled into one: too few draws to test")
     res = stats.chisquare(c, p * n)
     return Evidence("mc", instance, 0.0, tv, p_value=float(res.pvalue), n=n,
                     test=f"chi-square GOF, {df + 1} cells (pooled to ≥{MIN_EXPECTED:g} expected), "

@@ -1,0 +1,165 @@
+"""Wrap a user's speculative-sampling code so spectheory can drive it.
+
+A **block verifier** is the shape of most rejection samplers (``transformers``, inference
+servers): ``fn(p, q, draft_tokens, rng) -> emitted tokens`` with ``p`` the target's (γ+1, V)
+next-token scores at the γ drafted positions plus the bonus position, ``q`` the draft's
+(γ, V) scores, ``draft_tokens`` the γ drafted ids and ``rng`` the random source the verifier
+should draw from. :class:`BlockVerifier` converts spectheory's exact distributions into what
+the function expects:
+
+``adapter``   ``"probs"`` (probabilities), ``"logprobs"`` (log-softmax, ``-inf`` where p = 0)
+              or ``"logits"`` (unnormalised: log-probabilities plus a per-model constant,
+              ``-inf`` masking), computed in ``dtype`` (float64, float32, float16);
+``batched``   inputs get a leading batch axis of size 1 (``(1, γ+1, V)``, ``(1, γ)``), and a
+              ``(1, L)`` output is accepted;
+``framework`` ``"numpy"`` or ``"torch"`` (tensors in, tensors or lists out; the rng is also
+              routed into ``torch.rand``/``rand_like``/``multinomial`` during the call, see
+              :func:`~spectheory.conformance.forced.torch_uniforms`).
+
+The output must be the emitted tokens of the call: the accepted drafted prefix followed by
+the correction or bonus token (a sequence of ints, 1-D array, or tensor).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+ADAPTERS = ("probs", "logprobs", "logits")
+DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
+FRAMEWORKS = ("numpy", "torch")
+#: Constant added to the log-probabilities of each model for the ``logits`` adapter (real
+#: logits are not normalised; the verifier must softmax them itself).
+LOGIT_SHIFT = {"target": 2.5, "draft": -1.25}
+
+
+class VerifierOutputError(ValueError):
+    """The verifier returned something that is not a block of token ids."""
+
+
+def _log(rows: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray(rows, dtype=np.float64))
+
+
+def softmax_in(z, dtype) -> np.ndarray:
+    """Softmax over the last axis computed in ``dtype`` (as a float32/float16 model does)."""
+    z = np.asarray(z, dtype=dtype)
+    m = z.max(axis=-1, keepdims=True)
+    e = np.exp(z - m)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def log_softmax_in(z, dtype) -> np.ndarray:
+    z = np.asarray(z, dtype=dtype)
+    m = z.max(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return (z - m) - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
+
+
+@dataclass
+class BlockVerifier:
+    """A user's block verifier with the conversions it needs (see the module docstring)."""
+
+    fn: Callable[..., Any]
+    adapter: str = "probs"
+    dtype: str = "float64"
+    batched: bool = False
+    framework: str = "numpy"
+    name: str = ""
+    _torch: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self):
+        if not callable(self.fn):
+            raise TypeError(f"the verifier must be callable, got {type(self.fn).__name__}")
+        if self.adapter not in ADAPTERS:
+            raise ValueError(f"adapter must be one of {ADAPTERS}, got {self.adapter!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}")
+        if self.framework not in FRAMEWORKS:
+            raise ValueError(f"framework must be one of {FRAMEWORKS}, got {self.framework!r}")
+        if self.framework == "torch":
+            import torch  # noqa: F401  (fails early with ImportError when torch is absent)
+            self._torch = torch
+        if not self.name:
+            self.name = getattr(self.fn, "__qualname__", None) or repr(self.fn)
+
+    @property
+    def np_dtype(self):
+        return DTYPES[self.dtype]
+
+    def represent(self, rows, which: str) -> np.ndarray:
+        """Exact probability rows (float64) → what the verifier takes, as a NumPy array."""
+        rows = np.asarray(rows, dtype=np.float64)
+        if self.adapter == "probs":
+            if self.dtype == "float64":
+                return rows
+            return softmax_in(_log(rows), self.np_dtype)
+        if self.adapter == "logprobs":
+            return log_softmax_in(_log(rows), self.np_dtype)
+        return (_log(rows) + LOGIT_SHIFT[which]).astype(self.np_dtype)
+
+    def from_logits(self, logits) -> np.ndarray:
+        """Raw logits (float64) → the verifier's representation (for the float probes)."""
+        z = np.asarray(logits, dtype=np.float64)
+        if self.adapter == "probs":
+            return self.softmax(z)
+        if self.adapter == "logprobs":
+            return log_softmax_in(z, self.np_dtype)
+        return z.astype(self.np_dtype)
+
+    def softmax(self, z) -> np.ndarray:
+        """Softmax in the verifier's dtype, with torch's kernel when the framework is torch
+        (so a probe can predict the verifier's own rounding)."""
+        if self.framework == "torch":
+            t = self._torch.as_tensor(np.asarray(z, dtype=np.float64)).to(self._tensor_dtype())
+            return t.softmax(dim=-1).to(self._torch.float64).numpy()
+        return softmax_in(z, self.np_dtype).astype(np.float64)
+
+    def _tensor_dtype(self):
+        return {"float64": self._torch.float64, "float32": self._torch.float32,
+                "float16": self._torch.float16}[self.dtype]
+
+    def _to_framework(self, arr, integer=False):
+        if self.batched:
+            arr = arr[None]
+        if self.framework == "torch":
+            t = self._torch.as_tensor(np.ascontiguousarray(arr))
+            return t.long() if integer else t.to(self._tensor_dtype())
+        return arr
+
+    def __call__(self, p_rep, q_rep, draft, rng) -> tuple:
+        """Call the verifier on represented inputs; return the emitted tokens as a tuple."""
+        p_in = self._to_framework(np.asarray(p_rep))
+        q_in = self._to_framework(np.asarray(q_rep))
+        d_in = self._to_framework(np.asarray(draft, dtype=np.int64), integer=True)
+        if self.framework == "torch":
+            from .forced import torch_uniforms
+            ctx = torch_uniforms(rng)
+        else:
+            ctx = contextlib.nullcontext()
+        with ctx:
+            out = self.fn(p_in, q_in, d_in, rng)
+        return tokens_of(out, self.batched)
+
+
+def tokens_of(out, batched: bool = False) -> tuple:
+    """Normalise a verifier's output (list, array, tensor; (1, L) when batched) to a tuple of
+    ints; raise :class:`VerifierOutputError` for anything else (NaN, floats, wrong shape)."""
+    if isinstance(out, tuple) and len(out) == 2 and len(getattr(out[0], "shape", ())) >= 1:
+        raise VerifierOutputError("the verifier returned a pair (e.g. tokens and a count): return only the "
+                                  "emitted tokens (wrap it: lambda *a: fn(*a)[0])")
+    if hasattr(out, "detach"):
+        out = out.detach().cpu().numpy()
+    arr = np.asarray(out)
+    if batched and arr.ndim == 2 and arr.shape[0] == 1:
+        arr = arr[0]
+    if arr.ndim != 1:
+        raise VerifierOutputError(f"expected a 1-D block of token ids, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)) \
+                or not np.all(arr == np.round(arr)):
+            raise VerifierOutputError(f"emitted tokens are not integer ids: {arr!r}")
+    return tuple(int(t) for t in arr)

@@ -1,0 +1,193 @@
+"""The statistical checks of a verifier's runs (:class:`~spectheory.conformance.driver.Trace`)
+against the exact theory of standard speculative sampling (Leviathan et al. 2023, Alg. 1 and
+Thm 3.5; CLAIMS ``sd.lossless``, ``sd.acceptance``, ``sd.expected_tokens``).
+
+Each check turns one trace into :class:`~sims.evidence.Evidence` through :mod:`sims.stats`
+(the statistical method of docs/statistical_method.md). Reading a call's output: ``L`` tokens
+were emitted, ``τ = L − 1`` drafted tokens were accepted (positions 0..τ−1) and the last token
+is the correction (τ < γ) or the bonus (τ = γ). The references are exact: the target's law of
+the first N tokens (``MarkovSource.sequence_probs``), the enumerated law of one iteration's
+block (``spectheory.exact.sd.block_distribution``), β(s) = Σ min(p, q) and the chain dynamic
+program for E[τ | start state] (``spectheory.closed_forms.sd.expected_tokens_chain``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from sims import stats
+from sims.evidence import Evidence
+
+from ..closed_forms import sd as cf
+from ..exact import sd as exact_sd
+from ..markov import MarkovPair
+from .driver import Trace
+
+#: Deviations that matter (the tolerance each test must be powered for): Cohen's "small"
+#: effect size w for laws, an absolute shift of every β(s), and tokens for E[τ].
+TOL_W = 0.1
+TOL_ACCEPT = 0.02
+TOL_TAU = 0.1
+
+
+def label(trace: Trace, **kw) -> str:
+    return f"{trace.instance} γ={trace.gamma}" + "".join(f" {k}={v}" for k, v in kw.items())
+
+
+def first_n(V: int) -> int:
+    """N so that the V**N sequences stay ≤ 81 cells (N ≤ 4)."""
+    n = 1
+    while n < 4 and V ** (n + 1) <= 81:
+        n += 1
+    return n
+
+
+def first_tokens(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
+    """Law of the first N emitted tokens of a run against p^N (chi-square on V^N cells)."""
+    N = trace.run_tokens.shape[1]
+    idx = trace.run_tokens @ (pair.V ** np.arange(N - 1, -1, -1))
+    counts = np.bincount(idx, minlength=pair.V ** N)
+    return stats.chisquare_gof(label(trace, N=N), counts, pair.target.sequence_probs(N), alpha=alpha,
+                               tolerance_w=TOL_W,
+                               note=f"{trace.run_tokens.shape[0]} independent runs from state 0, "
+                                    f"first {N} emitted tokens vs p^N")
+
+
+def block_law(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
+    """Law of the block emitted by the first call of each run (start state 0) against the exact
+    enumeration of one iteration; a block outside its support is an immediate fail."""
+    law = exact_sd.block_distribution(pair, trace.gamma, start_state=0)
+    blocks = list(law)
+    index = {b: i for i, b in enumerate(blocks)}
+    counts = np.zeros(len(blocks) + 1)
+    for row, L in zip(trace.emitted[trace.first], trace.length[trace.first]):
+        counts[index.get(tuple(int(t) for t in row[:L]), len(blocks))] += 1
+    probs = np.array([law[b] for b in blocks] + [0.0])
+    return stats.chisquare_gof(label(trace), counts, probs, alpha=alpha, tolerance_w=TOL_W,
+                               note=f"first call of {int(trace.first.sum())} runs; {len(blocks)} possible "
+                                    "blocks (exact enumeration), one cell for any other block")
+
+
+def bonus_by_state(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
+    """Bonus token (a call that accepted all γ drafts) against p(·|s) in the state s it is
+    drawn in, all states in one chi-square (cells (s, x), expected n_s·p(x|s))."""
+    full = trace.length == trace.gamma + 1
+    n = int(full.sum())
+    if n == 0:
+        return stats.info("mc", label(trace), None, None, n=0, test="bonus law by state",
+                          note="no call accepted all γ drafts: no bonus token to test here")
+    states = trace.states_along()[full, trace.gamma]
+    toks = trace.emitted[full, trace.gamma]
+    S, V = pair.n_states, pair.V
+    counts = np.bincount(states * V + toks, minlength=S * V).astype(np.float64)
+    n_s = counts.reshape(S, V).sum(axis=1)
+    probs = (n_s[:, None] * pair.target.table).ravel() / n
+    return stats.chisquare_gof(label(trace), counts, probs, alpha=alpha, tolerance_w=TOL_W,
+                               note=f"{n} bonus tokens over {int((n_s > 0).sum())} states; df counted "
+                                    "over the pooled cells (conservative for a stratified sample)")
+
+
+def acceptance_by_state(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
+    """Acceptance of each verification attempt against β(s) = Σ min(p(·|s), q(·|s))."""
+    g, S = trace.gamma, pair.n_states
+    states = trace.states_along()
+    tau = trace.length - 1
+    attempts = np.zeros(S)
+    accepts = np.zeros(S)
+    for i in range(g):
+        tried = tau >= i
+        np.add.at(attempts, states[tried, i], 1)
+        np.add.at(accepts, states[tau > i, i], 1)
+    return stats.per_state_binomial(label(trace), attempts, accepts, pair.acceptance_by_state(),
+                                    alpha=alpha, tolerance=TOL_ACCEPT,
+                                    note=f"{int(attempts.sum())} attempts in {trace.n_calls} calls; "
+                                         "τ = emitted − 1")
+
+
+def expected_tau(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
+    """Mean accepted drafts per call against the chain DP E[τ | start state] (closed_forms.sd):
+    the differences τ − E[τ | s] are martingale differences, so their mean has a CLT with the
+    sample standard error even on a dependent stream of calls."""
+    e = cf.expected_tokens_chain(pair, trace.gamma) - 1.0
+    tau = (trace.length - 1).astype(np.float64)
+    claimed = e[trace.start]
+    d = tau - claimed
+    n = d.size
+    se = float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+    return stats.z_test_mean(label(trace), float(claimed.mean()), mean=float(tau.mean()), se=se, n=n,
+                             alpha=alpha, tolerance=TOL_TAU, what="accepted drafts per call",
+                             note="claimed = mean over calls of the chain DP E[τ | start state]")
+
+
+def tokens_per_call(trace: Trace, pair: MarkovPair, alpha: float) -> list[Evidence]:
+    """Structure of every call (1 ≤ L ≤ γ+1; the emitted prefix is the drafted prefix; a
+    correction never repeats the draft token it replaces, so an all-accepted draft is
+    followed by its bonus: γ+1 tokens), then the law of L on first calls against the exact
+    P(τ = L − 1) (``spectheory.exact.sd.tau_distribution``)."""
+    g = trace.gamma
+    ev = []
+    if trace.draft is not None:
+        L = trace.length
+        bad_prefix = np.array([not np.array_equal(e[:l - 1], d[:l - 1]) for e, d, l in
+                               zip(trace.emitted, trace.draft, L)])
+        short = L <= g
+        repeat = short & (trace.emitted[np.arange(trace.n_calls), np.maximum(L - 1, 0)]
+                          == trace.draft[np.arange(trace.n_calls), np.minimum(L - 1, g - 1)])
+        viol = int((bad_prefix | repeat).sum())
+        ev.append(Evidence(
+            "mc", label(trace), 0.0, float(viol), n=trace.n_calls,
+            test="structure of every call: emitted = accepted draft prefix + one correction/bonus "
+                 "token, and a correction never equals the rejected draft token (so γ accepts "
+                 "give γ+1 tokens); claimed/measured = violating calls",
+            outcome="fail" if viol else "pass",
+            note=(f"{int(bad_prefix.sum())} calls emitted something other than the draft prefix; "
+                  f"{int(repeat.sum())} calls ended on the rejected draft token itself "
+                  "(as if γ accepts emitted no bonus)") if viol else ""))
+    law = exact_sd.tau_distribution(pair, g, start_state=0)
+    counts = np.bincount(trace.length[trace.first] - 1, minlength=g + 1)
+    ev.append(stats.chisquare_gof(label(trace, law="L"), counts, law, alpha=alpha, tolerance_w=TOL_W,
+                                  note=f"emitted tokens per first call of {int(trace.first.sum())} runs "
+                                       "vs exact P(τ = L − 1)"))
+    return ev
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    statement: str
+    reference: str
+    run: Callable
+    #: how many Monte Carlo tests one trace gives this check (Bonferroni split)
+    mc_tests: int
+    #: negative controls that must fail this check (names in references.CONTROLS)
+    controls: tuple
+    #: applies to decoding steps too (no drafts seen)
+    for_steps: bool = True
+
+
+def _one(f):
+    return lambda t, pair, a: [f(t, pair, a)]
+
+
+CHECKS = (
+    Check("conformance.first_tokens", "The first N emitted tokens are distributed as p^N (lossless).",
+          "Leviathan et al. 2023, Thm 3.5; CLAIMS sd.lossless", _one(first_tokens), 1,
+          ("residual=norm(p)", "accept=min(1,q/p)", "bonus-from-row-γ−1")),
+    Check("conformance.block_law", "The block emitted by one call has the exact law of one iteration "
+          "(enumerated from the rule).", "Leviathan et al. 2023, Alg. 1", _one(block_law), 1,
+          ("residual=norm(p)", "accept=min(1,q/p)", "no-bonus", "bonus-from-row-γ−1")),
+    Check("conformance.bonus_by_state", "After γ accepts, the bonus token is drawn from p(·|s) in the "
+          "state s reached by the accepted drafts.", "Leviathan et al. 2023, Alg. 1 (last line)",
+          _one(bonus_by_state), 1, ("bonus-from-row-γ−1",)),
+    Check("conformance.acceptance_by_state", "Each drafted token is accepted with probability "
+          "β(s) = Σ min(p(·|s), q(·|s)) in its state s.", "Leviathan et al. 2023, Def. 3.1; CLAIMS sd.acceptance",
+          _one(acceptance_by_state), 1, ("accept=min(1,q/p)",)),
+    Check("conformance.expected_tau", "Mean accepted drafts per call equals the chain DP "
+          "E[τ | start state] = Σ_{k=1}^{γ} (A^k 1)[s].", "Leviathan et al. 2023, Eq. 1; CLAIMS sd.expected_tokens",
+          _one(expected_tau), 1, ("accept=min(1,q/p)", "no-bonus")),
+    Check("conformance.tokens_per_call", "Every call emits the accepted draft prefix plus one "
+          "correction or bonus token (γ+1 after all accepts), with the exact law of the count.",
+          "Leviathan et al. 2023, Alg. 1", tokens_per_call, 1, ("no-bonus", "accept=min(1,q/p)")),
+)

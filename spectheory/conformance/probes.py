@@ -1,0 +1,162 @@
+"""Boundary probes: run a block verifier once with its random source forced to an extreme, on
+tiny instances built to expose the classic float failures of rejection samplers.
+
+Forced values: 0, the largest float below 1 in the verifier's dtype ("1−ulp"), and an exact
+ratio tie u = p(x)/q(x). Instances: a drafted token with p = 0 that the draft allows (u = 0 must
+not accept it: ``u ≤ ratio`` does; an inverse CDF searched with ``side="left"`` returns it as
+the correction), disjoint supports, a one-token vocabulary, p ≥ q at the drafted token (u =
+1−ulp must accept), and p = q in exact arithmetic but not after the softmax in the verifier's
+dtype, with p ≤ q at every token after rounding (a rejection at u = 1−ulp meets a residual of
+zero mass: it must not crash or return NaN). Every probe is graded by
+:func:`sims.stats.exact_equal` on its number of violations (claimed 0): the output must be a
+block of valid ids, the drafted prefix plus one token, every token in the support of the
+target row it was drawn from, and the probe's own requirement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sims import stats
+from sims.evidence import Evidence
+
+from .adapters import BlockVerifier
+from .forced import ForcedSourceUnsupported, ForcedUniforms
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    p: np.ndarray          # (γ+1, V) exact target rows
+    q: np.ndarray          # (γ, V) exact draft rows
+    draft: tuple
+    forced: object         # "zero", "max" or a float
+    must_accept: int = 0   # τ must be ≥ this
+    must_reject: bool = False
+    exact_output: tuple | None = None
+    logits: tuple | None = field(default=None)  # (p logits, q logits) fed instead of the rows
+    what: str = ""
+
+
+def _rows(*rows):
+    return np.array(rows, dtype=np.float64)
+
+
+P0 = _rows([0.0, 0.5, 0.5], [0.5, 0.5, 0.0])
+Q0 = _rows([0.5, 0.25, 0.25])
+DISJ_P = _rows([0.5, 0.5, 0.0], [0.5, 0.5, 0.0])
+DISJ_Q = _rows([0.0, 0.0, 1.0])
+
+
+def base_probes(gamma_one_token: int = 2) -> list[Probe]:
+    g = gamma_one_token
+    return [
+        Probe("p=0 drafted token, u=0", P0, Q0, (0,), "zero", must_reject=True,
+              what="token 0 has p = 0 and q = 0.5: u = 0 must reject it (u < 0 is false) and the "
+                   "correction from norm(max(p−q,0)) = (0, ½, ½) must not be token 0"),
+        Probe("p=0 drafted token, u=1−ulp", P0, Q0, (0,), "max", must_reject=True,
+              what="reject token 0; the correction at u = 1−ulp must be a valid id in {1, 2}"),
+        Probe("disjoint supports, u=0", DISJ_P, DISJ_Q, (2,), "zero", must_reject=True,
+              what="q drafts token 2 where p = 0: always rejected, correction from p"),
+        Probe("disjoint supports, u=1−ulp", DISJ_P, DISJ_Q, (2,), "max", must_reject=True,
+              what="as above at the other extreme"),
+        Probe("one-token vocabulary, u=0", np.ones((g + 1, 1)), np.ones((g, 1)), (0,) * g, "zero",
+              exact_output=(0,) * (g + 1), what="V = 1: every draft accepted, bonus 0"),
+        Probe("one-token vocabulary, u=1−ulp", np.ones((g + 1, 1)), np.ones((g, 1)), (0,) * g, "max",
+              exact_output=(0,) * (g + 1), what="V = 1 at u = 1−ulp: still all accepted (u < 1 = p/q)"),
+        Probe("p≥q at the draft, u=1−ulp", _rows([0.5, 0.25, 0.25], [0.5, 0.5, 0.0]),
+              _rows([0.25, 0.25, 0.5]), (0,), "max", must_accept=1,
+              what="ratio p/q = 2: u = 1−ulp < 1 must accept; the bonus at u = 1−ulp must be a "
+                   "valid id and not token 2 (p = 0)"),
+        Probe("exact ratio tie u=p/q=0.5", _rows([0.25, 0.5, 0.25], [0.25, 0.25, 0.5]),
+              _rows([0.5, 0.25, 0.25]), (0,), 0.5,
+              what="u equals the ratio p/q = ½ exactly: either outcome is a measure-zero choice; "
+                   "the output must be valid (outcome reported)"),
+    ]
+
+
+def zero_mass_probes(verifier: BlockVerifier, max_cases: int = 4, seed: int = 2026) -> list[Probe]:
+    """Logit vectors z (V = 5, seeded) and shifts c with softmax(z + c) ≤ softmax(z) at every
+    token after rounding in the verifier's dtype (torch's kernel for torch verifiers) and
+    strictly below at a token x that the draft then proposes. In exact arithmetic the two are
+    the same distribution."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(500):
+        z = np.round(rng.normal(0.0, 2.0, 5), 3)
+        q = verifier.softmax(z)
+        for k in range(1, 50):
+            c = round(0.37 * k, 2)
+            p = verifier.softmax(z + c)
+            lower = np.flatnonzero((p < q) & (q > 0))
+            if not (p <= q).all() or not lower.size:
+                continue
+            x = int(lower[np.argmax(q[lower])])
+            out.append(Probe(
+                f"p=q up to {verifier.dtype} rounding, zero-mass residual, u=1−ulp (case {len(out) + 1})",
+                np.vstack([p, p]), q[None], (x,), "max",
+                logits=(np.vstack([z + c, z + c]), z[None]),
+                what=f"p = softmax(z + {c}) and q = softmax(z), z = {z.tolist()}, are equal in exact "
+                     f"arithmetic; after rounding p ≤ q everywhere and p(x) < q(x) at the draft x = {x}: "
+                     "a rejection meets a residual max(p − q, 0) of zero mass"))
+            break
+        if len(out) >= max_cases:
+            break
+    return out
+
+
+def violations(probe: Probe, out: tuple, exact_p: np.ndarray) -> list[str]:
+    """What the output ``out`` of a probe call breaks."""
+    g, V = len(probe.draft), probe.p.shape[1]
+    v = []
+    if not 1 <= len(out) <= g + 1:
+        return [f"emitted {len(out)} tokens (γ = {g} allows 1..{g + 1})"]
+    if min(out) < 0 or max(out) >= V:
+        return [f"token id outside [0, {V}): {out}"]
+    tau = len(out) - 1
+    if tuple(out[:tau]) != tuple(probe.draft[:tau]):
+        v.append(f"emitted prefix {out[:tau]} is not the draft prefix {probe.draft[:tau]}")
+    for i, t in enumerate(out):
+        if exact_p[i, t] <= 0:
+            v.append(f"position {i}: emitted token {t} has p = 0")
+    if probe.must_reject and tau > 0:
+        v.append(f"accepted {tau} draft(s) where every draft must be rejected")
+    if tau < probe.must_accept:
+        v.append(f"accepted {tau} draft(s); {probe.must_accept} must be accepted at this u")
+    if probe.exact_output is not None and tuple(out) != probe.exact_output:
+        v.append(f"emitted {out}; the only possible output is {probe.exact_output}")
+    return v
+
+
+def run_probe(verifier: BlockVerifier, probe: Probe) -> Evidence:
+    rng = ForcedUniforms(probe.forced)
+    if probe.logits is not None:
+        p_in, q_in = verifier.from_logits(probe.logits[0]), verifier.from_logits(probe.logits[1])
+    else:
+        p_in, q_in = verifier.represent(probe.p, "target"), verifier.represent(probe.q, "draft")
+    exact_p = np.maximum(probe.p, 0.0)
+    try:
+        out = verifier(p_in, q_in, list(probe.draft), rng)
+    except ForcedSourceUnsupported as err:
+        return stats.info("exact", probe.name, 0.0, None, test="boundary probe (forced uniforms)",
+                          note=f"{probe.what}. Probe not applied: {err}")
+    except Exception as err:  # noqa: BLE001  (a crash is the finding)
+        found = [f"raised {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"]
+        out = None
+    else:
+        found = violations(probe, out, exact_p)
+    note = f"{probe.what}. Output: {out if out is not None else '—'}"
+    if found:
+        note += "; VIOLATION: " + "; ".join(found)
+    elif rng.draws == 0:
+        return stats.info("exact", probe.name, 0.0, 0.0, test="boundary probe (forced uniforms)",
+                          note=note + "; the verifier drew no uniform from the forced source: probe not applied")
+    elif probe.forced == 0.5 and out is not None:
+        note += f"; tie {'accepted' if len(out) > 1 else 'rejected'}"
+    return stats.exact_equal(probe.name, 0, len(found), what="violations (forced uniforms)", note=note)
+
+
+def run_probes(verifier: BlockVerifier) -> list[Evidence]:
+    probes = base_probes() + zero_mass_probes(verifier)
+    return [run_probe(verifier, pr) for pr in probes]

@@ -1,0 +1,309 @@
+"""spectheory.conformance: a correct pure-Python sampler written here holds every check;
+the broken rules fail every check they are relevant to; bugged copies of the correct sampler
+are each caught by the check or probe that names the bug.
+
+Statistics: each report splits α = 0.01 over its Monte Carlo tests (Bonferroni) and states the
+power (0.9) and the deviation it detects; the assertions below use only the verdicts.
+"""
+import json
+
+import numpy as np
+import pytest
+
+from spectheory import conformance as sc
+from spectheory.conformance.adapters import BlockVerifier, VerifierOutputError, tokens_of
+from spectheory.conformance.forced import ForcedUniforms, inverse_cdf
+
+
+# --- a correct implementation, written from Leviathan et al. 2023, Alg. 1, in plain Python ----
+
+def sample(weights, u):
+    """Inverse CDF: first index whose cumulative weight exceeds u·total (never a zero weight)."""
+    total = sum(weights)
+    acc, target = 0.0, u * total
+    last = max(j for j, w in enumerate(weights) if w > 0)
+    for j, w in enumerate(weights):
+        acc += w
+        if w > 0 and acc > target:
+            return j
+    return last
+
+
+def python_verifier(p, q, draft, rng, *, strict=True, bonus_row=0, guard=True):
+    """Standard speculative sampling; the keywords insert the bugs of the bugged copies."""
+    out = []
+    for i, x in enumerate(draft):
+        x = int(x)
+        u = rng.random()
+        ratio = min(1.0, p[i][x] / q[i][x])
+        if (u < ratio) if strict else (u <= ratio):
+            out.append(x)
+            continue
+        if guard:
+            resid = [max(a - b, 0.0) for a, b in zip(p[i], q[i])]
+            if sum(resid) <= 0:  # p = q after rounding: rejection had probability 0, use p
+                resid = list(p[i])
+            return out + [sample(resid, rng.random())]
+        r = np.maximum(np.asarray(p[i]) - np.asarray(q[i]), 0.0)
+        with np.errstate(invalid="ignore"):
+            r = r / r.sum()  # NaN when the residual has no mass
+        return out + [int(rng.choice(len(r), p=r))]
+    return out + [sample(list(p[len(draft) + bonus_row]), rng.random())]
+
+
+def bonus_from_wrong_row(p, q, draft, rng):
+    return python_verifier(p, q, draft, rng, bonus_row=-1)
+
+
+def accept_u_le_ratio(p, q, draft, rng):
+    return python_verifier(p, q, draft, rng, strict=False)
+
+
+def residual_nan(p, q, draft, rng):
+    return python_verifier(p, q, draft, rng, guard=False)
+
+
+SMALL = dict(instances=("markov1-V3-mix0.4", "iid-V3-disjoint", "iid-V3-equal", "iid-V1"), gammas=(2,))
+
+
+@pytest.fixture(scope="module")
+def python_report():
+    """The pure-Python sampler, 10,000 runs per instance, broken rules at 2,500 runs each."""
+    return sc.check_block_verifier(python_verifier, n=10_000, **SMALL)
+
+
+def _claim(report, cid):
+    return next(c for c in report["claims"] if c["id"] == f"conformance.{cid}")
+
+
+def _evidence(report, cid, instance_prefix):
+    return [e for e in _claim(report, cid)["evidence"] if e["instance"].startswith(instance_prefix)]
+
+
+def test_pure_python_sampler_holds_every_check(python_report):
+    verdicts = {c["id"]: c["verdict"] for c in python_report["claims"]}
+    assert verdicts == {f"conformance.{k}": "holds" for k in
+                        ("first_tokens", "block_law", "bonus_by_state", "acceptance_by_state",
+                         "expected_tau", "tokens_per_call", "probes")}, verdicts
+    for c in python_report["claims"]:
+        for e in c["evidence"]:
+            if e["mode"] == "mc" and e["p_value"] is not None and e["outcome"] == "pass" and e["detectable"] is not None:
+                assert e["power"] == 0.9 and e["alpha"] > 0 and e["detectable"] <= e["tolerance"] or \
+                    "single-outcome" in e["test"]
+
+
+def test_broken_rules_fail_every_relevant_check(python_report):
+    """Every check lists its relevant negative controls, and each came out `fails`."""
+    for check in sc.CHECKS:
+        ctl = {k["name"]: k["verdict"] for k in _claim(python_report, check.id.split(".")[1])["controls"]}
+        assert set(ctl) == set(check.controls)
+        assert all(v == "fails" for v in ctl.values()), (check.id, ctl)
+    probes = {k["name"]: k["verdict"] for k in _claim(python_report, "probes")["controls"]}
+    assert probes and all(v == "fails" for v in probes.values()), probes
+
+
+def test_report_schema_and_json(python_report, tmp_path):
+    from sims.report import to_markdown, write_json
+    assert python_report["schema"] == "spectheory.report/1"
+    path = write_json(python_report, tmp_path / "r.json")
+    back = json.loads(path.read_text())
+    assert back["run"]["n"] == 10_000 and back["run"]["mc_tests_in_registry"] == 6 * 4
+    assert "conformance.bonus_by_state" in to_markdown(back)
+
+
+def test_bonus_from_wrong_row_is_caught_by_bonus_by_state():
+    """The bonus drawn from p at the last drafted position: invisible on i.i.d. instances,
+    caught on the Markov instance by the bonus-law-by-state check (and the first-N law)."""
+    r = sc.check_block_verifier(bonus_from_wrong_row, n=3000, instances=("markov1-V3-mix0.4", "iid-V4-strong"),
+                                gammas=(2,), controls=False, probes=False)
+    assert _claim(r, "bonus_by_state")["verdict"] == "fails"
+    assert [e["outcome"] for e in _evidence(r, "bonus_by_state", "markov1")] == ["fail"]
+    assert [e["outcome"] for e in _evidence(r, "bonus_by_state", "iid")] != ["fail"]  # i.i.d. hides it
+    assert _claim(r, "first_tokens")["verdict"] == "fails"
+
+
+def test_u_le_ratio_is_caught_by_the_p0_probe_only():
+    """`u ≤ ratio` differs from `u < ratio` on a set of uniforms of measure 2^-53: no sample
+    sees it, the forced u = 0 probe does (a p = 0 token is accepted)."""
+    r = sc.check_block_verifier(accept_u_le_ratio, n=2000, instances=("markov1-V3-mix0.4",), gammas=(2,),
+                                controls=False)
+    probes = {e["instance"]: e for e in _claim(r, "probes")["evidence"]}
+    assert probes["p=0 drafted token, u=0"]["outcome"] == "fail"
+    assert "emitted token 0 has p = 0" in probes["p=0 drafted token, u=0"]["note"]
+    assert probes["disjoint supports, u=0"]["outcome"] == "fail"
+    assert all(e["outcome"] == "pass" for name, e in probes.items() if "u=0" not in name)
+    assert all(c["verdict"] != "fails" for c in r["claims"] if c["id"] != "conformance.probes")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_residual_nan_is_caught_by_the_zero_mass_probe(dtype):
+    """p = q in exact arithmetic, p ≤ q after rounding: the unguarded residual is 0/0."""
+    r = sc.check_block_verifier(residual_nan, dtype=dtype, instances=(), controls=False)
+    ev = _claim(r, "probes")["evidence"]
+    zero_mass = [e for e in ev if "zero-mass residual" in e["instance"]]
+    assert zero_mass and all(e["outcome"] == "fail" and "NaN" in e["note"] for e in zero_mass)
+    assert all(e["outcome"] == "pass" for e in ev if e not in zero_mass)
+    ok = sc.check_block_verifier(python_verifier, dtype=dtype, instances=(), controls=False)
+    assert _claim(ok, "probes")["verdict"] == "holds"
+
+
+def test_a_crashing_sampler_fails_instead_of_aborting():
+    def crashes(p, q, draft, rng):
+        raise RuntimeError("boom")
+    r = sc.check_block_verifier(crashes, n=100, instances=("iid-V1",), gammas=(1,), controls=False, probes=False)
+    assert all(c["verdict"] == "fails" for c in r["claims"])
+    assert "boom" in r["claims"][0]["evidence"][0]["note"]
+
+
+# --- adapters -------------------------------------------------------------------------------
+
+def logit_verifier(p_logits, q_logits, draft, rng):
+    """The same sampler taking batched float logits with -inf masking (softmax in float64)."""
+    def softmax(z):
+        z = np.asarray(z, dtype=np.float64)
+        e = np.exp(z - z.max())
+        return e / e.sum()
+    p = [softmax(row) for row in p_logits[0]]
+    q = [softmax(row) for row in q_logits[0]]
+    return np.array([python_verifier(p, q, list(draft[0]), rng)])
+
+
+@pytest.mark.parametrize("adapter,dtype", [("logits", "float32"), ("logprobs", "float16")])
+def test_logit_adapters_batched(adapter, dtype):
+    r = sc.check_block_verifier(logit_verifier, adapter=adapter, dtype=dtype, batched=True, n=10_000,
+                                instances=("markov1-V4-topk2",), gammas=(3,), controls=False)
+    bad = {c["id"]: c["verdict"] for c in r["claims"] if c["verdict"] != "holds"}
+    assert not bad, bad
+
+
+def test_adapter_representations():
+    rows = np.array([[0.5, 0.5, 0.0]])
+    v = BlockVerifier(python_verifier, adapter="logits", dtype="float32")
+    z = v.represent(rows, "target")
+    assert z.dtype == np.float32 and np.isneginf(z[0, 2]) and z[0, 0] == z[0, 1]
+    v16 = BlockVerifier(python_verifier, adapter="probs", dtype="float16")
+    assert v16.represent(rows, "draft").dtype == np.float16 and v16.represent(rows, "draft")[0, 2] == 0
+    with pytest.raises(ValueError, match="adapter"):
+        BlockVerifier(python_verifier, adapter="softmax")
+    with pytest.raises(VerifierOutputError):
+        tokens_of(np.array([0.5, 1.0]))
+    assert tokens_of(np.array([[3, 1]]), batched=True) == (3, 1) and tokens_of((3, 1)) == (3, 1)
+    with pytest.raises(VerifierOutputError, match="only the"):
+        tokens_of((np.array([[3, 1]]), 1), batched=True)  # transformers returns (tokens, n_matches)
+
+
+def test_forced_uniforms_extremes():
+    f = ForcedUniforms("max")
+    assert f.random() == 1 - 2.0 ** -53
+    assert f.random(dtype=np.float32) == np.float32(1 - 2.0 ** -24)
+    assert ForcedUniforms("zero").choice(3, p=[0.0, 0.5, 0.5]) == 1       # never a zero-mass token
+    assert f.choice(3, p=[0.5, 0.5, 0.0]) == 1
+    with pytest.raises(ValueError, match="NaN"):
+        f.choice(2, p=[np.nan, np.nan])
+    assert inverse_cdf([0.0, 1.0, 0.0], 0.0) == 1 and inverse_cdf([0.0, 1.0, 0.0], 1 - 2.0 ** -53) == 1
+    with pytest.raises(ValueError):
+        ForcedUniforms(1.0)
+
+
+# --- decoding steps driven by fake language models --------------------------------------------
+
+def make_python_step(target_lm, draft_lm, gamma, rng, *, bonus_row=0):
+    """Decoding code that drafts by itself from the (fake) LMs' logits."""
+    def softmax(z):
+        z = np.asarray(z, dtype=np.float64)
+        e = np.exp(z - z.max())
+        return e / e.sum()
+
+    def step(context):
+        ctx, draft, qs = list(context), [], []
+        for _ in range(gamma):
+            q = softmax(draft_lm([ctx + draft])[0])
+            qs.append(q)
+            draft.append(sample(list(q), rng.random()))
+        ps = [softmax(target_lm([ctx + draft[:i]])[0]) for i in range(gamma + 1)]
+        return python_verifier(ps, qs, draft, rng, bonus_row=bonus_row)
+    return step
+
+
+def test_decoding_step_holds_and_its_bug_is_caught():
+    r = sc.check_decoding_step(make_python_step, n=6000, instances=("markov1-V3-mix0.4",), gammas=(2,),
+                               control_n=1500)
+    assert {c["verdict"] for c in r["claims"]} == {"holds"}, [(c["id"], c["verdict"]) for c in r["claims"]]
+    assert all(k["verdict"] == "fails" for c in r["claims"] for k in c["controls"])
+    bad = sc.check_decoding_step(lambda t, d, g, rng: make_python_step(t, d, g, rng, bonus_row=-1), n=3000,
+                                 instances=("markov1-V3-mix0.4",), gammas=(2,), controls=False)
+    assert _claim(bad, "bonus_by_state")["verdict"] == "fails"
+
+
+def test_fake_lm_logits():
+    from sims import instances as inst
+    pair = inst.get("markov1-V4-topk2")
+    lm = sc.MarkovLM(pair.draft)
+    out = lm([[0], [0, 3]])
+    assert out.shape == (2, 4) and out.dtype == np.float32
+    np.testing.assert_allclose(np.exp(out[1]), pair.draft.conditional(3), rtol=1e-6)
+    assert np.isneginf(out).any()  # top-k draft: masked tokens
+    with pytest.raises(ValueError, match="batch"):
+        lm([0, 1])
+
+
+# --- command line ---------------------------------------------------------------------------
+
+def test_cli_conformance(tmp_path):
+    from typer.testing import CliRunner
+
+    from sims.cli import app
+    mod = tmp_path / "mysampler.py"
+    mod.write_text("from spectheory.conformance import reference_verifier as verify\n")
+    res = CliRunner().invoke(app, ["conformance", f"{mod}:verify", "--n", "300", "--gammas", "1",
+                                   "--instances", "iid-V1,iid-V3-disjoint", "--no-controls", "--no-progress",
+                                   "--json", str(tmp_path / "c.json"), "--markdown", str(tmp_path / "c.md")])
+    assert res.exit_code == 0, res.output
+    rep = json.loads((tmp_path / "c.json").read_text())
+    assert rep["schema"] == "spectheory.report/1" and rep["run"]["gammas"] == [1]
+    assert "probes" in res.output and "tokens_per_call" in res.output
+    assert (tmp_path / "c.md").read_text().startswith("# spectheory conformance report")
+    mod.write_text("from spectheory.conformance import reference_verifier, step_from_block_verifier\n"
+                   "make_step = step_from_block_verifier(reference_verifier)\n")
+    res = CliRunner().invoke(app, ["conformance", f"{mod}:make_step", "--kind", "step", "--n", "200",
+                                   "--gammas", "2", "--instances", "iid-V1", "--no-controls", "--no-progress",
+                                   "--json", str(tmp_path / "s.json"), "--markdown", str(tmp_path / "s.md")])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "s.json").read_text())["run"]["kind"] == "decoding step"
+    bad = CliRunner().invoke(app, ["conformance", "no_such_module:f", "--no-progress"])
+    assert bad.exit_code != 0 and "cannot import" in bad.output
+
+
+def test_check_is_inconclusive_when_its_controls_cannot_fail():
+    """On a one-token vocabulary every broken rule emits the same tokens as the correct one, so
+    no check can tell them apart: the subject's verdicts are downgraded, not `holds`."""
+    r = sc.check_block_verifier(python_verifier, n=200, control_n=200, instances=("iid-V1",), gammas=(1,),
+                                probes=False)
+    first = _claim(r, "first_tokens")
+    assert first["verdict"] == "inconclusive" and "cannot tell" in first["notes"][0]
+    assert all(e["outcome"] == "pass" for e in first["evidence"])
+
+
+def test_spectheorys_own_verifier_passes_every_probe_and_unforceable_draws_are_not_passed():
+    """spectheory.verifiers.sd.speculative_verify (it insists on a numpy Generator: the forced
+    source is one) survives every probe; a sampler drawing from a method the forced source
+    cannot force (here gumbel) gets `info` (probe not applied), never `pass`."""
+    from spectheory.verifiers.sd import speculative_verify
+    r = sc.check_block_verifier(lambda p, q, d, rng: speculative_verify(p, q, list(d), seed=rng).tokens,
+                                instances=(), dtype="float32", controls=False)
+    assert [c["verdict"] for c in r["claims"]] == ["holds"]
+
+    def gumbel_sampler(p, q, d, rng):
+        rng.gumbel()
+        return [0]
+    r = sc.check_block_verifier(gumbel_sampler, instances=(), controls=False)
+    assert r["claims"][0]["verdict"] == "inconclusive"
+    assert {e["outcome"] for e in r["claims"][0]["evidence"]} == {"info"}
+
+
+@pytest.mark.slow
+def test_default_configuration_is_powered_for_a_correct_sampler():
+    """The defaults (6 instances × γ ∈ {1, 3}, n = 10,000, controls at 2,500) reach `holds` on
+    every check for a correct sampler: no test is underpowered at its stated tolerance."""
+    r = sc.check_block_verifier(python_verifier)
+    assert {c["verdict"] for c in r["claims"]} == {"holds"}, [(c["id"], c["verdict"]) for c in r["claims"]]
