@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .core import alias_draw, next_double
 
@@ -36,6 +36,7 @@ class Tables(NamedTuple):
     first: int
     after_reject: int      # 0: Alg. 2 pseudocode, 1: default proposer restarts (Alg. 1 / B.2 prose)
     bonus_unchecked: int
+    drop: int              # 1: a rejection emits nothing (broken rule)
 
 
 @njit(cache=True)
@@ -54,7 +55,8 @@ def _run(rng, T, start_state, n_tokens, out, counters, sc_tok, sc_org, lens):
         lens[j] = 0
     emitted = 0
     rec = out.shape[0]
-    while emitted < n_tokens:
+    max_steps = 1000 * n_tokens + 1000
+    while emitted < n_tokens and counters[1] < max_steps:
         counters[1] += 1
         if nsc == 0:
             k = T.first
@@ -107,11 +109,12 @@ def _run(rng, T, start_state, n_tokens, out, counters, sc_tok, sc_org, lens):
                 for j in range(n):
                     lens[j] -= 1
             else:
-                y = alias_draw(T.r_prob, T.r_alias, k * S + s, next_double(rng))
-                if emitted < rec:
-                    out[emitted] = y
-                emitted += 1
-                s = (s * V + y) % S
+                if T.drop == 0:
+                    y = alias_draw(T.r_prob, T.r_alias, k * S + s, next_double(rng))
+                    if emitted < rec:
+                        out[emitted] = y
+                    emitted += 1
+                    s = (s * V + y) % S
                 nsc = 0
                 for j in range(n):
                     lens[j] = 0
@@ -148,14 +151,14 @@ def _run(rng, T, start_state, n_tokens, out, counters, sc_tok, sc_org, lens):
     return s
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def se_first_tokens(states, T, start_state, out):
     """Run r (independent, from ``start_state``, xoshiro state ``states[r]``): first
     ``out.shape[1]`` emitted tokens into ``out[r]``."""
     R = out.shape[0]
     n = T.tab.shape[0]
     buf = int(T.gam.sum()) + n + 2
-    for r in prange(R):
+    for r in range(R):
         rng = states[r].copy()
         counters = np.zeros(3 + 3 * n, dtype=np.int64)
         _run(rng, T, start_state, out.shape[1], out[r], counters,
@@ -163,7 +166,7 @@ def se_first_tokens(states, T, start_state, out):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def se_streams(states, T, start_state, n_tokens, counters):
     """Stream r emits ≥ ``n_tokens`` tokens from ``start_state``; ``counters[r]`` as in
     :func:`_run`."""
@@ -171,7 +174,7 @@ def se_streams(states, T, start_state, n_tokens, counters):
     n = T.tab.shape[0]
     buf = int(T.gam.sum()) + n + 2
     empty = np.empty(0, dtype=np.int64)
-    for r in prange(R):
+    for r in range(R):
         rng = states[r].copy()
         _run(rng, T, start_state, n_tokens, empty, counters[r],
              np.empty(buf, dtype=np.int64), np.empty(buf, dtype=np.int64), np.empty(n, dtype=np.int64))

@@ -173,10 +173,14 @@ def long_run_chain(tables, r, gammas, costs, *, kind: str = "alt", first: int = 
         Ak = np.eye(S)
         e = np.zeros(S)
         rej = np.zeros((S, S))
+        drop = rule.residual == "drop"
         for _ in range(g[k]):
-            e += Ak.sum(axis=1)
-            rej += Ak @ (D[k][:, None] * Rm[k])
+            if not drop:
+                e += Ak.sum(axis=1)
+            rej += Ak @ (D[k][:, None] * (np.eye(S) if drop else Rm[k]))
             Ak = Ak @ A[k]
+            if drop:
+                e += Ak.sum(axis=1)
         rows = block(mode)
         K[rows, block(0)] += rej
         if rule.bonus == "unchecked":

@@ -210,6 +210,8 @@ class Engine:
                 out.append(x)
                 st = self._nxt(st, x)
             else:
+                if rule.residual == "drop":
+                    return out, (st, -1, -1), inv
                 y = br.draw(self.res[k, st])
                 out.append(y)
                 return out, (self._nxt(st, y), -1, -1), inv
@@ -255,9 +257,10 @@ class Engine:
                 Sc.pop(0)
                 lens = [ln - 1 for ln in lens]
             else:
-                y = br.draw(self.res[k, s])
-                out.append(y)
-                s = self._nxt(s, y)
+                if self.rule.residual != "drop":
+                    y = br.draw(self.res[k, s])
+                    out.append(y)
+                    s = self._nxt(s, y)
                 Sc, lens, rejected = [], [0] * n, True
                 break
         if not (rejected and alg.after_reject == "text"):
@@ -293,8 +296,9 @@ def first_tokens_distribution(engine: Engine, n_tokens: int, start_state: int = 
         key = (config, n)
         if key in memo:
             return memo[key]
-        if depth > 200:
-            raise RuntimeError("no token emitted in 200 consecutive steps")
+        if depth > 60:
+            raise RuntimeError("no token emitted in 60 consecutive steps: the first-N law is "
+                               "undefined for this rule/instance")
         out = np.zeros(V ** n)
         for (em, nxt, _), pr in engine.step_outcomes(config).items():
             L = len(em)

@@ -46,7 +46,7 @@ def prepare(models: SEModels, alg: Algorithm, rule: SERule = STANDARD) -> _k.Tab
     after = 0 if (alg.kind == "nse" and alg.after_reject == "pseudocode") else 1
     return _k.Tables(np.ascontiguousarray(models.tables), np.ascontiguousarray(acc), mp, ma, rp, ra,
                      np.asarray(alg.gammas, dtype=np.int64), V, S, KIND_CODE[alg.kind], int(alg.first),
-                     after, 1 if rule.bonus == "unchecked" else 0)
+                     after, 1 if rule.bonus == "unchecked" else 0, 1 if rule.residual == "drop" else 0)
 
 
 def sample_first_tokens(models: SEModels, alg: Algorithm, n_tokens: int, n_runs: int, *,

@@ -13,6 +13,8 @@ Broken variants (negative controls):
   against the wrong member (the other model instead of the ensemble);
 * ``verify="member"``: plain speculative decoding against the other member (accept with
   ``min(1, p_other/q_k)``, residual against it too), i.e. the ensemble forgotten;
+* ``residual="drop"``: a rejected token is discarded and nothing is resampled (the
+  correction token lost), so a cycle can emit no token at all;
 * ``bonus="unchecked"``: after all proposals are accepted, the verifier's bonus token is
   appended to the output without being checked against r (the seed warns against it,
   Sec. 1 and Sec. 3.3), and a new default cycle starts.
@@ -65,7 +67,7 @@ class SERule:
     def __post_init__(self):
         if self.verify not in ("ensemble", "member"):
             raise ValueError(f"unknown verify rule {self.verify!r}")
-        if self.residual not in ("ensemble", "member"):
+        if self.residual not in ("ensemble", "member", "drop"):
             raise ValueError(f"unknown residual rule {self.residual!r}")
         if self.bonus not in ("none", "unchecked"):
             raise ValueError(f"unknown bonus rule {self.bonus!r}")
@@ -82,7 +84,7 @@ class SERule:
 
     def residual_distribution(self, r, q_k, p_other) -> np.ndarray:
         """Law of the resampled token after a rejection (falls back to r on zero mass)."""
-        target = r if (self.verify == "ensemble" and self.residual == "ensemble") else p_other
+        target = r if (self.verify == "ensemble" and self.residual != "member") else p_other
         return _residual(target, q_k, r)
 
 
@@ -95,6 +97,10 @@ BROKEN_VERIFY_MEMBER = SERule(
     "broken:verify-against-member", verify="member", residual="member",
     description="negative control: plain SD against the other member (min(1, p/q), residual "
                 "norm(max(p−q,0))), the ensemble forgotten")
+BROKEN_DROP_CORRECTION = SERule(
+    "broken:no-correction", residual="drop",
+    description="negative control: a rejected proposal is dropped without resampling from the "
+                "residual (the correction token lost)")
 BROKEN_BONUS_UNCHECKED = SERule(
     "broken:bonus-unchecked", bonus="unchecked",
     description="negative control: the verifier's bonus token appended without checking it "
