@@ -153,13 +153,17 @@ def _run(rng, T, start_state, n_tokens, out, counters, sc_tok, sc_org, lens):
 
 @njit(cache=True)
 def se_first_tokens(states, T, start_state, out):
-    """Run r (independent, from ``start_state``, xoshiro state ``states[r]``): first
-    ``out.shape[1]`` emitted tokens into ``out[r]``."""
+    """Independent runs from ``start_state``: first ``out.shape[1]`` emitted tokens of run r
+    into ``out[r]``. Runs are split into contiguous blocks, one per xoshiro stream
+    ``states[j]`` (block j = runs ⌈jR/K⌉ … ⌈(j+1)R/K⌉ − 1), run one after another."""
     R = out.shape[0]
+    K = states.shape[0]
     n = T.tab.shape[0]
     buf = int(T.gam.sum()) + n + 2
     for r in range(R):
-        rng = states[r].copy()
+        j = (r * K) // R
+        if r == 0 or (r * K) // R != ((r - 1) * K) // R:
+            rng = states[j].copy()
         counters = np.zeros(3 + 3 * n, dtype=np.int64)
         _run(rng, T, start_state, out.shape[1], out[r], counters,
              np.empty(buf, dtype=np.int64), np.empty(buf, dtype=np.int64), np.empty(n, dtype=np.int64))

@@ -116,6 +116,36 @@ def vanilla_throughput(costs) -> float:
 
 # --- exact long-run dynamic programs over Markov chains ---------------------------------------
 
+def stationary(K: np.ndarray, start: int = 0) -> np.ndarray:
+    """Stationary law of the configuration chain seen from ``start``: restricted to the
+    configurations reachable from it, solved directly (πK = π, Σπ = 1, one equation replaced);
+    falls back to :func:`spectheory.markov.stationary_distribution` if that system is singular
+    (several recurrent classes) or gives a negative entry."""
+    m = K.shape[0]
+    seen = np.zeros(m, dtype=bool)
+    seen[start] = True
+    frontier = [start]
+    while frontier:
+        nxt = np.flatnonzero((K[frontier] > 0).any(axis=0) & ~seen)
+        seen[nxt] = True
+        frontier = list(nxt)
+    idx = np.flatnonzero(seen)
+    sub = K[np.ix_(idx, idx)]
+    A = sub.T - np.eye(idx.size)
+    A[-1] = 1.0
+    b = np.zeros(idx.size)
+    b[-1] = 1.0
+    out = np.zeros(m)
+    try:
+        pi = np.linalg.solve(A, b)
+        if np.all(pi > -1e-12) and np.allclose(pi @ sub, pi, atol=1e-12):
+            out[idx] = np.clip(pi, 0, None) / np.clip(pi, 0, None).sum()
+            return out
+    except np.linalg.LinAlgError:
+        pass
+    return stationary_distribution(K, start=start)
+
+
 def _rule_tables(tables, r, rule: SERule):
     from ..rules.se import other_member
     n = tables.shape[0]
@@ -192,7 +222,7 @@ def long_run_chain(tables, r, gammas, costs, *, kind: str = "alt", first: int = 
             K[rows, block(0)] += Ak
         tok[rows] = e
         cost[rows] = (g[k] - (0 if mode == 0 else 1)) * t[k] + t[v]
-    nu = stationary_distribution(K, start=start_state)
+    nu = stationary(K, start=start_state)
     tokens, time = float(nu @ tok), float(nu @ cost)
     thr = tokens / time
     return {"tokens_per_step": tokens, "time_per_step": time, "throughput": thr,

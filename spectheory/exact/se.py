@@ -38,7 +38,7 @@ import numpy as np
 
 from ..checks import check_int, check_real_array
 from ..ensembles import Ensemble, common_tables
-from ..markov import MarkovSource, stationary_distribution
+from ..markov import MarkovSource
 from ..rules.se import STANDARD, SERule, other_member
 
 #: Refuse enumerations with more configurations than this.
@@ -372,7 +372,8 @@ def long_run(engine: Engine, costs, start_state: int = 0) -> LongRun:
     if t.shape != (engine.M.n,):
         raise ValueError(f"give one cost per member ({engine.M.n}), got shape {t.shape}")
     _, P, toks, invs = config_chain(engine, start_state)
-    nu = stationary_distribution(P, start=0)
+    from ..closed_forms.se import stationary
+    nu = stationary(P, start=0)
     tok = float(nu @ toks)
     inv = nu @ invs
     time = float(inv @ t)

@@ -25,6 +25,8 @@ from ..rng import stream_states
 from ..rules.se import STANDARD, SERule
 
 KIND_CODE = {"sbe": 0, "alt": 1, "nse": 2}
+#: xoshiro streams the first-token runs are split over (contiguous blocks of runs).
+FIRST_TOKEN_STREAMS = 64
 
 
 def prepare(models: SEModels, alg: Algorithm, rule: SERule = STANDARD) -> _k.Tables:
@@ -57,7 +59,7 @@ def sample_first_tokens(models: SEModels, alg: Algorithm, n_tokens: int, n_runs:
     s0 = check_state(start_state, models.S)
     T = prepare(models, alg, rule)
     out = np.empty((R, N), dtype=np.int64)
-    return _k.se_first_tokens(stream_states(seed, R), T, s0, out)
+    return _k.se_first_tokens(stream_states(seed, min(R, FIRST_TOKEN_STREAMS)), T, s0, out)
 
 
 @dataclass
