@@ -228,3 +228,12 @@ def test_ensemble_verify_acceptance_frequency_and_errors():
         ensemble_verify(members, 0, [0, 1], ens)
     with pytest.raises(DistributionError, match="zero mass"):
         ensemble_verify(np.stack([[[1.0, 0.0]], [[0.5, 0.5]]]), 0, [1], ens)
+
+
+def test_closed_forms_literal_values():
+    """The printed formulas evaluated by hand."""
+    assert cf.thm3_1_speedup(0.5, 3, 0.2) == pytest.approx(1.75 * 1.2 / 1.6, abs=1e-14)
+    assert cf.thm3_6_speedup(0.5, 2, 1, 0.5) == pytest.approx(2.25 / 1.75, abs=1e-14)
+    assert cf.cor3_4_threshold(0.25) == pytest.approx(0.2)
+    assert cf.cor3_3_bound(0.3) == pytest.approx(0.7)
+    assert float(cf.expected_tokens(1.0, 4)) == 4.0
