@@ -237,3 +237,19 @@ def test_closed_forms_literal_values():
     assert cf.cor3_4_threshold(0.25) == pytest.approx(0.2)
     assert cf.cor3_3_bound(0.3) == pytest.approx(0.7)
     assert float(cf.expected_tokens(1.0, 4)) == 4.0
+
+
+def test_sec32_is_sd_without_bonus_on_the_ensemble_source():
+    """Sec. 3.2 on (q, p) = standard SD with target r (a Markov source) and no bonus: the sd
+    exact engine and the se engine give the same first-N law and tokens per cycle."""
+    from spectheory.exact import sd as exact_sd
+    from spectheory.markov import MarkovPair
+    from spectheory.rules.sd import BROKEN_NO_BONUS
+    pair = MarkovPair(CD.r_source, PAIR.draft, "r-vs-q")
+    for g in (1, 2, 3):
+        a = exact_sd.first_tokens_distribution(pair, g, 3, BROKEN_NO_BONUS)
+        b = ex.first_tokens_distribution(ex.Engine(CD, ex.Algorithm("sbe", (g, 1))), 3)
+        assert np.abs(a - b).max() < 1e-14
+        for s in range(CD.S):
+            assert exact_sd.expected_tokens(pair, g, BROKEN_NO_BONUS, s) == pytest.approx(
+                ex.expected_step_tokens(ex.Engine(CD, ex.Algorithm("sbe", (g, 1))), (s, -1, -1)), abs=1e-13)
