@@ -138,7 +138,7 @@ def stationary(K: np.ndarray, start: int = 0) -> np.ndarray:
     out = np.zeros(m)
     try:
         pi = np.linalg.solve(A, b)
-        if np.all(pi > -1e-12) and np.allclose(pi @ sub, pi, atol=1e-12):
+        if np.all(pi > -1e-12) and np.allclose(pi @ sub, pi, rtol=0.0, atol=1e-10):
             out[idx] = np.clip(pi, 0, None) / np.clip(pi, 0, None).sum()
             return out
     except np.linalg.LinAlgError:
