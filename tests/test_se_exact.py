@@ -253,3 +253,17 @@ def test_sec32_is_sd_without_bonus_on_the_ensemble_source():
         for s in range(CD.S):
             assert exact_sd.expected_tokens(pair, g, BROKEN_NO_BONUS, s) == pytest.approx(
                 ex.expected_step_tokens(ex.Engine(CD, ex.Algorithm("sbe", (g, 1))), (s, -1, -1)), abs=1e-13)
+
+
+def test_cost_report_three_numbers():
+    costs = [0.3, 1.0]
+    lr = ex.long_run(ex.Engine(CD, ex.Algorithm("alt", (2, 1))), costs)
+    rep = cf.cost_report(lr.throughput, CD.tables, CD.r, CD.order, costs, sd_gamma=2)
+    assert rep["vanilla"] == pytest.approx(1 / 1.3)
+    assert rep["speedup_se"] == pytest.approx(lr.speedup, abs=1e-12)
+    assert rep["sd_proposer"] == 0
+    sd = cf.sd_on_ensemble_chain(CD.r_source, PAIR.draft, 2, 0.3, 1.3)
+    assert rep["speedup_sd"] == pytest.approx(sd["speedup"], abs=1e-12)
+    assert rep["se_over_sd"] == pytest.approx(lr.throughput / sd["throughput"], abs=1e-12)
+    three = cf.cost_report(1.0, THREE.tables, THREE.r, THREE.order, [1.0, 0.5, 2.0])
+    assert three["sd_proposer"] == 1

@@ -97,3 +97,11 @@ def test_kernel_is_seeded_and_validates():
         mc.prepare(THREE, alg)
     with pytest.raises(TypeError):
         mc.prepare(PAIR, alg)
+
+
+def test_stream_cost_report():
+    res = mc.simulate_streams(CD, ex.Algorithm("alt", (2, 1)), 16, 20_000, seed=4)
+    rep = res.cost_report(CD, [0.3, 1.0], sd_gamma=3)
+    exact = cf.long_run_chain(CD.tables, CD.r, (2, 1), [0.3, 1.0], kind="alt")["speedup"]
+    assert rep["speedup_se"] == pytest.approx(exact, rel=0.01)
+    assert set(rep) >= {"vanilla", "sd_on_ensemble", "se", "speedup_sd", "speedup_se", "se_over_sd"}

@@ -244,3 +244,24 @@ def sd_on_ensemble_chain(r_source: MarkovSource, draft: MarkovSource, gamma: int
     time = g * dc + tc
     return {"tokens_per_step": tokens, "time_per_step": time, "throughput": tokens / time,
             "speedup": tokens / time * tc}
+
+
+def cost_report(se_throughput: float, tables, r, order: int, costs, *, sd_gamma: int = 5) -> dict:
+    """The cost model's three numbers and their ratios for one ensemble (any number of
+    members): tokens per unit time of the vanilla ensemble (Σ_k t_k per token), of SD on the
+    ensemble (the cheapest member proposes ``sd_gamma`` tokens, the ensemble verifies; exact
+    long run on the chain) and of SE (``se_throughput``, from :func:`long_run_chain`, the
+    exact engines' ``long_run`` or the Monte Carlo's ``StreamResult.throughput``)."""
+    t = check_real_array(costs, "costs", lo=0.0)
+    tables = np.asarray(tables, dtype=np.float64)
+    if t.shape != (tables.shape[0],):
+        raise ValueError(f"give one cost per member ({tables.shape[0]})")
+    se_thr = check_real(se_throughput, "se_throughput", lo=0.0)
+    k = int(np.argmin(t))
+    sd = sd_on_ensemble_chain(MarkovSource(np.asarray(r, dtype=np.float64), order),
+                              MarkovSource(tables[k], order), sd_gamma, float(t[k]), float(t.sum()))
+    van = 1.0 / float(t.sum())
+    return {"vanilla": van, "sd_on_ensemble": sd["throughput"], "se": se_thr,
+            "sd_proposer": k, "sd_gamma": int(sd_gamma),
+            "speedup_sd": sd["throughput"] / van, "speedup_se": se_thr / van,
+            "se_over_sd": se_thr / sd["throughput"]}

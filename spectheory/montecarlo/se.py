@@ -107,6 +107,14 @@ class StreamResult:
         """Throughput over the vanilla ensemble's (Σ_k t_k per token), per stream."""
         return self.throughput(costs) * float(np.sum(costs))
 
+    def cost_report(self, models: SEModels, costs, *, sd_gamma: int = 5) -> dict:
+        """Vanilla ensemble, SD on the ensemble (exact chain) and SE (this run: pooled tokens
+        over pooled time) tokens per unit time and their ratios
+        (:func:`spectheory.closed_forms.se.cost_report`)."""
+        from ..closed_forms.se import cost_report
+        thr = float(self.tokens.sum() / self.time(costs).sum())
+        return cost_report(thr, models.tables, models.r, models.order, costs, sd_gamma=sd_gamma)
+
 
 def simulate_streams(models: SEModels, alg: Algorithm, n_streams: int, tokens_per_stream: int, *,
                      rule: SERule = STANDARD, seed=None, start_state: int = 0) -> StreamResult:
