@@ -555,7 +555,8 @@ def check_thm3_6(ctx, rule):
                                     what="Thm 3.6 formula vs exact long-run speedup of Alg. 1 (renewal–reward over "
                                          "the alternation's configurations)",
                                     note=f"{n_off}/{len(pts)} grid points differ; largest relative error "
-                                         f"{100 * rel:.1f}%; at c = 1, γq = γp = 1 formula and process coincide"))
+                                         f"{100 * rel:.1f}%; formula and process coincide only at c = 1 with γq = γp = 1, and "
+                                         "for γq = γp = 2 at any c (numerator gap ∝ (γ − 2)(c − 1), notebook (f))"))
     M = models2("iid-V4-random WE λ=0.5")
     a = float(M.acceptance(0)[0])
     ev.append(stats.info("exact", "iid-V4-random WE λ=0.5 γ=(2,1): P(a q-cycle starts from a bonus)",
