@@ -195,3 +195,32 @@ def per_state_binomial(instance: str, attempts, accepts, beta, *, alpha: float, 
                          "claimed/measured = attempt-weighted mean β / acceptance frequency; "
                          "detectable = uniform shift of every β(s)",
                     outcome=_grade(p, alpha, det, tolerance), detectable=det, **base)
+
+
+def z_test_bound(instance: str, bound: float, samples=None, *, mean=None, se=None, n=None,
+                 alpha: float, tolerance: float, direction: str = ">=", what: str = "mean",
+                 note: str = "", mode: str = "mc") -> Evidence:
+    """One-sided z-test of an inequality claim ``mean ≥ bound`` (or ``≤``), CLT, samples i.i.d.
+
+    Null at the boundary (mean = bound): p = P(Z ≤ (m − bound)/se) for ``>=``. p < alpha →
+    fail (the mean is significantly on the wrong side). Otherwise pass if the test would catch
+    a violation of ``tolerance`` with probability ``POWER``: ``(z_{1−α} + z_power)·se ≤
+    tolerance``, else underpowered. ``claimed`` is the bound; CI is the two-sided 1 − alpha."""
+    if direction not in (">=", "<="):
+        raise ValueError("direction must be '>=' or '<='")
+    if samples is not None:
+        x = np.asarray(samples, dtype=np.float64)
+        n = x.size
+        mean = float(x.mean())
+        se = float(x.std(ddof=1) / np.sqrt(n))
+    sign = 1.0 if direction == ">=" else -1.0
+    zc = _z(1 - alpha / 2)
+    det = (_z(1 - alpha) + _z(POWER)) * se
+    if se == 0:
+        p = 0.0 if sign * (mean - bound) < 0 else 1.0
+    else:
+        p = float(stats.norm.cdf(sign * (mean - bound) / se))
+    return Evidence(mode, instance, float(bound), float(mean), mean - zc * se, mean + zc * se,
+                    p_value=p, n=n, test=f"one-sided z-test of {what} {direction} bound (CLT); CI at 1−α",
+                    alpha=alpha, power=POWER, detectable=det, tolerance=tolerance,
+                    outcome=_grade(p, alpha, det, tolerance), note=note)

@@ -88,13 +88,20 @@ def test_mc_test_count_is_enforced(monkeypatch):
         runner._run_subject(fake, fake.subject, "subject", 0, True, 0.01)
 
 
+#: claims the checks find false as printed (findings, each with a shrunk counterexample)
+KNOWN_FINDINGS = {"se.thm3_6"}  # docs/se.md: Thm 3.6 is not the alternating process's speedup
+
+
 @pytest.mark.slow
 def test_default_tier_every_claim_holds():
     """The full default run (what `make verify` does): every registered claim holds and every
     negative control fails."""
     r = run_claims("*", quick=False, seed=0, progress=False)
     for c in r["claims"]:
-        assert c["verdict"] == "holds", c["id"]
+        if c["id"] in KNOWN_FINDINGS:
+            assert c["verdict"] == "fails" and c["counterexample"], c["id"]
+        else:
+            assert c["verdict"] == "holds", c["id"]
         assert all(ctl["verdict"] == "fails" for ctl in c["controls"]), c["id"]
 
 
