@@ -127,7 +127,15 @@ def zero_order(a) -> Callable[[Path], float]:
         for i in v:
             out *= a[i - 1] if i <= a.shape[0] else 0.0
         return out
+    f.a = a  # lets the tree builders extend a path's value by one factor instead of recomputing
     return f
+
+
+def _child_value(f, v, val, i):
+    a = getattr(f, "a", None)
+    if a is None:
+        return f(v + (i,))
+    return val * (a[i - 1] if i <= a.shape[0] else 0.0)
 
 
 def fit_zero_order(indices, n_indices: int) -> np.ndarray:
@@ -144,7 +152,13 @@ def fit_zero_order(indices, n_indices: int) -> np.ndarray:
 
 def tree_value(f: Callable[[Path], float], tree: Tree) -> float:
     """``Σ_v f(v)``: expected accepted tokens; E[generated] is one more (seed Eq. 4)."""
-    return float(sum(f(v) for v in tree.vertices))
+    a = getattr(f, "a", None)
+    if a is None:
+        return float(sum(f(v) for v in tree.vertices))
+    val = {(): 1.0}
+    for v in tree.vertices:  # sorted by depth: parents first
+        val[v] = _child_value(f, v[:-1], val[v[:-1]], v[-1])
+    return float(sum(val[v] for v in tree.vertices))
 
 
 def expected_generated(f: Callable[[Path], float], tree: Tree) -> float:
@@ -165,11 +179,11 @@ def optimal_tree(f: Callable[[Path], float], k: int, n_indices: int) -> Tree:
     heapq.heapify(heap)
     taken = []
     while len(taken) < k and heap:
-        _, _, v = heapq.heappop(heap)
+        negval, _, v = heapq.heappop(heap)
         taken.append(v)
         for i in range(1, n + 1):
             w = v + (i,)
-            heapq.heappush(heap, (-f(w), len(w), w))
+            heapq.heappush(heap, (-_child_value(f, v, -negval, i), len(w), w))
     return Tree(tuple(taken), f"alg3-k{k}")
 
 
@@ -182,11 +196,11 @@ def breadth_first_tree(f: Callable[[Path], float], k: int, n_indices: int) -> Tr
     heapq.heapify(heap)
     taken = []
     while len(taken) < k and heap:
-        _, _, v = heapq.heappop(heap)
+        _, negval, v = heapq.heappop(heap)
         taken.append(v)
         for i in range(1, n + 1):
             w = v + (i,)
-            heapq.heappush(heap, (len(w), -f(w), w))
+            heapq.heappush(heap, (len(w), -_child_value(f, v, -negval, i), w))
     return Tree(tuple(taken), f"bfs-k{k}")
 
 

@@ -113,6 +113,8 @@ def context_step(st, s, child_row, m, method, variant, shared, tabs, E, E2, r, q
                 bi = y
         drafts[i] = bi
         E[bi] = np.inf
+    if variant == 2 and mm > 0:  # broken: first alternative emitted unverified
+        return 1, drafts[0]
     for y in range(V):
         r[y] = p[y]
         qi[y] = q[y]

@@ -72,6 +72,8 @@ def gsd_outcomes(p, q, m: int, rule: GSDRule = GSD) -> tuple[np.ndarray, np.ndar
 
     if m == 0:
         R[:] = p
+    elif rule.accept == "always_first":
+        A[0] = q
     else:
         rec(1, 1.0, p, frozenset())
     return A, R

@@ -31,6 +31,7 @@ METHOD_ERSD = 1
 # GSD draft-distribution update after a rejected alternative
 Q_WITHOUT_REPLACEMENT = 0   # q_{i+1} = q_i with x_i removed, renormalised (correct, Alg. 4)
 Q_NOT_UPDATED = 1           # q_{i+1} = q although x_i can no longer be drawn (broken)
+ACCEPT_FIRST_ALWAYS = 2     # the first alternative is accepted unverified (broken, lossy)
 
 # ERSD emitted token on rejection
 ON_REJECT_TARGET_WINNER = 0  # emit X_p, the target race's winner (correct, Alg. 2)
@@ -43,16 +44,21 @@ class GSDRule:
 
     q_update: ``"without_replacement"`` (correct) or ``"none"`` (the verifier keeps using the
     original q for every alternative although the drafts were drawn without replacement).
+    accept: ``"recursive"`` (correct) or ``"always_first"`` (the first alternative is emitted
+    unverified: acceptance index always 1, output law q — a degenerate verifier).
     """
 
     name: str
     q_update: str = "without_replacement"
+    accept: str = "recursive"
     description: str = "GSD: drafts without replacement, recursive rejection (seed Alg. 4)"
     method: str = "gsd"
 
     def __post_init__(self):
         if self.q_update not in ("without_replacement", "none"):
             raise ValueError(f"unknown q_update {self.q_update!r}")
+        if self.accept not in ("recursive", "always_first"):
+            raise ValueError(f"unknown accept rule {self.accept!r}")
 
     @property
     def code(self) -> int:
@@ -60,6 +66,8 @@ class GSDRule:
 
     @property
     def variant(self) -> int:
+        if self.accept == "always_first":
+            return ACCEPT_FIRST_ALWAYS
         return Q_WITHOUT_REPLACEMENT if self.q_update == "without_replacement" else Q_NOT_UPDATED
 
 
@@ -97,6 +105,10 @@ BROKEN_GSD_Q_NOT_UPDATED = GSDRule(
     "broken:gsd-q-not-renormalised", q_update="none",
     description="negative control: drafts without replacement, but each alternative verified "
                 "against the original q (q_i not renormalised after removals)")
+BROKEN_GSD_ACCEPT_FIRST = GSDRule(
+    "broken:gsd-accept-first-unverified", accept="always_first",
+    description="negative control: the first drafted alternative is emitted without verification "
+                "(acceptance index always 1)")
 BROKEN_ERSD_INDEPENDENT = ERSDRule(
     "broken:ersd-independent-races", shared=False,
     description="negative control: draft and target races with independent exponentials")
@@ -105,5 +117,5 @@ BROKEN_ERSD_RESAMPLE = ERSDRule(
     description="negative control: on rejection emit a fresh draw from p instead of the target "
                 "race's winner")
 
-RULES = {r.name: r for r in (GSD, ERSD, BROKEN_GSD_Q_NOT_UPDATED, BROKEN_ERSD_INDEPENDENT,
+RULES = {r.name: r for r in (GSD, ERSD, BROKEN_GSD_Q_NOT_UPDATED, BROKEN_GSD_ACCEPT_FIRST, BROKEN_ERSD_INDEPENDENT,
                              BROKEN_ERSD_RESAMPLE)}
