@@ -642,7 +642,7 @@ def check_zero_order(ctx, names):
         idx, _ = mc.index_stream(pair, rule, n, m=8, seed=ctx.rng("zo", name))
         a = T.fit_zero_order(np.where(idx > 8, 9, idx), 8)
         tree = T.sequence_tree(ZO_SEQ)
-        gen = mc.tree_outcomes_from_stream(idx, tree).reshape(idx.shape[0], -1)
+        gen = mc.tree_outcomes_from_stream(idx, tree)
         m, se, nn = _batch_se(gen)
         pred = cf.zero_order_expected(a, tree)
         ev.append(ctx.mc(stats.z_test_bound(

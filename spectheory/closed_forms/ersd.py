@@ -39,6 +39,30 @@ def ersd_first_acceptance(p, q) -> np.ndarray:
     return out if p.ndim == 2 else out[0]
 
 
+def ersd_first_acceptance_sorted(p, q) -> np.ndarray:
+    """Same value as :func:`ersd_first_acceptance` in O(V log V) per row (for real vocabularies):
+    with ρ_y = p(y)/q(y), max(p(y)/p(x), q(y)/q(x)) is p(y)/p(x) when ρ_y ≥ ρ_x and q(y)/q(x)
+    otherwise, so Σ_y max(…) = P_≥(ρ_x)/p(x) + Q_<(ρ_x)/q(x) with tail/prefix sums over tokens
+    sorted by ρ."""
+    p, q = check_pair(p, q)
+    p2, q2 = np.atleast_2d(p), np.atleast_2d(q)
+    out = np.zeros(p2.shape[0])
+    for r in range(p2.shape[0]):
+        pr, qr = p2[r], q2[r]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho = np.where(qr > 0, pr / np.where(qr > 0, qr, 1.0), np.inf)
+        rho = np.where((pr == 0) & (qr == 0), 0.0, rho)
+        order = np.argsort(rho, kind="stable")
+        rs, ps, qs = rho[order], pr[order], qr[order]
+        p_tail = np.cumsum(ps[::-1])[::-1]            # Σ_{j ≥ i} p (sorted)
+        q_prefix = np.concatenate([[0.0], np.cumsum(qs)[:-1]])  # Σ_{j < i} q
+        first = np.searchsorted(rs, rs, side="left")  # first index with ρ ≥ ρ_x (ties together)
+        ok = (ps > 0) & (qs > 0)
+        denom = p_tail[first[ok]] / ps[ok] + q_prefix[first[ok]] / qs[ok]
+        out[r] = float(np.sum(1.0 / denom))
+    return out if p.ndim == 2 else out[0]
+
+
 def gsd_first_acceptance(p, q) -> np.ndarray:
     """``Σ min(p, q) = 1 − TV(p, q)``: GSD's first-token acceptance, the largest P(X_p = X_q)
     over all couplings."""

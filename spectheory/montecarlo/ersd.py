@@ -83,25 +83,20 @@ def index_stream(pair: MarkovPair, rule, length: int, *, m: int | None = None, s
 
 
 def tree_outcomes_from_stream(idx: np.ndarray, tree: Tree) -> np.ndarray:
-    """Generated tokens of an iteration started at every position of an index stream
-    (positions near the end that could not complete are dropped): 1 + #accepted vertices."""
+    """Generated tokens of an iteration started at every position of each index stream
+    (positions whose iteration could run past the end are dropped): 1 + #accepted vertices,
+    where vertex (i_1..i_d) is accepted at start t iff idx[t..t+d−1] = (i_1..i_d).
+    Returns (n_streams, T − depth)."""
     idx = np.atleast_2d(idx)
-    kept = set(tree.vertices)
     D = tree.depth
-    out = []
-    for row in idx:
-        T = row.shape[0] - D
-        n = np.ones(T, dtype=np.int32)
-        alive = np.ones(T, dtype=bool)
-        path = [()] * T
-        for d in range(D):
-            nxt = row[d:d + T]
-            for t in np.flatnonzero(alive):
-                w = path[t] + (int(nxt[t]),)
-                if w in kept:
-                    path[t] = w
-                    n[t] += 1
-                else:
-                    alive[t] = False
-        out.append(n)
-    return np.concatenate(out)
+    T = idx.shape[1] - D
+    if T < 1:
+        raise ValueError(f"streams of length {idx.shape[1]} are too short for a tree of depth {D}")
+    gen = np.ones((idx.shape[0], T), dtype=np.int32)
+    masks = {(): np.ones((idx.shape[0], T), dtype=bool)}
+    for v in tree.vertices:  # parents before children
+        d = len(v)
+        m = masks[v[:-1]] & (idx[:, d - 1:d - 1 + T] == v[-1])
+        masks[v] = m
+        gen += m
+    return gen
