@@ -166,6 +166,14 @@ def test_tunstall_and_lemma42():
             assert b <= loop + 1e-12
             assert cf.lemma42_bound(a, k, M, n) == pytest.approx(b, rel=1e-12)
     assert cf.tunstall_bound([1.0], 5) == np.inf
+    # the vectorised minimum over n is the minimum of the per-n bound (cap r/n ≤ a(M) and without)
+    for M in (1, 2, 3):
+        for cap in (True, False):
+            b, n = cf.lemma42_min_bound(a, 8, M, n_max=300, require_cap=cap)
+            r = 1 - a[:M].sum()
+            lo = max(1, int(np.ceil(r / a[M - 1] - 1e-12))) if cap else 1
+            vals = [cf.lemma42_bound(a, 8, M, nn) for nn in range(lo, 301)]
+            assert b == pytest.approx(min(vals), rel=1e-12) and n == lo + int(np.argmin(vals))
     # base independence of the ratio
     assert cf.tunstall_bound(a, 8, base=2) == pytest.approx(cf.tunstall_bound(a, 8), rel=1e-12)
 

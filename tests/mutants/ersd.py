@@ -61,6 +61,6 @@ MUTANTS = [
          why="Lemma 4.2: entropy of the n equal residual cells without the log n term"),
     dict(path="spectheory/montecarlo/ersd.py",
          old="m = masks[v[:-1]] & (idx[:, d - 1:d - 1 + T] == v[-1])",
-         new="m = masks[v[:-1]] & (idx[:, d:d + T] == v[-1])",
-         why="tree outcomes from a stream: depth-d vertex read one position late"),
+         new="m = masks[v[:-1]] & (idx[:, 0:T] == v[-1])",
+         why="tree outcomes from a stream: every depth reads the start position's index"),
 ]
