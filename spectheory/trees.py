@@ -166,15 +166,32 @@ def expected_generated(f: Callable[[Path], float], tree: Tree) -> float:
     return 1.0 + tree_value(f, tree)
 
 
-def optimal_tree(f: Callable[[Path], float], k: int, n_indices: int) -> Tree:
+def optimal_tree(f: Callable[[Path], float], k: int, n_indices: int, *, ordered: bool = False) -> Tree:
     """Seed Alg. 3: grow the tree k times by the candidate vertex with the highest acceptance
     probability, kept in a priority queue; candidates are the children (indices 1..n_indices)
     of the root and of every vertex taken. Optimal when f does not increase along paths (the
     top-k vertices are then ancestor-closed). Ties are broken by the shorter, then the
     lexicographically smaller path. Pushes all children, so the queue holds ≤ k·n_indices
-    entries (O(k·n log(k·n)))."""
+    entries (O(k·n log(k·n))).
+
+    ``ordered=True``: the alternative reading in which trees must be sibling-closed (a vertex
+    keeps indices 1..b): the queue starts with (1,) and a taken vertex pushes its first child and
+    its next sibling only (queue ≤ k + 1, O(k log k)); optimal among sibling-closed trees when f
+    also decreases from a sibling to the next."""
     k = check_int(k, "k", min=0)
     n = check_int(n_indices, "n_indices", min=1)
+    if ordered:
+        heap = [(-f((1,)), 1, (1,))]
+        taken = []
+        while len(taken) < k and heap:
+            negval, _, v = heapq.heappop(heap)
+            taken.append(v)
+            w = v + (1,)
+            heapq.heappush(heap, (-_child_value(f, v, -negval, 1), len(w), w))
+            if v[-1] < n:
+                sib = v[:-1] + (v[-1] + 1,)
+                heapq.heappush(heap, (-f(sib), len(sib), sib))
+        return Tree(tuple(taken), f"alg3-ordered-k{k}")
     heap = [(-f((i,)), 1, (i,)) for i in range(1, n + 1)]
     heapq.heapify(heap)
     taken = []
@@ -207,12 +224,18 @@ def breadth_first_tree(f: Callable[[Path], float], k: int, n_indices: int) -> Tr
 TREE_BUILDERS = {"alg3": optimal_tree, "breadth_first": breadth_first_tree}
 
 
-def all_trees(k: int, n_indices: int):
+def all_trees(k: int, n_indices: int, *, ordered: bool = False):
     """Every ancestor-closed set of k index paths over indices 1..n_indices, each exactly once
     (include/exclude the first frontier vertex; including one adds its children to the
-    frontier)."""
+    frontier). ``ordered=True``: only sibling-closed trees (including a vertex adds its first
+    child and its next sibling)."""
     k = check_int(k, "k", min=0)
     n = check_int(n_indices, "n_indices", min=1)
+
+    def grow(v):
+        if not ordered:
+            return [v + (i,) for i in range(1, n + 1)]
+        return [v + (1,)] + ([v[:-1] + (v[-1] + 1,)] if v[-1] < n else [])
 
     def rec(chosen, frontier):
         if len(chosen) == k:
@@ -221,16 +244,17 @@ def all_trees(k: int, n_indices: int):
         if not frontier:
             return
         v, rest = frontier[0], frontier[1:]
-        yield from rec(chosen + [v], rest + [v + (i,) for i in range(1, n + 1)])
+        yield from rec(chosen + [v], rest + grow(v))
         yield from rec(chosen, rest)
 
-    yield from rec([], [(i,) for i in range(1, n + 1)])
+    yield from rec([], [(i,) for i in range(1, n + 1)] if not ordered else [(1,)])
 
 
-def exhaustive_optimal(f: Callable[[Path], float], k: int, n_indices: int) -> tuple[Tree, float, int]:
+def exhaustive_optimal(f: Callable[[Path], float], k: int, n_indices: int, *,
+                       ordered: bool = False) -> tuple[Tree, float, int]:
     """Brute force over :func:`all_trees`: (best tree, its Σ f, number of trees searched)."""
     best, best_val, count = None, -np.inf, 0
-    for vs in all_trees(k, n_indices):
+    for vs in all_trees(k, n_indices, ordered=ordered):
         count += 1
         val = sum(f(v) for v in vs)
         if val > best_val + 1e-15:

@@ -217,3 +217,21 @@ def test_gsd_verify_checks_and_exactness():
     keep = cells > 0
     assert counts[~keep].sum() == 0
     assert stats.chisquare(counts[keep], cells[keep] * n).pvalue > 1e-3
+
+
+def test_ordered_reading_counts_and_greedy():
+    # the ordered enumeration is exactly the sibling-closed subset of all trees
+    for k, n in ((2, 2), (3, 2), (3, 3)):
+        got = {frozenset(t) for t in T.all_trees(k, n, ordered=True)}
+        want = {frozenset(t) for t in T.all_trees(k, n) if T.Tree(t).sibling_closed}
+        assert got == want
+    a = np.array([0.5, 0.3, 0.15, 0.05])  # decreasing: the ordered greedy is optimal
+    f = T.zero_order(a)
+    for k in range(1, 6):
+        assert T.tree_value(f, T.optimal_tree(f, k, 3, ordered=True)) == pytest.approx(
+            T.exhaustive_optimal(f, k, 3, ordered=True)[1], abs=1e-14)
+    b = np.array([0.141, 0.01, 0.8, 0.049])  # a low second index hides a high third: it is not
+    g = T.zero_order(b)
+    gaps = [T.exhaustive_optimal(g, k, 3, ordered=True)[1] - T.tree_value(g, T.optimal_tree(g, k, 3, ordered=True))
+            for k in range(1, 5)]
+    assert max(gaps) > 0.1

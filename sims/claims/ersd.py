@@ -332,6 +332,13 @@ def check_greedy(ctx, builder):
         ev.append(stats.exact_equal(_label(label, k=f"1..{K}"), worst[0], worst[1],
                                     what="max over all trees (exhaustive) vs builder's Σ f(v), worst k",
                                     note=f"worst k = {worst[2]} ({worst[3]} trees searched)"))
+        # alternative reading (info): sibling-closed trees and the O(k log k) first-child /
+        # next-sibling queue; optimal only if f also decreases from one sibling to the next
+        gap = max(T.exhaustive_optimal(f, k, n, ordered=True)[1]
+                  - T.tree_value(f, T.optimal_tree(f, k, n, ordered=True)) for k in range(1, K + 1))
+        ev.append(stats.info("exact", _label(label, reading="sibling-closed"), 0.0, gap,
+                             test="max_k [exhaustive over sibling-closed trees − Alg. 3 (first child / next "
+                                  "sibling pushes)]", note="alternative reading, not graded"))
     return ev
 
 
