@@ -101,3 +101,5 @@ def test_wrapper_checks():
         mc.simulate_tree(PAIR, R.GSD, [(1,)], 10)
     with pytest.raises(ValueError):
         mc.index_stream(PAIR, R.GSD, 10, m=0)
+    with pytest.raises(TypeError, match="GSDRule or an ERSDRule"):
+        mc.simulate_tree(PAIR, "gsd", TREE, 10)

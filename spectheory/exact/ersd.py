@@ -148,6 +148,8 @@ def ersd_index_law(p, q, rule: ERSDRule = ERSD) -> np.ndarray:
 
 def index_law(p, q, rule) -> np.ndarray:
     """Joint law of (acceptance index, emitted token) with full drafting, for either method."""
+    if not isinstance(rule, (GSDRule, ERSDRule)):
+        raise TypeError(f"rule must be a GSDRule or an ERSDRule, got {type(rule).__name__}")
     return gsd_index_law(p, q, rule) if rule.method == "gsd" else ersd_index_law(p, q, rule)
 
 
@@ -163,6 +165,10 @@ class _Laws:
     """Per-state cache of outcome laws for one (pair, rule)."""
 
     def __init__(self, pair: MarkovPair, rule):
+        if not isinstance(pair, MarkovPair):
+            raise TypeError(f"expected a MarkovPair, got {type(pair).__name__}")
+        if not isinstance(rule, (GSDRule, ERSDRule)):
+            raise TypeError(f"rule must be a GSDRule or an ERSDRule, got {type(rule).__name__}")
         self.pair, self.rule = pair, rule
         self._full = {}
         self._gsd = {}

@@ -28,6 +28,9 @@ def tables(pair: MarkovPair) -> _k.Tables:
 
 
 def _rule_args(rule):
+    from ..rules.ersd import ERSDRule, GSDRule
+    if not isinstance(rule, (GSDRule, ERSDRule)):
+        raise TypeError(f"rule must be a GSDRule or an ERSDRule, got {type(rule).__name__}")
     return int(rule.code), int(rule.variant), bool(getattr(rule, "shared", True))
 
 
