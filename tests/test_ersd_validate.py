@@ -55,3 +55,16 @@ def test_replay_input_checks():
         replay_ersd("not a trace")
     with pytest.raises(ValueError):
         replay_ersd(regime_trace(T=30), k=0)
+
+
+def test_trace_replay_enters_the_report(tmp_path, monkeypatch):
+    """$SPECTHEORY_TRACE adds logits evidence to ersd.lemma3_1 (graded, not needed by controls)."""
+    from sims.claims import ersd as claims_ersd
+    from sims.runner import run_claims
+    path = regime_trace(T=80, V=20, seed=5).save(tmp_path / "trace.npz")
+    monkeypatch.setenv(claims_ersd.TRACE_ENV, str(path))
+    rep = run_claims("ersd.lemma3_1", quick=True, progress=False)
+    c = rep["claims"][0]
+    logits = [e for e in c["evidence"] if e["mode"] == "logits"]
+    assert len(logits) == 2 and all(e["outcome"] == "pass" for e in logits)
+    assert c["verdict"] == "holds" and c["controls"][0]["verdict"] == "fails"

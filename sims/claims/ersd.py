@@ -93,6 +93,27 @@ def _batch_se(x, n_batches: int = 200):
     return float(x.mean()), float(means.std(ddof=1) / np.sqrt(means.size)), int(x.size)
 
 
+#: environment variable naming a captured LogitTrace (.npz) whose replay adds ``logits`` evidence
+TRACE_ENV = "SPECTHEORY_TRACE"
+
+
+@lru_cache(maxsize=4)
+def _trace_replay(path: str):
+    from validate import LogitTrace
+    from validate.replay_ersd import replay_ersd
+    return replay_ersd(LogitTrace.load(path), k=16, m=16, n_mc=400, seed=0)
+
+
+def logits_evidence(ctx, claim_id: str):
+    """``logits`` evidence for ``claim_id`` from the trace named by $SPECTHEORY_TRACE (none if unset)."""
+    import os
+    path = os.environ.get(TRACE_ENV)
+    if not path:
+        return []
+    from validate.replay_ersd import evidence_ersd
+    return evidence_ersd(_trace_replay(path), alpha=ctx.alpha_family)[claim_id]
+
+
 def _plugin_entropy(idx, n_cells, base=2.0):
     """Plug-in entropy of observed indices with its delta-method standard error (i.i.d. draws)."""
     a = np.bincount(np.asarray(idx).ravel() - 1, minlength=n_cells) / np.asarray(idx).size
@@ -201,6 +222,8 @@ def check_lemma(ctx, rule):
             _label(name, method=rule.name), att, acc, beta, alpha=ctx.alpha_test, tolerance=0.01,
             note=f"{n} positions of generated text; first-arrival acceptance counted per state "
                  "against the exact formula")))
+    if rule == R.ERSD:
+        ev += logits_evidence(ctx, "ersd.lemma3_1")
     return ev
 
 
@@ -218,8 +241,9 @@ register(
               "value is Σ_x 1/Σ_y max(p(y)/p(x), q(y)/q(x)); both are ≤ 1 − TV(p,q).",
     interpretation="The engine computes P(X_p = X_q) from the exponential-race integral (no use of "
                    "the formula); the formula, the Poisson-matching bound and 1 − TV are compared "
-                   "with it state by state. MC: first-arrival acceptance per state on V = 50 sources.",
-    check=check_lemma, subject=R.ERSD,
+                   "with it state by state. MC: first-arrival acceptance per state on V = 50 sources. "
+                   "Logits (when $SPECTHEORY_TRACE names a captured trace): validate.replay_ersd.",
+    check=check_lemma, subject=R.ERSD, modes=("exact", "mc", "logits"),
     controls=(Control("independent-races", R.BROKEN_ERSD_INDEPENDENT, R.BROKEN_ERSD_INDEPENDENT.description),),
     mc_tests=2, shrink=shrink_lemma)
 
@@ -653,6 +677,10 @@ def _zero_order_gap(pair, rule):
     return out
 
 
+ZERO_ORDER_SOURCES = {"exact": SMALL_MARKOV + ("markov1-V4-weak", "markov1-V3-mix0.4"),
+                      "mc": ("markov1-V50-weak", "markov1-V50-weak")}
+
+
 def check_zero_order(ctx, names):
     ev = []
     for name in names["exact"]:
@@ -676,6 +704,8 @@ def check_zero_order(ctx, names):
             note=f"{gaps.size} blocks of consecutive positions (8 streams × 10); in each, a fitted to the "
                  f"block and the measured tokens of iterations started at every position of it; mean "
                  f"0th-order prediction {preds.mean():.4f}")))
+    if names is ZERO_ORDER_SOURCES:
+        ev += logits_evidence(ctx, "zero_order.underestimates")
     return ev
 
 
@@ -713,10 +743,8 @@ register(
     interpretation=f"a = the stationary acceptance-index law (what fitting to a long run estimates). "
                    f"'Plateau above' read as ≥ (1+{ZO_MARGIN:g})× the prediction, for the 16-token sequence "
                    "(plateau) and the 16-vertex tree Alg. 3 builds from a, exact E from the stationary "
-                   "context law. MC on a V = 50 order-1 text (GSD and ERSD). Control: order-0 sources (no dependence).",
-    check=check_zero_order,
-    subject={"exact": SMALL_MARKOV + ("markov1-V4-weak", "markov1-V3-mix0.4"),
-             "mc": ("markov1-V50-weak", "markov1-V50-weak")},
+                   "context law. MC on a V = 50 order-1 text (GSD and ERSD); logits from $SPECTHEORY_TRACE. Control: order-0 sources (no dependence).",
+    check=check_zero_order, subject=ZERO_ORDER_SOURCES, modes=("exact", "mc", "logits"),
     controls=(Control("order-0-sources", {"exact": SMALL_O0, "mc": ("o0-V50-weak", "o0-V50-weak")},
                       "negative control: order-0 sources, where the 0th-order model is exact"),),
     mc_tests=2, shrink=shrink_zero_order)
