@@ -198,29 +198,44 @@ def per_state_binomial(instance: str, attempts, accepts, beta, *, alpha: float, 
 
 
 def z_test_bound(instance: str, bound: float, samples=None, *, mean=None, se=None, n=None,
-                 alpha: float, tolerance: float, direction: str = ">=", what: str = "mean",
-                 note: str = "", mode: str = "mc") -> Evidence:
-    """One-sided z-test of an inequality claim ``mean ≥ bound`` (or ``≤``), CLT, samples i.i.d.
-
-    Null at the boundary (mean = bound): p = P(Z ≤ (m − bound)/se) for ``>=``. p < alpha →
-    fail (the mean is significantly on the wrong side). Otherwise pass if the test would catch
-    a violation of ``tolerance`` with probability ``POWER``: ``(z_{1−α} + z_power)·se ≤
-    tolerance``, else underpowered. ``claimed`` is the bound; CI is the two-sided 1 − alpha."""
-    if direction not in (">=", "<="):
-        raise ValueError("direction must be '>=' or '<='")
+                 side: str = "ge", alpha: float, tolerance: float, what: str = "mean", note: str = "",
+                 mode: str = "mc") -> Evidence:
+    """One-sided z-test of an inequality claim (docs/statistical_method.md, "Inequality and bound
+    claims"): ``side="ge"`` claims mean ≥ bound, ``"le"`` claims mean ≤ bound. Fails when the
+    one-sided (1 − α) confidence bound lies on the wrong side of ``bound`` (p < α at the
+    boundary); passes when, in addition, a violation of ``tolerance`` would be caught with
+    probability ``POWER`` (detectable ``(z_{1−α} + z_power)·se``), else underpowered.
+    ``claimed`` = the bound, CI = the one-sided confidence limit (the other end open)."""
+    if side not in ("ge", "le"):
+        raise ValueError("side must be 'ge' or 'le'")
     if samples is not None:
         x = np.asarray(samples, dtype=np.float64)
         n = x.size
         mean = float(x.mean())
         se = float(x.std(ddof=1) / np.sqrt(n))
-    sign = 1.0 if direction == ">=" else -1.0
-    zc = _z(1 - alpha / 2)
-    det = (_z(1 - alpha) + _z(POWER)) * se
+    zc = _z(1 - alpha)
+    det = (zc + _z(POWER)) * se
+    sign = 1.0 if side == "ge" else -1.0
     if se == 0:
-        p = 0.0 if sign * (mean - bound) < 0 else 1.0
+        p = 1.0 if sign * (mean - bound) >= 0 else 0.0
     else:
         p = float(stats.norm.cdf(sign * (mean - bound) / se))
-    return Evidence(mode, instance, float(bound), float(mean), mean - zc * se, mean + zc * se,
-                    p_value=p, n=n, test=f"one-sided z-test of {what} {direction} bound (CLT); CI at 1−α",
+    lo, hi = (mean - zc * se, None) if side == "ge" else (None, mean + zc * se)
+    rel = "≥" if side == "ge" else "≤"
+    return Evidence(mode, instance, float(bound), float(mean), lo, hi, p_value=p, n=n,
+                    test=f"one-sided z-test of {what} {rel} bound (CLT); p at the boundary; "
+                         "CI = one-sided (1−α) confidence limit",
                     alpha=alpha, power=POWER, detectable=det, tolerance=tolerance,
                     outcome=_grade(p, alpha, det, tolerance), note=note)
+
+
+def exact_bound(instance: str, bound, measured, *, side: str = "ge", tol: float = EXACT_TOL,
+                what: str = "value", note: str = "") -> Evidence:
+    """Exact inequality: ``measured ≥ bound − tol`` (side "ge") or ``measured ≤ bound + tol``
+    ("le"), tol relative for large values (float64 enumeration)."""
+    b, m = float(bound), float(measured)
+    slack = tol * max(1.0, abs(b)) if np.isfinite(b) else 0.0
+    ok = (m >= b - slack) if side == "ge" else (m <= b + slack)
+    rel = "≥" if side == "ge" else "≤"
+    return Evidence("exact", instance, b, m, test=f"exact {what} {rel} bound (tol {tol:g})",
+                    tolerance=tol, outcome="pass" if ok else "fail", note=note)

@@ -133,6 +133,6 @@ def evidence(rep: SEReplay, *, alpha: float = 1e-3, tolerance: float = 0.01) -> 
         p_hat = s.mc_acceptance
         thm32.append(stats.z_test_bound(name, s.weight, mean=p_hat,
                                         se=float(np.sqrt(max(p_hat * (1 - p_hat), 1e-12) / s.mc_attempts)),
-                                        n=s.mc_attempts, alpha=alpha, tolerance=tolerance, direction=">=",
+                                        n=s.mc_attempts, alpha=alpha, tolerance=tolerance, side="ge",
                                         what="acceptance frequency", mode="logits", note=ctx))
     return {"se.acceptance": acc, "se.thm3_2": thm32, "se.thm3_1": thm31}

@@ -395,7 +395,7 @@ def check_thm3_2(ctx, rule):
     p_hat = acc / att
     ev.append(ctx.mc(stats.z_test_bound("markov1-V50-strong WE λ=0.5", 0.5, mean=p_hat,
                                         se=float(np.sqrt(p_hat * (1 - p_hat) / att)), n=att, alpha=ctx.alpha_test,
-                                        tolerance=0.005, direction=">=",
+                                        tolerance=0.005, side="ge",
                                         what="acceptance frequency of q's proposals", note="α ≥ λ on a Markov source")))
     return ev
 
@@ -743,7 +743,7 @@ def check_tables(ctx, rule):
     res = mc.simulate_streams(M3, ex.Algorithm("nse", (1, 1, 1)), n_streams, L, rule=rule, seed=ctx.rng("tab3"))
     sp = res.speedup(costs)
     ev.append(ctx.mc(stats.z_test_bound("markov1-V50 3 models WE costs (0.8,1,0.9) Alg2 γ=(1,1,1)", 1.0, sp,
-                                        alpha=ctx.alpha_test, tolerance=0.02, direction=">=",
+                                        alpha=ctx.alpha_test, tolerance=0.02, side="ge",
                                         what="SE speedup over the vanilla 3-model ensemble",
                                         note=f"{n_streams} streams × {L} tokens; SD-on-ensemble exact {sd3:.3f}")))
     return ev

@@ -1,0 +1,154 @@
+"""Closed forms of seed 004 (Kobus & Gündüz), as reconstructed in CLAIMS §3 (the seed's
+formulas were lost in extraction; notebooks/ersd_derivations.py derives each one).
+
+``poisson_matching_bound``   Lemma 3.1 (Li & Anantharam 2021): P(accept 1st) ≥ Σ_x p q/(p + q)
+``ersd_first_acceptance``    exact P(X_p = X_q) = Σ_x 1 / Σ_y max(p(y)/p(x), q(y)/q(x))
+``gsd_first_acceptance``     1 − TV(p, q) = Σ min(p, q) (the optimal coupling, Sun et al. 2023)
+``tunstall_bound``           Thm 4.1: E[generated] ≤ log((k+1)(|A|−1)+1) / H(a)
+``lemma42_bound``            Lemma 4.2: log((k+1)(M+n−1)+1) / H(ã_n), and its minimum over n
+``kl_lower_bound``           eq. 6: H(acceptance index) ≥ D_KL(p‖q)
+``pfr_upper_bound``          eq. 8: H ≤ D + log(D+1) + 4 (bits; Li & El Gamal 2018)
+``grs_upper_bound``          eq. 7 (Harsha et al. 2010 form): H ≤ D + 2 log(D+1) + C (C unprinted)
+``zero_order_expected``      1 + Σ_v Π a(i_j) for a tree under a 0th-order a (seed Eq. 4)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..checks import check_int, check_real
+from ..distributions import check_distribution, check_pair
+from ..divergences import entropy, harmonic_mean_term, kl_divergence, overlap
+
+
+def poisson_matching_bound(p, q) -> np.ndarray:
+    """Lemma 3.1 lower bound on ERSD's first-token acceptance: ``Σ_x p(x)q(x)/(p(x)+q(x))``."""
+    p, q = check_pair(p, q)
+    return harmonic_mean_term(p, q)
+
+
+def ersd_first_acceptance(p, q) -> np.ndarray:
+    """Exact first-token acceptance of ERSD (shared exponentials): ``Σ_x 1/Σ_y max(p(y)/p(x),
+    q(y)/q(x))`` over x with p(x), q(x) > 0 (row-wise)."""
+    p, q = check_pair(p, q)
+    p2, q2 = np.atleast_2d(p), np.atleast_2d(q)
+    out = np.zeros(p2.shape[0])
+    for r in range(p2.shape[0]):
+        pr, qr = p2[r], q2[r]
+        for x in np.flatnonzero((pr > 0) & (qr > 0)):
+            out[r] += 1.0 / np.maximum(pr / pr[x], qr / qr[x]).sum()
+    return out if p.ndim == 2 else out[0]
+
+
+def ersd_first_acceptance_sorted(p, q) -> np.ndarray:
+    """Same value as :func:`ersd_first_acceptance` in O(V log V) per row (for real vocabularies):
+    with ρ_y = p(y)/q(y), max(p(y)/p(x), q(y)/q(x)) is p(y)/p(x) when ρ_y ≥ ρ_x and q(y)/q(x)
+    otherwise, so Σ_y max(…) = P_≥(ρ_x)/p(x) + Q_<(ρ_x)/q(x) with tail/prefix sums over tokens
+    sorted by ρ."""
+    p, q = check_pair(p, q)
+    p2, q2 = np.atleast_2d(p), np.atleast_2d(q)
+    out = np.zeros(p2.shape[0])
+    for r in range(p2.shape[0]):
+        pr, qr = p2[r], q2[r]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho = np.where(qr > 0, pr / np.where(qr > 0, qr, 1.0), np.inf)
+        rho = np.where((pr == 0) & (qr == 0), 0.0, rho)
+        order = np.argsort(rho, kind="stable")
+        rs, ps, qs = rho[order], pr[order], qr[order]
+        p_tail = np.cumsum(ps[::-1])[::-1]            # Σ_{j ≥ i} p (sorted)
+        q_prefix = np.concatenate([[0.0], np.cumsum(qs)[:-1]])  # Σ_{j < i} q
+        first = np.searchsorted(rs, rs, side="left")  # first index with ρ ≥ ρ_x (ties together)
+        ok = (ps > 0) & (qs > 0)
+        denom = p_tail[first[ok]] / ps[ok] + q_prefix[first[ok]] / qs[ok]
+        out[r] = float(np.sum(1.0 / denom))
+    return out if p.ndim == 2 else out[0]
+
+
+def gsd_first_acceptance(p, q) -> np.ndarray:
+    """``Σ min(p, q) = 1 − TV(p, q)``: GSD's first-token acceptance, the largest P(X_p = X_q)
+    over all couplings."""
+    p, q = check_pair(p, q)
+    return overlap(p, q)
+
+
+def tunstall_bound(a, k: int, base: float = np.e, alphabet: int | None = None) -> float:
+    """Thm 4.1 (reconstructed): ``log((k+1)(|A|−1)+1) / H(a)`` for a 0th-order acceptance-index
+    distribution ``a`` and any tree with k drafted vertices; |A| = number of indices with
+    positive mass (``alphabet`` overrides). Same log base on both sides; +inf when H(a) = 0."""
+    a = check_distribution(a, name="a")
+    k = check_int(k, "k", min=0)
+    A = int(np.count_nonzero(a)) if alphabet is None else check_int(alphabet, "alphabet", min=1)
+    H = float(entropy(a, base))
+    num = np.log((k + 1) * (A - 1) + 1) / np.log(base)
+    if H <= 0:
+        return float("inf")
+    return float(num / H)
+
+
+def lemma42_tilde(a, M: int, n: int) -> np.ndarray:
+    """ã_n: a(1..M), then the residual mass r = 1 − Σ_{i≤M} a(i) spread evenly over n indices."""
+    a = np.asarray(a, dtype=np.float64)
+    r = max(0.0, 1.0 - a[:M].sum())
+    if n == 0:
+        return a[:M].copy()
+    return np.concatenate([a[:M], np.full(n, r / n)])
+
+
+def lemma42_bound(a, k: int, M: int, n: int, base: float = np.e) -> float:
+    """Lemma 4.2 (reconstructed): ``log((k+1)(M+n−1)+1) / H(ã_n)``."""
+    k = check_int(k, "k", min=0)
+    M = check_int(M, "M", min=1)
+    n = check_int(n, "n", min=0)
+    at = lemma42_tilde(a, M, n)
+    if n == 0 and abs(at.sum() - 1) > 1e-12:
+        raise ValueError("n = 0 needs zero residual mass")
+    H = float(entropy(at, base))
+    if H <= 0:
+        return float("inf")
+    return float(np.log((k + 1) * (M + n - 1) + 1) / np.log(base) / H)
+
+
+def lemma42_min_bound(a, k: int, M: int, n_max: int = 4096, base: float = np.e,
+                      require_cap: bool = True) -> tuple[float, int]:
+    """min over n of :func:`lemma42_bound` (the seed's plotted bound) and the minimising n.
+    ``require_cap``: only n with r/n ≤ a(M) (the lemma's 'each ≤ a(M)'); n = 0 only if r = 0."""
+    a = np.asarray(a, dtype=np.float64)
+    r = max(0.0, 1.0 - a[:M].sum())
+    if r <= 1e-15:
+        return lemma42_bound(a, k, M, 0, base), 0
+    n_lo = 1
+    if require_cap and a[M - 1] > 0:
+        n_lo = max(1, int(np.ceil(r / a[M - 1] - 1e-12)))
+    ns = np.arange(n_lo, max(n_lo, n_max) + 1, dtype=np.float64)
+    # H(ã_n) = H(a(1..M) part) − r·log(r/n): the n equal cells in closed form, all n at once
+    head = a[:M][a[:M] > 0]
+    H = (-(head * np.log(head)).sum() - r * np.log(r / ns)) / np.log(base)
+    num = np.log((k + 1) * (M + ns - 1) + 1) / np.log(base)
+    vals = np.where(H > 0, num / np.where(H > 0, H, 1.0), np.inf)
+    j = int(np.argmin(vals))
+    return float(vals[j]), int(ns[j])
+
+
+def kl_lower_bound(p, q, base: float = 2.0) -> np.ndarray:
+    """eq. 6 (reconstructed): the lower bound D_KL(p‖q) on the acceptance index's entropy."""
+    p, q = check_pair(p, q)
+    return kl_divergence(p, q, base)
+
+
+def pfr_upper_bound(D_bits) -> np.ndarray:
+    """eq. 8 (reconstructed, Li & El Gamal 2018): ``D + log2(D + 1) + 4`` bits."""
+    D = np.asarray(D_bits, dtype=np.float64)
+    return D + np.log2(D + 1.0) + 4.0
+
+
+def grs_upper_bound(D_bits, C: float = 0.0) -> np.ndarray:
+    """eq. 7 in the Harsha et al. 2010 form ``D + 2 log2(D + 1) + C`` bits; the seed's constant
+    C was lost in extraction (Harsha et al. state O(1)), so C is a parameter."""
+    D = np.asarray(D_bits, dtype=np.float64)
+    check_real(C, "C")
+    return D + 2.0 * np.log2(D + 1.0) + C
+
+
+def zero_order_expected(a, tree) -> float:
+    """``1 + Σ_{v} Π_j a(i_j)`` (seed Eq. 4 under a 0th-order acceptance function)."""
+    from ..trees import expected_generated, zero_order
+    return expected_generated(zero_order(a), tree)

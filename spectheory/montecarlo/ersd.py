@@ -1,0 +1,105 @@
+"""Monte Carlo of GSD and ERSD tree drafting on Markov pairs (seed 004): the public wrappers
+of :mod:`spectheory._kernels.ersd` (validation, seeding, stream layout).
+
+Every function takes ``seed`` (int, SeedSequence or Generator) and ``n_streams`` independent
+xoshiro256++ streams (:func:`spectheory.rng.stream_states`); the output depends on (seed,
+n_streams) only, not on the number of threads.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._kernels import ersd as _k
+from ..checks import check_int, check_state
+from ..markov import MarkovPair
+from ..rng import stream_states
+from ..trees import Tree
+
+#: Default number of independent streams.
+N_STREAMS = 8
+
+
+def tables(pair: MarkovPair) -> _k.Tables:
+    if not isinstance(pair, MarkovPair):
+        raise TypeError(f"expected a MarkovPair, got {type(pair).__name__}")
+    return _k.Tables(np.ascontiguousarray(pair.target.rows), np.ascontiguousarray(pair.draft.rows),
+                     np.ascontiguousarray(pair.target.row_of_state), np.ascontiguousarray(pair.draft.row_of_state),
+                     int(pair.V), int(pair.n_states))
+
+
+def _rule_args(rule):
+    from ..rules.ersd import ERSDRule, GSDRule
+    if not isinstance(rule, (GSDRule, ERSDRule)):
+        raise TypeError(f"rule must be a GSDRule or an ERSDRule, got {type(rule).__name__}")
+    return int(rule.code), int(rule.variant), bool(getattr(rule, "shared", True))
+
+
+def _split(n, n_streams):
+    n = check_int(n, "n", min=1)
+    n_streams = check_int(n_streams, "n_streams", min=1)
+    per = -(-n // n_streams)
+    return per, n_streams
+
+
+def simulate_tree(pair: MarkovPair, rule, tree: Tree, n_iterations: int, *, seed=None,
+                  start_state: int = 0, restart: bool = True, n_streams: int = N_STREAMS) -> np.ndarray:
+    """Tokens generated per iteration of tree drafting (``n_iterations`` values). ``restart``:
+    every iteration starts from ``start_state`` (i.i.d.); else each stream continues its text."""
+    if not isinstance(tree, Tree):
+        raise TypeError("tree must be a spectheory.trees.Tree")
+    check_state(start_state, pair.n_states)
+    per, ns = _split(n_iterations, n_streams)
+    child, mx = tree.arrays()
+    out = np.zeros((ns, per), dtype=np.int32)
+    _k.run_tree(stream_states(seed, ns), int(start_state), bool(restart), tables(pair), child, mx,
+                *_rule_args(rule), out)
+    return out.ravel()[:int(n_iterations)]
+
+
+def sample_first_tokens(pair: MarkovPair, rule, tree: Tree, n_tokens: int, n_runs: int, *, seed=None,
+                        start_state: int = 0, n_streams: int = N_STREAMS) -> np.ndarray:
+    """(n_runs, n_tokens): the first generated tokens of independent runs from ``start_state``;
+    their law is p^{n_tokens} iff the method is lossless (CLAIMS ersd.lossless)."""
+    check_state(start_state, pair.n_states)
+    N = check_int(n_tokens, "n_tokens", min=1)
+    per, ns = _split(n_runs, n_streams)
+    child, mx = tree.arrays()
+    out = np.zeros((ns, per, N), dtype=np.int64)
+    _k.run_first_tokens(stream_states(seed, ns), int(start_state), tables(pair), child, mx,
+                        *_rule_args(rule), out)
+    return out.reshape(-1, N)[:int(n_runs)]
+
+
+def index_stream(pair: MarkovPair, rule, length: int, *, m: int | None = None, seed=None,
+                 start_state: int = 0, n_streams: int = N_STREAMS, burn_in: int = 200):
+    """Acceptance indices along generated texts: ``(idx, states)``, each (n_streams, length).
+    Every context keeps indices 1..m (default V; index V + 1 = none of them). ``burn_in``
+    positions are dropped so the streams start near stationarity."""
+    check_state(start_state, pair.n_states)
+    m = pair.V if m is None else check_int(m, "m", min=1, max=pair.V)
+    per, ns = _split(length, n_streams)
+    total = per + burn_in
+    idx = np.zeros((ns, total), dtype=np.int32)
+    sts = np.zeros((ns, total), dtype=np.int64)
+    _k.run_index_stream(stream_states(seed, ns), int(start_state), tables(pair), int(m), *_rule_args(rule), idx, sts)
+    return idx[:, burn_in:], sts[:, burn_in:]
+
+
+def tree_outcomes_from_stream(idx: np.ndarray, tree: Tree) -> np.ndarray:
+    """Generated tokens of an iteration started at every position of each index stream
+    (positions whose iteration could run past the end are dropped): 1 + #accepted vertices,
+    where vertex (i_1..i_d) is accepted at start t iff idx[t..t+d−1] = (i_1..i_d).
+    Returns (n_streams, T − depth)."""
+    idx = np.atleast_2d(idx)
+    D = tree.depth
+    T = idx.shape[1] - D
+    if T < 1:
+        raise ValueError(f"streams of length {idx.shape[1]} are too short for a tree of depth {D}")
+    gen = np.ones((idx.shape[0], T), dtype=np.int32)
+    masks = {(): np.ones((idx.shape[0], T), dtype=bool)}
+    for v in tree.vertices:  # parents before children
+        d = len(v)
+        m = masks[v[:-1]] & (idx[:, d - 1:d - 1 + T] == v[-1])
+        masks[v] = m
+        gen += m
+    return gen

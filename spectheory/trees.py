@@ -1,0 +1,262 @@
+"""Drafting trees, their acceptance functions and the optimal-tree search of seed 004 (§4).
+
+A **drafting tree** is a finite set of vertices, each the path ``(i_1, …, i_d)`` of acceptance
+indices (1-based) from the root, closed under taking ancestors (the seed's validity condition,
+§4: "any node in this top-k list will have all its ancestors also present"). Vertex
+``(i_1, …, i_d)`` is accepted iff the acceptance index at the j-th context of the iteration is
+``i_j`` for every j (``spectheory.rules.ersd``). The number of drafted tokens is the number of
+vertices k; the iteration emits ``1 + #accepted vertices`` tokens, so (seed Eq. 4)
+
+    E[generated tokens] = 1 + Σ_{v ∈ tree} f(v),     f(v) = P(v accepted).
+
+Interpretation (noted where used): the tree need not be *sibling-closed* — a vertex may keep
+index 3 without 2 — because at a context every alternative is verified against the target
+distribution already computed for that context; only kept vertices are evaluated by the target.
+``Tree.sibling_closed`` tells whether a tree also keeps all lower indices of each kept index.
+
+Acceptance functions ``f`` map a path (tuple) to a probability; they must not increase along
+paths. :func:`zero_order` builds the 0th-order one ``f(v) = Π_j a(i_j)`` from an acceptance-index
+distribution ``a`` (Chen et al. 2025, Sequoia; seed §4), :func:`fit_zero_order` fits ``a`` from
+observed indices. :func:`optimal_tree` is Alg. 3 (priority queue), :func:`exhaustive_optimal`
+the brute force it is checked against, :func:`breadth_first_tree` a deliberately non-greedy
+builder (negative control), :func:`specinfer_tree` the SpecInfer baseline of §5.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .checks import check_int
+
+Path = tuple
+
+
+@dataclass(frozen=True)
+class Tree:
+    """An ancestor-closed set of index paths (the root ``()`` is implicit)."""
+
+    vertices: tuple
+    name: str = "tree"
+
+    def __post_init__(self):
+        vs = tuple(sorted({tuple(int(i) for i in v) for v in self.vertices}, key=lambda v: (len(v), v)))
+        for v in vs:
+            if len(v) == 0:
+                raise ValueError("the root () is implicit; do not list it as a vertex")
+            if min(v) < 1:
+                raise ValueError(f"acceptance indices are 1-based; got vertex {v}")
+        s = set(vs)
+        for v in vs:
+            if len(v) > 1 and v[:-1] not in s:
+                raise ValueError(f"vertex {v} lacks its parent {v[:-1]}: a drafting tree is ancestor-closed")
+        object.__setattr__(self, "vertices", vs)
+
+    @property
+    def k(self) -> int:
+        """Number of drafted tokens (vertices)."""
+        return len(self.vertices)
+
+    def children(self, v: Path = ()) -> tuple:
+        """Indices kept below vertex ``v`` (sorted)."""
+        d = len(v)
+        return tuple(sorted(w[-1] for w in self.vertices if len(w) == d + 1 and w[:d] == v))
+
+    @property
+    def sibling_closed(self) -> bool:
+        return all(self.children(v) == tuple(range(1, len(self.children(v)) + 1))
+                   for v in ((),) + self.vertices)
+
+    @property
+    def depth(self) -> int:
+        return max((len(v) for v in self.vertices), default=0)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Kernel layout: vertex 0 is the root, vertex j ≥ 1 is ``vertices[j−1]``.
+        ``child[v, i−1]`` is the vertex reached from v by index i (−1 if not kept);
+        ``max_index[v]`` the largest index kept below v (0 at a leaf)."""
+        ids = {(): 0}
+        for j, v in enumerate(self.vertices, start=1):
+            ids[v] = j
+        width = max((v[-1] for v in self.vertices), default=1)
+        child = np.full((self.k + 1, width), -1, dtype=np.int64)
+        max_index = np.zeros(self.k + 1, dtype=np.int64)
+        for v, j in ids.items():
+            if v:
+                pid = ids[v[:-1]]
+                child[pid, v[-1] - 1] = j
+                max_index[pid] = max(max_index[pid], v[-1])
+        return child, max_index
+
+
+def simple_tree() -> Tree:
+    """One drafted token (seed §2, 'simple' strategy)."""
+    return Tree(((1,),), "simple")
+
+
+def sequence_tree(k: int) -> Tree:
+    """k tokens drafted autoregressively, each the first alternative (seed §2, 'sequence')."""
+    k = check_int(k, "k", min=1)
+    return Tree(tuple((1,) * d for d in range(1, k + 1)), f"sequence{k}")
+
+
+def batch_tree(k: int) -> Tree:
+    """k alternatives for the next token (seed §2, 'batch', Sun et al. 2024)."""
+    k = check_int(k, "k", min=1)
+    return Tree(tuple((i,) for i in range(1, k + 1)), f"batch{k}")
+
+
+def specinfer_tree(k: int) -> Tree:
+    """SpecInfer tree of seed §5: 3-token sequences whose first two drafted tokens are common,
+    i.e. a chain (1), (1,1) and then k − 2 alternatives (1,1,i); a sequence for k ≤ 2."""
+    k = check_int(k, "k", min=1)
+    if k <= 2:
+        return Tree(sequence_tree(k).vertices, f"specinfer{k}")
+    return Tree(((1,), (1, 1)) + tuple((1, 1, i) for i in range(1, k - 1)), f"specinfer{k}")
+
+
+def zero_order(a) -> Callable[[Path], float]:
+    """0th-order acceptance function ``f(v) = Π_j a(i_j)``; ``a[i−1]`` = P(index = i). Extra
+    entries of ``a`` (e.g. a last 'never accepted' cell) are never used as indices."""
+    a = np.asarray(a, dtype=np.float64)
+
+    def f(v: Path) -> float:
+        out = 1.0
+        for i in v:
+            out *= a[i - 1] if i <= a.shape[0] else 0.0
+        return out
+    f.a = a  # lets the tree builders extend a path's value by one factor instead of recomputing
+    return f
+
+
+def _child_value(f, v, val, i):
+    a = getattr(f, "a", None)
+    if a is None:
+        return f(v + (i,))
+    return val * (a[i - 1] if i <= a.shape[0] else 0.0)
+
+
+def fit_zero_order(indices, n_indices: int) -> np.ndarray:
+    """Empirical acceptance-index distribution from observed indices (1..n_indices, and
+    ``n_indices + 1`` for 'no index accepted'): a vector of length ``n_indices + 1``."""
+    idx = np.asarray(indices, dtype=np.int64).ravel()
+    n = check_int(n_indices, "n_indices", min=1)
+    if idx.size == 0:
+        raise ValueError("no observed indices to fit")
+    if idx.min() < 1 or idx.max() > n + 1:
+        raise ValueError(f"indices must lie in [1, {n + 1}]")
+    return np.bincount(idx - 1, minlength=n + 1) / idx.size
+
+
+def tree_value(f: Callable[[Path], float], tree: Tree) -> float:
+    """``Σ_v f(v)``: expected accepted tokens; E[generated] is one more (seed Eq. 4)."""
+    a = getattr(f, "a", None)
+    if a is None:
+        return float(sum(f(v) for v in tree.vertices))
+    val = {(): 1.0}
+    for v in tree.vertices:  # sorted by depth: parents first
+        val[v] = _child_value(f, v[:-1], val[v[:-1]], v[-1])
+    return float(sum(val[v] for v in tree.vertices))
+
+
+def expected_generated(f: Callable[[Path], float], tree: Tree) -> float:
+    """``1 + Σ_v f(v)``: expected generated tokens per target evaluation (seed Eq. 4)."""
+    return 1.0 + tree_value(f, tree)
+
+
+def optimal_tree(f: Callable[[Path], float], k: int, n_indices: int, *, ordered: bool = False) -> Tree:
+    """Seed Alg. 3: grow the tree k times by the candidate vertex with the highest acceptance
+    probability, kept in a priority queue; candidates are the children (indices 1..n_indices)
+    of the root and of every vertex taken. Optimal when f does not increase along paths (the
+    top-k vertices are then ancestor-closed). Ties are broken by the shorter, then the
+    lexicographically smaller path. Pushes all children, so the queue holds ≤ k·n_indices
+    entries (O(k·n log(k·n))).
+
+    ``ordered=True``: the alternative reading in which trees must be sibling-closed (a vertex
+    keeps indices 1..b): the queue starts with (1,) and a taken vertex pushes its first child and
+    its next sibling only (queue ≤ k + 1, O(k log k)); optimal among sibling-closed trees when f
+    also decreases from a sibling to the next."""
+    k = check_int(k, "k", min=0)
+    n = check_int(n_indices, "n_indices", min=1)
+    if ordered:
+        heap = [(-f((1,)), 1, (1,))]
+        taken = []
+        while len(taken) < k and heap:
+            negval, _, v = heapq.heappop(heap)
+            taken.append(v)
+            w = v + (1,)
+            heapq.heappush(heap, (-_child_value(f, v, -negval, 1), len(w), w))
+            if v[-1] < n:
+                sib = v[:-1] + (v[-1] + 1,)
+                heapq.heappush(heap, (-f(sib), len(sib), sib))
+        return Tree(tuple(taken), f"alg3-ordered-k{k}")
+    heap = [(-f((i,)), 1, (i,)) for i in range(1, n + 1)]
+    heapq.heapify(heap)
+    taken = []
+    while len(taken) < k and heap:
+        negval, _, v = heapq.heappop(heap)
+        taken.append(v)
+        for i in range(1, n + 1):
+            w = v + (i,)
+            heapq.heappush(heap, (-_child_value(f, v, -negval, i), len(w), w))
+    return Tree(tuple(taken), f"alg3-k{k}")
+
+
+def breadth_first_tree(f: Callable[[Path], float], k: int, n_indices: int) -> Tree:
+    """Negative control for ``opt_tree.greedy``: grows the *shallowest* candidate first (ties by
+    higher f) — a valid tree builder that is not greedy in f."""
+    k = check_int(k, "k", min=0)
+    n = check_int(n_indices, "n_indices", min=1)
+    heap = [(1, -f((i,)), (i,)) for i in range(1, n + 1)]
+    heapq.heapify(heap)
+    taken = []
+    while len(taken) < k and heap:
+        _, negval, v = heapq.heappop(heap)
+        taken.append(v)
+        for i in range(1, n + 1):
+            w = v + (i,)
+            heapq.heappush(heap, (len(w), -_child_value(f, v, -negval, i), w))
+    return Tree(tuple(taken), f"bfs-k{k}")
+
+
+TREE_BUILDERS = {"alg3": optimal_tree, "breadth_first": breadth_first_tree}
+
+
+def all_trees(k: int, n_indices: int, *, ordered: bool = False):
+    """Every ancestor-closed set of k index paths over indices 1..n_indices, each exactly once
+    (include/exclude the first frontier vertex; including one adds its children to the
+    frontier). ``ordered=True``: only sibling-closed trees (including a vertex adds its first
+    child and its next sibling)."""
+    k = check_int(k, "k", min=0)
+    n = check_int(n_indices, "n_indices", min=1)
+
+    def grow(v):
+        if not ordered:
+            return [v + (i,) for i in range(1, n + 1)]
+        return [v + (1,)] + ([v[:-1] + (v[-1] + 1,)] if v[-1] < n else [])
+
+    def rec(chosen, frontier):
+        if len(chosen) == k:
+            yield tuple(chosen)
+            return
+        if not frontier:
+            return
+        v, rest = frontier[0], frontier[1:]
+        yield from rec(chosen + [v], rest + grow(v))
+        yield from rec(chosen, rest)
+
+    yield from rec([], [(i,) for i in range(1, n + 1)] if not ordered else [(1,)])
+
+
+def exhaustive_optimal(f: Callable[[Path], float], k: int, n_indices: int, *,
+                       ordered: bool = False) -> tuple[Tree, float, int]:
+    """Brute force over :func:`all_trees`: (best tree, its Σ f, number of trees searched)."""
+    best, best_val, count = None, -np.inf, 0
+    for vs in all_trees(k, n_indices, ordered=ordered):
+        count += 1
+        val = sum(f(v) for v in vs)
+        if val > best_val + 1e-15:
+            best, best_val = vs, val
+    return Tree(best, f"exhaustive-k{k}"), float(best_val), count
