@@ -185,3 +185,41 @@ def per_state_binomial(instance: str, attempts, accepts, beta, *, alpha: float, 
                          "claimed/measured = attempt-weighted mean β / acceptance frequency; "
                          "detectable = uniform shift of every β(s)",
                     outcome=_grade(p, alpha, det, tolerance), detectable=det, **base)
+
+
+def z_test_upper_bound(instance: str, bound: float, *, mean: float, se: float, n: int, alpha: float,
+                       tolerance: float, what: str = "mean", note: str = "", mode: str = "mc") -> Evidence:
+    """One-sided z-test of ``mean ≤ bound`` (an upper-bound claim; CLT). Fails when the mean
+    exceeds the bound significantly (p < alpha); ``detectable`` is the excess over the bound
+    caught with probability ``power``. Added for inequality claims (seed 003's Lemma 5.1,
+    orderings): no two-sided test fits them."""
+    zc = _z(1 - alpha)
+    det = (zc + _z(POWER)) * se
+    if se == 0:
+        p = 0.0 if mean > bound else 1.0
+    else:
+        p = float(stats.norm.sf((mean - bound) / se))
+    return Evidence(mode, instance, float(bound), float(mean), mean - zc * se, mean + zc * se,
+                    p_value=p, n=n, test=f"one-sided z-test that the {what} ≤ the bound (CLT)",
+                    alpha=alpha, power=POWER, detectable=det, tolerance=tolerance,
+                    outcome=_grade(p, alpha, det, tolerance), note=note)
+
+
+def scaling_exponent(instance: str, sizes, times, *, claimed: float, tolerance: float, what: str = "time",
+                     note: str = "", mode: str = "mc") -> Evidence:
+    """Least-squares slope of log(time) against log(size), graded against a claimed exponent
+    within ``tolerance`` (a timing claim: no p-value; measured = fitted exponent, CI = ±2 s.e.
+    of the slope). Added for seed 003's cost claim."""
+    x = np.log(np.asarray(sizes, dtype=np.float64))
+    y = np.log(np.asarray(times, dtype=np.float64))
+    A = np.vstack([x, np.ones_like(x)]).T
+    coef, res, *_ = np.linalg.lstsq(A, y, rcond=None)
+    slope = float(coef[0])
+    dof = max(1, len(x) - 2)
+    resid = y - A @ coef
+    se = float(np.sqrt((resid @ resid) / dof / ((x - x.mean()) @ (x - x.mean()))))
+    ok = abs(slope - claimed) <= tolerance
+    return Evidence(mode, instance, float(claimed), slope, slope - 2 * se, slope + 2 * se, n=len(x),
+                    test=f"fitted log-log exponent of {what} vs size, |slope − claimed| ≤ {tolerance:g} "
+                         "(timing measurement, not a sample test)",
+                    tolerance=tolerance, outcome="pass" if ok else "fail", note=note)

@@ -28,6 +28,7 @@ class GBVTables(NamedTuple):
     residual_p: bool   # broken: correction from p
     modify: bool       # Alg. 2
     ignore_H: bool     # variant: line 5 without the H test
+    h_mode: int        # 0: Eq. 2/3; 1: Sec. 3.3 as printed; 2: h ≡ 1 (broken)
     p_rows: np.ndarray
     p_ros: np.ndarray
     q_rows: np.ndarray
@@ -129,7 +130,24 @@ def gbv_stream(st, n_runs, n_tokens, start_state, T, out_tokens, out_tau, out_tc
                 for c in range(width):
                     node = off[d] + c
                     hp = 1.0 - (1.0 - Qj[node]) ** K
-                    if d == g:
+                    if T.h_mode == 2:
+                        hh[node] = 1.0
+                    elif T.h_mode == 1:
+                        if d == g:
+                            nu = Pj[node] / Qj[node] if Qj[node] > 0.0 else 0.0
+                            hh[node] = 1.0 if nu > 1.0 else nu
+                        else:
+                            num = 0.0
+                            den = 0.0
+                            for x in range(V):
+                                ch = off[d + 1] + c * V + x
+                                dd = Pj[ch] - Qj[ch]
+                                if dd > 0.0:
+                                    num += dd
+                                else:
+                                    den -= dd
+                            hh[node] = _ratio(num, den)
+                    elif d == g:
                         hh[node] = _ratio(Pj[node] - _w(Pj[node], Qj[node], e), hp)
                     else:
                         sw = 0.0

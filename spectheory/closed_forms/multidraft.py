@@ -186,6 +186,9 @@ def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = N
     h = [None]
     for i in range(1, g + 1):
         Pi, Qi = tree.P[i], tree.Q[i]
+        if h_form == "one":
+            h.append(np.ones_like(Pi))
+            continue
         if h_form == "sec3.3":
             if i == g:
                 with np.errstate(divide="ignore", invalid="ignore"):
@@ -245,3 +248,8 @@ def bound_limit_gap(tree: BlockTree, K: int) -> float:
     (= γ exactly when q covers p's support)."""
     lim = sum(tree.P[i][tree.Q[i] > 0].sum() for i in range(1, tree.gamma + 1))
     return float(lim - lemma51_bound(tree, K))
+
+
+def bound_limit(tree: BlockTree) -> float:
+    """``lim_{K→∞} Bound(K) = Σ_i Σ_{x^i: q(x^i) > 0} p(x^i)`` (= γ iff q covers p's support)."""
+    return float(sum(tree.P[i][tree.Q[i] > 0].sum() for i in range(1, tree.gamma + 1)))

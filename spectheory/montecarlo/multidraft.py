@@ -50,8 +50,6 @@ def _tables(pair: MarkovPair, gamma: int, K: int, rule: MultiDraftRule):
                 rho[s, n] = r
                 res[s, n] = p if rule.residual == "p" else cf.kseq_residual(p, q, r)
         return _k.KSeqTables(rho=rho, res_w=res, **common)
-    if rule.h_form != "eq2":
-        raise ValueError("the Monte Carlo kernel implements Eq. 2/3 only (h_form='eq2')")
     V = pair.V
     if sum(V ** d for d in range(gamma + 2)) > MAX_TREE:
         raise ValueError(f"block tree of V={V}, γ={gamma} is too large for the SpecTr-GBV kernel")
@@ -59,7 +57,8 @@ def _tables(pair: MarkovPair, gamma: int, K: int, rule: MultiDraftRule):
     for d in range(1, gamma + 2):
         off[d] = off[d - 1] + V ** (d - 1)
     return _k.GBVTables(expo=rule.exponent(K), residual_p=rule.residual == "p", modify=bool(rule.modify),
-                        ignore_H=rule.h_in_H == "ignore_H", off=off, **common)
+                        ignore_H=rule.h_in_H == "ignore_H",
+                        h_mode={"eq2": 0, "sec3.3": 1, "one": 2}[rule.h_form], off=off, **common)
 
 
 def simulate(pair: MarkovPair, gamma: int, K: int, n_runs: int, n_tokens: int = 1, *,

@@ -32,7 +32,8 @@ class MultiDraftRule:
     """One multi-draft verification rule.
 
     algorithm: ``"spectr_gbv"`` or ``"kseq"`` (GBV is ``spectr_gbv`` run with K = 1).
-    h_form: ``"eq2"`` (Eq. 2/3) or ``"sec3.3"`` (the printed single-draft GBV formula).
+    h_form: ``"eq2"`` (Eq. 2/3), ``"sec3.3"`` (the printed single-draft GBV formula) or
+    ``"one"`` (broken: accept every sub-block, a coupling that is not lossless).
     residual: ``"eq4"`` (correct), ``"p"`` (broken: resample from the target).
     modify: apply Alg. 2's distribution modification before the next iteration.
     h_in_H: ``"reject"`` (Alg. 1 line 5 as printed) or ``"ignore_H"``.
@@ -53,7 +54,7 @@ class MultiDraftRule:
     description: str = ""
 
     def __post_init__(self):
-        for attr, ok in (("algorithm", ("spectr_gbv", "kseq")), ("h_form", ("eq2", "sec3.3")),
+        for attr, ok in (("algorithm", ("spectr_gbv", "kseq")), ("h_form", ("eq2", "sec3.3", "one")),
                          ("residual", ("eq4", "p")), ("h_in_H", ("reject", "ignore_H")),
                          ("rho", ("solve", "one")), ("rho_k", ("retained", "initial"))):
             if getattr(self, attr) not in ok:
@@ -82,6 +83,9 @@ BROKEN_POWER_1 = MultiDraftRule(
 BROKEN_IGNORE_H = MultiDraftRule(
     "variant:ignore-H", h_in_H="ignore_H",
     description="Alg. 1 with line 5's 'x_k^i ∉ H' test dropped (sub-blocks re-sampled)")
+BROKEN_ACCEPT_ALL = MultiDraftRule(
+    "broken:accept-all", h_form="one",
+    description="negative control: accepts every sub-block (h ≡ 1): τ = γ, far from lossless")
 KSEQ_RHO_ONE = MultiDraftRule(
     "broken:kseq-rho=1", algorithm="kseq", modify=False, rho="one",
     description="negative control: K-SEQ with ρ fixed to 1 (plain SD test on every candidate)")
