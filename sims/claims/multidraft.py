@@ -371,7 +371,7 @@ def check_upper_bound(ctx, rule):
         ev.append(stats.exact_equal(_label(name, γ=g, K=K), 0.0, max(0.0, e - b),
                                     what="excess of E[τ] over Lemma 5.1's bound (0 if within), worst (γ, K)",
                                     note=f"E[τ] = {e:.6g}, bound = {b:.6g}"))
-        if rule is R.SPECTR_GBV and pair.V ** 2 <= 16:
+        if rule is R.SPECTR_GBV and pair.V <= 3:
             tree = cf.block_tree(pair, 2, 0)
             for K in (2, 3):
                 lp = opt.lp_optimum(tree, K)
@@ -555,7 +555,7 @@ def _time_step(step, V, K, reps):
 
 def check_cost(ctx, step):
     ev = []
-    Vs = (2048, 8192, 32768) if ctx.quick else (2048, 8192, 32768, 131072)
+    Vs = (1024, 4096, 16384) if ctx.quick else (2048, 8192, 32768, 131072)
     tv = [_time_step(step, V, 4, max(2, 200_000 // V)) for V in Vs]
     ev.append(ctx.mc(stats.scaling_exponent("V=" + ",".join(map(str, Vs)) + " K=4", Vs, tv, claimed=1.0,
                                             tolerance=0.3, what="time per selection step",
