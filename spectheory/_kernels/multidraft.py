@@ -45,7 +45,7 @@ def _w(P, Q, e):
     r = 1.0 - Q / P
     if r <= 0.0:
         return 0.0
-    return P * r ** e
+    return P * r ** float(e)  # libm pow: O(1) whatever K (an integer power would cost O(log K))
 
 
 @njit(cache=True, inline="always")
@@ -340,7 +340,7 @@ def selection_step(p_row, q_rows_children, Pprefix, Qprefix, K):
     sw = 0.0
     for x in range(V):
         sw += _w(Pprefix * p_row[x], Qprefix * q_rows_children[x], K)
-    hp = 1.0 - (1.0 - Qprefix) ** K
+    hp = 1.0 - (1.0 - Qprefix) ** float(K)
     return _ratio(sw - _w(Pprefix, Qprefix, K), hp - Pprefix + sw)
 
 
