@@ -73,3 +73,12 @@ def test_simulate_rejects_bad_arguments():
         mc.simulate("pair", 2, 2, 10)
     with pytest.raises(ValueError):
         mc.simulate(inst.get("markov1-V50-weak"), 4, 2, 10)  # block tree too large
+
+
+@pytest.mark.parametrize("rule,K,g", [(R.KSEQ, 3, 3), (R.SPECTR_GBV, 3, 3)])
+def test_tau_law_matches_exact(rule, K, g):
+    """Catches a wrong number of surviving drafts (K-SEQ) that losslessness alone cannot see."""
+    pair = inst.get("markov1-V3-mix0.4")
+    res = mc.simulate(pair, g, K, N, 1, rule=rule, seed=13)
+    exact = ex.tau_distribution(cf.block_tree(pair, g, 0), K, rule)
+    assert _chi2_p(np.bincount(res.tau, minlength=g + 1), exact) > ALPHA

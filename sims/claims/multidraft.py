@@ -378,9 +378,11 @@ def check_upper_bound(ctx, rule):
                 b = cf.lemma51_bound(tree, K)
                 ev.append(stats.info("exact", _label(name, γ=2, K=K), b, lp,
                                      test="true optimum over all couplings (LP, HiGHS) vs Lemma 5.1's bound",
-                                     note=f"gap LP − bound = {lp - b:+.4g}; SpecTr-GBV's gap to LP = "
-                                          f"{lp - ex.expected_tau(tree, K, rule):+.4g}, K-SEQ's = "
-                                          f"{lp - ex.expected_tau(tree, K, R.KSEQ):+.4g}; the LP is not "
+                                     note=f"gap LP − bound = {lp - b:+.4g}; gaps to LP: SpecTr-GBV "
+                                          f"{lp - ex.expected_tau(tree, K, rule):+.4g}, K-SEQ "
+                                          f"{lp - ex.expected_tau(tree, K, R.KSEQ):+.4g}, GBV (1 draft) "
+                                          f"{lp - cf.gbv_optimum(tree):+.4g}, SD (1 draft) "
+                                          f"{lp - cf.sd_expected_tau(tree):+.4g}; the LP is not "
                                           "restricted to conditionally independent couplings"))
     pair = inst.get(MC_PAIR)
     g, K = 2, 3
