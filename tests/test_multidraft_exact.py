@@ -127,3 +127,17 @@ def test_rule_validation():
         R.MultiDraftRule("x", algorithm="nope")
     with pytest.raises(ValueError):
         cf.block_tree(inst.get("iid-V4-random"), 0)
+
+
+def test_cic_search_returns_feasible_couplings_below_lp():
+    pair = random_pair(2, 1, 0.7, seed=12)
+    tree = cf.block_tree(pair, 2, 0)
+    val, arg = opt.cic_search(tree, restarts=3, iters=10, seed=1)
+    r1, r2 = arg["r1"], arg["r2"]
+    p = tree.P[2][arg["target_blocks"]]
+    q = tree.Q[2][arg["draft_blocks"]]
+    joint = np.einsum("y,ay,by->ab", p, r1, r2)
+    np.testing.assert_allclose(joint, np.outer(q, q), atol=1e-9)  # drafts i.i.d. q
+    np.testing.assert_allclose(r1.sum(axis=0), 1, atol=1e-9)
+    assert val <= opt.lp_optimum(tree, 2) + 1e-9
+    assert val <= cf.lemma51_bound(tree, 2) + 1e-9

@@ -89,3 +89,88 @@ def gamma1_optimum_fast(p, q, K: int) -> float:
     cp = np.concatenate([[0.0], np.cumsum(pk[order])])
     cq = np.concatenate([[0.0], np.cumsum(qk[order])])
     return float(min(1.0, (cp + 1.0 - np.minimum(cq, 1.0) ** K).min()))
+
+
+def cic_search(tree: BlockTree, *, restarts: int = 20, iters: int = 30, seed=0) -> tuple[float, dict]:
+    """Best E[τ] found over conditionally independent couplings of K = 2 drafts (Lemma 5.1's
+    class): ``π(x1, x2, y) = p(y) r1(x1|y) r2(x2|y)`` with the drafts' joint law ``q ⊗ q``.
+
+    The objective and constraints are bilinear; with one kernel fixed they are linear in the
+    other, so each step is an LP (HiGHS) and alternating them never decreases E[τ] and stays
+    feasible. Starts: r2 ≡ q (independent of y) and r1 a random coupling with marginal q —
+    feasible. A heuristic: it finds couplings, it cannot prove there is no better one.
+    Returns (best E[τ], {"r1", "r2", "blocks"})."""
+    rng = np.random.default_rng(seed)
+    V, g = tree.V, tree.gamma
+    codes = np.arange(V ** g)
+    digits = np.stack([(codes // V ** (g - 1 - j)) % V for j in range(g)], axis=1)
+    match = np.cumprod(digits[:, None, :] == digits[None, :, :], axis=2).sum(axis=2).astype(float)
+    xs = np.flatnonzero(tree.Q[g] > 0)
+    ys = np.flatnonzero(tree.P[g] > 0)
+    q = tree.Q[g][xs] / tree.Q[g][xs].sum()
+    p = tree.P[g][ys] / tree.P[g][ys].sum()
+    M = match[np.ix_(xs, ys)]  # (nx, ny): common-prefix length of draft block and target block
+    nx, ny = len(xs), len(ys)
+    T = np.maximum(M[:, None, :], M[None, :, :])  # (x1, x2, y) → τ
+
+    def solve(fixed, first):
+        # variables r(x|y) for the free kernel, index x*ny + y
+        if first:   # free = r1, fixed = r2: coefficient of r1(x1|y) in E[τ]: p(y) Σ_x2 r2(x2|y) T[x1,x2,y]
+            c = np.einsum("y,by,aby->ay", p, fixed, T)
+        else:
+            c = np.einsum("y,ay,aby->by", p, fixed, T)
+        rows, cols, vals, b = [], [], [], []
+        r = 0
+        for a in range(nx):          # joint constraint Σ_y p(y) fixed(a|y) free(b|y) = q(a) q(b)
+            for bb in range(nx):
+                for y in range(ny):
+                    w = p[y] * fixed[a, y]
+                    if w:
+                        rows.append(r)
+                        cols.append(bb * ny + y)
+                        vals.append(w)
+                b.append(q[a] * q[bb])
+                r += 1
+        for y in range(ny):          # each free(·|y) is a distribution
+            for x in range(nx):
+                rows.append(r)
+                cols.append(x * ny + y)
+                vals.append(1.0)
+            b.append(1.0)
+            r += 1
+        A = sparse.csr_matrix((vals, (rows, cols)), shape=(r, nx * ny))
+        res = optimize.linprog(-c.ravel(), A_eq=A, b_eq=np.array(b), bounds=(0, None), method="highs")
+        if res.status != 0:
+            return None
+        return res.x.reshape(nx, ny)
+
+    def value(r1, r2):
+        return float(np.einsum("y,ay,by,aby->", p, r1, r2, T))
+
+    best, arg = -np.inf, {}
+    for _ in range(restarts):
+        # random feasible start: r1 from a random coupling of (q, p), r2 ≡ q
+        pi = rng.dirichlet(np.ones(nx * ny)).reshape(nx, ny)
+        for _ in range(200):  # Sinkhorn to marginals (q, p)
+            pi *= (q / pi.sum(axis=1))[:, None]
+            pi *= (p / pi.sum(axis=0))[None, :]
+        r1 = pi / pi.sum(axis=0, keepdims=True)
+        r2 = np.tile(q[:, None], (1, ny))
+        cur = value(r1, r2)
+        for _ in range(iters):
+            n2 = solve(r1, False)
+            if n2 is None:
+                break
+            r2 = n2
+            n1 = solve(r2, True)
+            if n1 is None:
+                break
+            r1 = n1
+            new = value(r1, r2)
+            if new <= cur + 1e-12:
+                cur = max(cur, new)
+                break
+            cur = new
+        if cur > best:
+            best, arg = cur, {"r1": r1, "r2": r2, "draft_blocks": xs, "target_blocks": ys}
+    return best, arg
