@@ -141,6 +141,12 @@ def check_kseq(ctx, rule):
                  "cap p(supp q)",
             note=f"smallest step over states: {min(m for _, m in mono):+.3g}"))
     ev += _lossless_evidence(ctx, rule, ((1, 2), (2, 2), (2, 3)), 3)
+    if rule is R.KSEQ:
+        pair = inst.get(MC_PAIR)
+        tv, seq, pc, pm = _lossless_worst(pair, 2, 3, R.KSEQ_RHO_INITIAL, 3)
+        ev.append(stats.info("exact", _label(MC_PAIR, γ=2, K=3, N=3, reading="ρ for the initial K"), 0.0, tv,
+                             test="TV(first 3 tokens, p^3) if ρ is not re-solved after drafts are dropped",
+                             note=f"worst sequence {seq}: p = {pc:.6g}, emitted {pm:.6g}: that reading is lossy"))
     ev.append(_lossless_mc(ctx, rule, 2, 3, 3))
     pair = inst.get(MC_PAIR)
     n = ctx.size(600_000, 150_000)
@@ -270,6 +276,12 @@ def check_sgbv_lossless(ctx, rule):
         ev.append(stats.exact_distance(_label(name, γ=2, K="2,3"), tv,
                                        what="Thm 4.2 in one iteration: TV of O = (t, y, tail from Alg. 2) to p^γ",
                                        note=f"worst sequence {list(seq)}: p = {pc:.6g}, emitted {pm:.6g}"))
+    if rule is R.SPECTR_GBV:
+        pair = inst.get(MC_PAIR)
+        tv, seq, pc, pm = _lossless_worst(pair, 2, 2, R.BROKEN_IGNORE_H, 3)
+        ev.append(stats.info("exact", _label(MC_PAIR, γ=2, K=2, N=3, reading="line 5 without the H test"),
+                             0.0, tv, test="TV(first 3 tokens, p^3) of the alternative reading of Alg. 1",
+                             note=f"worst sequence {seq}: p = {pc:.6g}, emitted {pm:.6g}; not lossless either"))
     ev.append(_lossless_mc(ctx, rule, 2, 2, 3))
     return ev
 
