@@ -141,3 +141,63 @@ def test_cic_search_returns_feasible_couplings_below_lp():
     np.testing.assert_allclose(r1.sum(axis=0), 1, atol=1e-9)
     assert val <= opt.lp_optimum(tree, 2) + 1e-9
     assert val <= cf.lemma51_bound(tree, 2) + 1e-9
+
+
+def _brute_force_alg1(tree, K):
+    """Alg. 1 read literally: every ordered K-tuple of drafts, every accept/reject branch of
+    every η test, H as a list of token tuples — no dynamic programming, no pruning."""
+    V, g = tree.V, tree.gamma
+    h = cf.h_tables(tree, K)
+    law: dict = {}
+
+    def block(code, i):
+        return tuple(_digits(code, g)[:i])
+
+    def run(drafts, k, tau, t, H, w):
+        if k == K or tau == g:
+            law[(tau, t)] = law.get((tau, t), 0.0) + w
+            return
+
+        def inner(i, tau, t, H, w):
+            if i > g:
+                run(drafts, k + 1, tau, t, H, w)
+                return
+            b = block(drafts[k], i)
+            code = 0
+            for x in b:
+                code = code * V + x
+            if b in H:
+                inner(i + 1, tau, t, H, w)
+                return
+            hi = float(h[i][code])
+            if hi > 0:
+                if i == g:
+                    law[(g, b)] = law.get((g, b), 0.0) + w * hi  # line 13: break
+                else:
+                    inner(i + 1, i, b, H, w * hi)
+            if hi < 1:
+                inner(i + 1, tau, t, H + [b], w * (1 - hi))
+        inner(tau + 1, tau, t, H, w)
+
+    for drafts in itertools.product(range(V ** g), repeat=K):
+        w = float(np.prod([tree.Q[g][c] for c in drafts]))
+        if w > 0:
+            run(drafts, 0, 0, (), [], w)
+    return law
+
+
+def _digits(code, g, V=3):
+    return [(code // V ** (g - 1 - j)) % V for j in range(g)]
+
+
+def test_dp_matches_literal_alg1():
+    for name, K in (("markov1-V3-mix0.4", 2), ("iid-V3-equal", 3), ("markov2-V3-temp2", 2)):
+        tree = cf.block_tree(inst.get(name), 2, 0)
+        lit = _brute_force_alg1(tree, K)
+        dp = ex.spectr_gbv_accept_law(tree, K)
+        got = {}
+        for (tau, code), w in dp.items():
+            key = (tau, tuple(_digits(code, tau)) if tau else ())
+            got[key] = got.get(key, 0.0) + w
+        keys = set(lit) | set(got)
+        assert max(abs(lit.get(k, 0) - got.get(k, 0)) for k in keys) < 1e-13
