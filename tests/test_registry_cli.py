@@ -90,11 +90,12 @@ def test_mc_test_count_is_enforced(monkeypatch):
 
 @pytest.mark.slow
 def test_default_tier_every_claim_holds():
-    """The full default run (what `make verify` does): every registered claim holds and every
-    negative control fails."""
+    """The full default run (what `make verify` does): every registered claim holds, or fails
+    with a recorded counterexample (a paper's claim may be false), and every negative control
+    fails."""
     r = run_claims("*", quick=False, seed=0, progress=False)
     for c in r["claims"]:
-        assert c["verdict"] == "holds", c["id"]
+        assert c["verdict"] == "holds" or (c["verdict"] == "fails" and c["counterexample"]), c["id"]
         assert all(ctl["verdict"] == "fails" for ctl in c["controls"]), c["id"]
 
 
