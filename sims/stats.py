@@ -239,3 +239,23 @@ def exact_bound(instance: str, bound, measured, *, side: str = "ge", tol: float 
     rel = "≥" if side == "ge" else "≤"
     return Evidence("exact", instance, b, m, test=f"exact {what} {rel} bound (tol {tol:g})",
                     tolerance=tol, outcome="pass" if ok else "fail", note=note)
+
+
+def scaling_exponent(instance: str, sizes, times, *, claimed: float, tolerance: float, what: str = "time",
+                     note: str = "", mode: str = "mc") -> Evidence:
+    """Least-squares slope of log(time) against log(size), graded against a claimed exponent
+    within ``tolerance`` (a timing claim: no p-value; measured = fitted exponent, CI = ±2 s.e.
+    of the slope). Added for seed 003's cost claim."""
+    x = np.log(np.asarray(sizes, dtype=np.float64))
+    y = np.log(np.asarray(times, dtype=np.float64))
+    A = np.vstack([x, np.ones_like(x)]).T
+    coef, res, *_ = np.linalg.lstsq(A, y, rcond=None)
+    slope = float(coef[0])
+    dof = max(1, len(x) - 2)
+    resid = y - A @ coef
+    se = float(np.sqrt((resid @ resid) / dof / ((x - x.mean()) @ (x - x.mean()))))
+    ok = abs(slope - claimed) <= tolerance
+    return Evidence(mode, instance, float(claimed), slope, slope - 2 * se, slope + 2 * se, n=len(x),
+                    test=f"fitted log-log exponent of {what} vs size, |slope − claimed| ≤ {tolerance:g} "
+                         "(timing measurement, not a sample test)",
+                    tolerance=tolerance, outcome="pass" if ok else "fail", note=note)

@@ -89,13 +89,19 @@ def test_mc_test_count_is_enforced(monkeypatch):
 
 
 #: claims the checks find false as printed (findings, each with a shrunk counterexample)
-KNOWN_FINDINGS = {"se.thm3_6"}  # docs/se.md: Thm 3.6 is not the alternating process's speedup
+KNOWN_FINDINGS = {
+    "se.thm3_6",  # docs/se.md: Thm 3.6 is not the alternating process's speedup
+    "entropy.kl_lower", "zero_order.underestimates",  # docs/ersd.md
+    "spectr_gbv.lossless", "spectr_gbv.sub_block", "spectr_gbv.attains",  # docs/multidraft.md:
+    "spectr_gbv.remark5_2", "spectr_gbv.tables",  # Alg. 1 as printed is lossy for K ≥ 2
+}
 
 
 @pytest.mark.slow
 def test_default_tier_every_claim_holds():
-    """The full default run (what `make verify` does): every registered claim holds and every
-    negative control fails."""
+    """The full default run (what `make verify` does): every registered claim holds, or fails
+    with a recorded counterexample (a paper's claim may be false), and every negative control
+    fails."""
     r = run_claims("*", quick=False, seed=0, progress=False)
     for c in r["claims"]:
         if c["id"] in KNOWN_FINDINGS:

@@ -1,0 +1,255 @@
+"""Closed forms of seed 003 (SpecTr-GBV, Lin et al. 2026) and of K-SEQ (Sun et al. 2023).
+
+Notation is ours throughout: ``p`` target, ``q`` draft (the seed swaps the letters; its
+equations are quoted here translated). Blocks ``x^i`` are indexed by depth i and a flat code
+(first token most significant), so depth-i arrays have ``V**i`` entries:
+
+* ``P[i][c] = p(x^i)``, ``Q[i][c] = q(x^i)`` — joint block probabilities from a start state;
+* ``m(x^i) = min(q(x^i)/p(x^i), 1)`` (0 where p(x^i) = 0 is irrelevant: it is always
+  multiplied by p(x^i));
+* ``A(x^i) = p(x^i)[1 − (1 − m(x^i))^K]`` (Lemma A.1);
+* ``h`` (Eq. 2 for i < γ, Eq. 3 for i = γ), the residual (Eq. 4) and the distribution
+  modification (Alg. 2) all reduce to ``W(x^i) = p(x^i)(1 − m(x^i))^K = p·max(1 − q/p, 0)^K``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import brentq
+
+from ..checks import check_int, check_state
+from ..markov import MarkovPair, next_state
+
+#: Refuse block trees with more nodes than this at the deepest level.
+MAX_LEAVES = 200_000
+
+
+# --- K-SEQ (Sun et al. 2023, SpecTr; seed Sec. 3.2) -------------------------------------------
+
+def kseq_beta(p, q, rho: float) -> float:
+    """β(ρ) = Σ_x min(q(x), p(x)/ρ) (seed Sec. 3.2, translated)."""
+    return float(np.minimum(np.asarray(q, float), np.asarray(p, float) / rho).sum())
+
+
+def kseq_rho(p, q, K: int) -> float:
+    """ρ ∈ [1, K] solving ``1 − (1 − β(ρ))^K = ρ β(ρ)``.
+
+    f(ρ) = 1 − (1 − β(ρ))^K − ρβ(ρ) has f(1) ≥ 0 and f(K) ≤ 0 and is strictly decreasing
+    unless β ≡ 0 (disjoint supports), so the root is unique except then. Edge cases, all
+    resolved to ρ = 1 (the acceptance 1 − (1 − β)^K is then the same for every root):
+    K = 1 (f ≡ 0·(1 − ρ)), β(1) ∈ {0, 1} (disjoint supports, or p = q where f(1) = 0).
+    Otherwise brentq on [1, K] (xtol 1e-15, rtol 4e-16).
+    """
+    K = check_int(K, "K", min=1)
+    p = np.asarray(p, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    if K == 1:
+        return 1.0
+
+    def f(rho):
+        b = kseq_beta(p, q, rho)
+        return 1.0 - (1.0 - b) ** K - rho * b
+
+    b1 = kseq_beta(p, q, 1.0)
+    if b1 <= 0.0 or f(1.0) <= 0.0:
+        return 1.0
+    fK = f(float(K))
+    if fK >= 0.0:
+        return float(K)
+    return float(brentq(f, 1.0, float(K), xtol=1e-15, rtol=4.0 * np.finfo(float).eps, maxiter=500))
+
+
+def kseq_acceptance(p, q, K: int, rho: float | None = None) -> float:
+    """P(some of K candidates accepted) = 1 − (1 − β(ρ))^K (= ρβ(ρ) at the root)."""
+    rho = kseq_rho(p, q, K) if rho is None else rho
+    return float(1.0 - (1.0 - kseq_beta(p, q, rho)) ** K)
+
+
+def kseq_residual(p, q, rho: float) -> np.ndarray:
+    """K-SEQ residual ``(p − ρ·min(q, p/ρ)) / (1 − ρβ(ρ)) = norm(max(p − ρq, 0))``; falls back
+    to p when it has no mass (then rejection has probability 0)."""
+    w = np.maximum(np.asarray(p, float) - rho * np.asarray(q, float), 0.0)
+    s = w.sum()
+    return w / s if s > 0 else np.asarray(p, float) / np.sum(p)
+
+
+# --- block trees -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BlockTree:
+    """Joint probabilities of every block up to depth γ (+1 level of conditionals).
+
+    ``P[i]``, ``Q[i]``: (V**i,) joints, i = 0..γ; ``condP[i]``, ``condQ[i]``: (V**i, V) next-token
+    conditionals after each depth-i block, i = 0..γ.
+    """
+
+    V: int
+    gamma: int
+    P: tuple
+    Q: tuple
+    condP: tuple
+    condQ: tuple
+
+
+def _markov_conditionals(source, V, S, start_state, gamma):
+    out = []
+    states = np.array([start_state], dtype=np.int64)
+    for i in range(gamma + 1):
+        out.append(source.rows[source.row_of_state[states]])
+        states = next_state(states[:, None], np.arange(V)[None, :], V, S).ravel()
+    return out
+
+
+def block_tree(pair: MarkovPair, gamma: int, start_state: int = 0, target_override=None) -> BlockTree:
+    """Block joints of ``pair`` from ``start_state``. ``target_override``: list of (V**j, V)
+    conditionals replacing the target's at depths j = 0..len−1 (the distribution
+    modification of Alg. 2 carried into the next iteration)."""
+    gamma = check_int(gamma, "gamma", min=1)
+    check_state(start_state, pair.n_states)
+    V, S = pair.V, pair.n_states
+    if V ** gamma > MAX_LEAVES:
+        raise ValueError(f"V**γ = {V ** gamma} blocks is too many for an exact block tree")
+    cp = _markov_conditionals(pair.target, V, S, start_state, gamma)
+    cq = _markov_conditionals(pair.draft, V, S, start_state, gamma)
+    if target_override is not None:
+        for j, rows in enumerate(target_override):
+            cp[j] = np.asarray(rows, dtype=np.float64)
+    return tree_from_conditionals(cp, cq)
+
+
+def tree_from_conditionals(condP, condQ) -> BlockTree:
+    """Block tree from per-depth conditionals (lists of (V**i, V) arrays, i = 0..γ)."""
+    gamma = len(condP) - 1
+    V = condP[0].shape[1]
+    P, Q = [np.ones(1)], [np.ones(1)]
+    for i in range(gamma):
+        P.append((P[-1][:, None] * condP[i]).ravel())
+        Q.append((Q[-1][:, None] * condQ[i]).ravel())
+    return BlockTree(V, gamma, tuple(P), tuple(Q), tuple(condP), tuple(condQ))
+
+
+def iid_tree(p, q, gamma: int) -> BlockTree:
+    """Block tree of an order-0 pair (same p, q at every position)."""
+    p = np.asarray(p, float)
+    q = np.asarray(q, float)
+    V = p.shape[0]
+    return tree_from_conditionals([np.tile(p, (V ** i, 1)) for i in range(gamma + 1)],
+                                  [np.tile(q, (V ** i, 1)) for i in range(gamma + 1)])
+
+
+def W(P, Q, K: int):
+    """``p(x^i)(1 − m(x^i))^K = p·max(1 − q/p, 0)^K`` elementwise (0 where p = 0)."""
+    P = np.asarray(P, float)
+    Q = np.asarray(Q, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(P > 0, np.maximum(1.0 - Q / np.where(P > 0, P, 1.0), 0.0), 0.0)
+    return P * r ** K
+
+
+def A(P, Q, K: int):
+    """``A(x^i) = p(x^i)[1 − (1 − m(x^i))^K]`` (Lemma A.1)."""
+    return np.asarray(P, float) - W(P, Q, K)
+
+
+def has_prob(Q, K: int):
+    """``P(some of K i.i.d. drafts has prefix x^i) = 1 − (1 − q(x^i))^K``."""
+    return 1.0 - (1.0 - np.asarray(Q, float)) ** K
+
+
+def _ratio(num, den):
+    """num/den clipped to [0, 1]; 0/0 → 0 (the event has probability 0), x/0 with x > 0 → 1."""
+    num = np.maximum(num, 0.0)
+    den = np.maximum(den, 0.0)
+    tiny = 1e-300
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(den > tiny, num / np.where(den > tiny, den, 1.0), np.where(num > 1e-15, 1.0, 0.0))
+    return np.clip(r, 0.0, 1.0)
+
+
+def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = None) -> list:
+    """Acceptance probabilities ``h[i][code]`` for every block, i = 1..γ (``h[0]`` unused).
+
+    ``h_form="eq2"``: seed Eq. 2 for i < γ and Eq. 3 for i = γ (translated):
+    ``h(x^i) = [Σ_x W(x^i,x) − W(x^i)] / [1 − (1 − q(x^i))^K − p(x^i) + Σ_x W(x^i,x)]``,
+    ``h(x^γ) = A(x^γ) / (1 − (1 − q(x^γ))^K)``.
+    ``power`` replaces K in ``(1 − m)^K`` (broken variants only).
+    ``h_form="sec3.3"`` (K = 1 only): the single-draft formula printed in Sec. 3.3,
+    ``α(x^i) = Σ_x max(ν_i p(x|x^i) − q(x|x^i), 0) / Σ_x max(q(x|x^i) − ν_i p(x|x^i), 0)`` with
+    the unclipped ``ν_i = p(x^i)/q(x^i)``, and ``α(x^γ) = min(ν_γ, 1)`` — which is Sun et al.
+    2024b's block verification, not the greedy one; kept as the alternative reading.
+    """
+    K = check_int(K, "K", min=1)
+    e = K if power is None else power  # exponent of (1 − m); a broken variant changes it
+    g = tree.gamma
+    V = tree.V
+    h = [None]
+    for i in range(1, g + 1):
+        Pi, Qi = tree.P[i], tree.Q[i]
+        if h_form == "one":
+            h.append(np.ones_like(Pi))
+            continue
+        if h_form == "sec3.3":
+            if i == g:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    nu = np.where(Qi > 0, Pi / np.where(Qi > 0, Qi, 1.0), 0.0)
+                h.append(np.clip(nu, 0.0, 1.0))
+                continue
+            Pc = tree.P[i + 1].reshape(-1, V)
+            Qc = tree.Q[i + 1].reshape(-1, V)
+            num = np.maximum(Pc - Qc, 0.0).sum(axis=1)
+            den = np.maximum(Qc - Pc, 0.0).sum(axis=1)
+            h.append(_ratio(num, den))
+            continue
+        if h_form != "eq2":
+            raise ValueError(f"unknown h_form {h_form!r}")
+        if i == g:
+            h.append(_ratio(A(Pi, Qi, e), has_prob(Qi, K)))
+            continue
+        Wc = W(tree.P[i + 1], tree.Q[i + 1], e).reshape(-1, V).sum(axis=1)
+        num = Wc - W(Pi, Qi, e)
+        den = has_prob(Qi, K) - Pi + Wc
+        h.append(_ratio(num, den))
+    return h
+
+
+def residual_weights(tree: BlockTree, i: int, code: int, K: int) -> np.ndarray:
+    """Unnormalised Eq. 4 residual after block (i, code): ``W(x^i, x)`` over x (i < γ)."""
+    V = tree.V
+    sl = slice(code * V, code * V + V)
+    return W(tree.P[i + 1][sl], tree.Q[i + 1][sl], K)
+
+
+def lemma51_bound(tree: BlockTree, K: int) -> float:
+    """Lemma 5.1 / Thm 5.3: ``Σ_{i=1}^{γ} Σ_{x^i} A(x^i)``."""
+    return float(sum(A(tree.P[i], tree.Q[i], K).sum() for i in range(1, tree.gamma + 1)))
+
+
+def lemma51_bound_pair(pair: MarkovPair, gamma: int, K: int, start_state: int = 0) -> float:
+    return lemma51_bound(block_tree(pair, gamma, start_state), K)
+
+
+def gbv_optimum(tree: BlockTree) -> float:
+    """``Σ_{i=1}^{γ} Σ_{x^i} min(p(x^i), q(x^i))`` (gbv.optimal; Remark 5.2 at K = 1)."""
+    return float(sum(np.minimum(tree.P[i], tree.Q[i]).sum() for i in range(1, tree.gamma + 1)))
+
+
+def sd_expected_tau(tree: BlockTree) -> float:
+    """Token-level SD: ``E[τ] = Σ_i Σ_{x^i} Π_{j≤i} min(p, q)(x_j | x^{j−1})``."""
+    tot, run = 0.0, np.ones(1)
+    for i in range(tree.gamma):
+        run = (run[:, None] * np.minimum(tree.condP[i], tree.condQ[i])).ravel()
+        tot += run.sum()
+    return float(tot)
+
+
+def bound_limit_gap(tree: BlockTree, K: int) -> float:
+    """γ' − Bound(K) where γ' = Σ_i Σ_{x^i: q(x^i)>0} p(x^i): the K → ∞ limit of the bound
+    (= γ exactly when q covers p's support)."""
+    lim = sum(tree.P[i][tree.Q[i] > 0].sum() for i in range(1, tree.gamma + 1))
+    return float(lim - lemma51_bound(tree, K))
+
+
+def bound_limit(tree: BlockTree) -> float:
+    """``lim_{K→∞} Bound(K) = Σ_i Σ_{x^i: q(x^i) > 0} p(x^i)`` (= γ iff q covers p's support)."""
+    return float(sum(tree.P[i][tree.Q[i] > 0].sum() for i in range(1, tree.gamma + 1)))
