@@ -53,7 +53,7 @@ from spectheory.pairs import perturbed_pair
 from spectheory.rng import stream_states
 
 GAMMA = 4
-CHAINS = 8
+CHAINS = 16  # independent chains (fixed, so every thread count simulates the same tokens)
 PAIRS = (("strong", 0.1), ("weak", 0.7))
 
 
@@ -191,12 +191,16 @@ def measure(fn, target_s, repeats, n_max):
 
 
 def main(argv=None):
+    global CHAINS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run (short runs, 1 repeat)")
     ap.add_argument("--json", metavar="PATH", help="also write results to this JSON file")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random pairs")
     ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
+    ap.add_argument("--vocab", default="50,32000", help="vocabulary sizes, comma-separated")
+    ap.add_argument("--chains", type=int, default=CHAINS, help="independent chains (≥ the largest thread count)")
     args = ap.parse_args(argv)
+    CHAINS = args.chains
     target, repeats = (0.3, 1) if args.quick else (2.0, 3)
     threads = [int(t) for t in args.threads.split(",")]
     max_threads = numba.config.NUMBA_NUM_THREADS
@@ -210,7 +214,7 @@ def main(argv=None):
     info = machine_info()
 
     rows, preps = [], []
-    for V in (50, 32_000):
+    for V in [int(v) for v in args.vocab.split(",")]:
         for label, eps in PAIRS:
             n_rows = None if V <= 1000 else 64
             pair = perturbed_pair(V, 1, how="mix", strength=eps, seed=args.seed, n_rows=n_rows)
