@@ -138,6 +138,39 @@ def yardstick_tables(pair, prep):
             t.p_prob, t.p_alias)
 
 
+# --- what limits V = 32,000: dependent loads from tables far larger than the caches --------
+
+@njit
+def _chase(nxt, steps):
+    i = 0
+    for _ in range(steps):
+        i = nxt[i]
+    return i
+
+
+def memory_latency_ns(n_bytes: int, steps: int = 4_000_000, seed: int = 0) -> float:
+    """Nanoseconds per dependent random load over a buffer of ``n_bytes`` (pointer chase
+    along one random cycle, so every load waits for the previous one)."""
+    n = max(1024, n_bytes // 8)
+    perm = np.random.default_rng(seed).permutation(n)
+    nxt = np.empty(n, dtype=np.int64)
+    nxt[perm] = np.roll(perm, -1)
+    _chase(nxt, 1000)
+    t0 = time.perf_counter()
+    _chase(nxt, steps)
+    return (time.perf_counter() - t0) / steps * 1e9
+
+
+def dependent_misses_per_token(pair, prep, n=200_000, seed=7):
+    """Cache-missing loads on the critical path per emitted token (fast path, standard rule):
+    each drafted token reads its alias record (probability and alias are independent loads,
+    issued together) and then the acceptance entry of the drafted token (depends on it); the
+    correction or bonus reads one more alias record; the next draw depends on the new state."""
+    r = simulate(pair, GAMMA, n, seed=seed, prepared=prep)
+    drafted = np.minimum(r.tau + 1, GAMMA).astype(np.float64)
+    return float((2 * drafted + 1).sum() / r.n_emitted.sum())
+
+
 # --- timing ----------------------------------------------------------------------------------
 
 def machine_info() -> dict:
@@ -213,7 +246,7 @@ def main(argv=None):
     warmup_s = time.perf_counter() - t0
     info = machine_info()
 
-    rows, preps = [], []
+    rows, preps, limits = [], [], []
     for V in [int(v) for v in args.vocab.split(",")]:
         for label, eps in PAIRS:
             n_rows = None if V <= 1000 else 64
@@ -222,6 +255,14 @@ def main(argv=None):
             prep = prepare(pair)
             preps.append({"V": V, "draft": label, "prepare_s": time.perf_counter() - c0})
             tabs = yardstick_tables(pair, prep)
+            limit = None
+            if V > 1000:
+                table_bytes = sum(a.nbytes for a in prep.tables if isinstance(a, np.ndarray))
+                lat = memory_latency_ns(table_bytes)
+                mpt = dependent_misses_per_token(pair, prep)
+                limit = {"table_bytes": table_bytes, "latency_ns": lat, "misses_per_token": mpt,
+                         "bound_tokens_per_s": 1e9 / (lat * mpt)}
+                limits.append({"V": V, "draft": label, **limit})
             # mean β(s) over states, from the shared rows (never the dense S × V table)
             t = prep.tables
             beta = float(np.minimum(pair.target.rows[t.prow], pair.draft.rows[t.qrow]).sum(axis=1).mean()
@@ -260,13 +301,19 @@ def main(argv=None):
     print(f"γ = {GAMMA}, {CHAINS} chains; median of {repeats} runs of ~{target} CPU-s; JIT warm-up "
           f"{warmup_s:.2f} s (excluded); prepare(): " + ", ".join(
               f"V={p['V']:,} {p['draft']} {p['prepare_s']:.3f} s" for p in preps))
+    for lim in limits:
+        best = max(r["simulate"]["tokens_per_cpu_s"] for r in rows if r["V"] == lim["V"] and r["draft"] == lim["draft"])
+        print(f"V={lim['V']:,} {lim['draft']}: fast tables {lim['table_bytes'] / 2**20:.0f} MiB, dependent random load "
+              f"{lim['latency_ns']:.0f} ns, {lim['misses_per_token']:.2f} dependent loads per token -> latency bound "
+              f"{lim['bound_tokens_per_s'] / 1e6:.1f} M tokens/s per thread; simulate reaches "
+              f"{100 * best / lim['bound_tokens_per_s']:.0f}% of it")
     print(f"machine: {info['cpu_model']}, {info['os_cpu_count']} CPUs, threading layer "
           f"{info['threading_layer']}, load average at start {info['loadavg_start']}, "
           f"at end {os.getloadavg()}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gamma": GAMMA, "chains": CHAINS, "warmup_s": warmup_s, "prepare": preps,
-                       "machine": info, "loadavg_end": os.getloadavg(), "results": rows,
+                       "machine": info, "loadavg_end": os.getloadavg(), "results": rows, "limits": limits,
                        "markdown": table}, f, indent=2)
         print(f"wrote {args.json}")
 
