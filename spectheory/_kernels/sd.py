@@ -208,13 +208,19 @@ def fast_iteration(t, st, s, gamma, out, count, attempts, accepts):
 
 @njit(cache=True, parallel=True)
 def sd_streams(t, states, bounds, start_state, restart, gamma, out_tau, out_len, out_tokens,
-               attempts, accepts, final_states):
-    """Independent streams under ``prange``: stream c runs iterations
-    ``bounds[c]:bounds[c+1]`` from ``start_state`` with its own xoshiro256++ state
+               attempts, accepts, final_states, n_first):
+    """Independent streams under ``prange``, each with its own xoshiro256++ state
     ``states[c]`` (advanced in place), so the output depends on the seed and the stream
-    layout, never on the thread count. ``out_tokens`` (n, γ+1, −1 padded) is filled only
-    when it has rows; ``attempts``/``accepts`` (per-state counters) have one row per stream
-    (shape (streams, S) when counting, (streams, 0) when not)."""
+    layout, never on the thread count. Two modes in one kernel (one parallel compilation):
+
+    * ``n_first == 0``: stream c runs iterations ``bounds[c]:bounds[c+1]`` from
+      ``start_state`` (each from ``start_state`` when ``restart``), writing τ and the emitted
+      count per iteration, the tokens to ``out_tokens`` (n, γ+1, −1 padded) when it has rows,
+      per-state counters to ``attempts[c]``/``accepts[c]`` (shape (streams, S) when counting,
+      (streams, 0) when not) and its final state to ``final_states[c]``;
+    * ``n_first > 0``: stream c fills runs ``bounds[c]:bounds[c+1]`` of ``out_tokens``
+      (runs × n_first): each run from ``start_state``, iterate until ``n_first`` tokens are
+      out and keep the first ``n_first``."""
     record = out_tokens.shape[0] > 0
     count = attempts.shape[1] > 0
     for c in prange(states.shape[0]):
@@ -222,6 +228,17 @@ def sd_streams(t, states, bounds, start_state, restart, gamma, out_tau, out_len,
         block = np.empty(gamma + 1, dtype=np.int64)
         att = attempts[c]
         acc = accepts[c]
+        if n_first > 0:
+            for r in range(bounds[c], bounds[c + 1]):
+                s = start_state
+                got = 0
+                while got < n_first:
+                    n, tau, s = fast_iteration(t, st, s, gamma, block, False, att, acc)
+                    m = min(n, n_first - got)
+                    for j in range(m):
+                        out_tokens[r, got + j] = block[j]
+                    got += m
+            continue
         s = start_state
         for it in range(bounds[c], bounds[c + 1]):
             if restart:
@@ -235,20 +252,11 @@ def sd_streams(t, states, bounds, start_state, restart, gamma, out_tau, out_len,
         final_states[c] = s
 
 
-@njit(cache=True, parallel=True)
 def sd_first_tokens_streams(t, states, bounds, n_tokens, start_state, gamma, out):
-    """Runs ``bounds[c]:bounds[c+1]`` of ``out`` (each from ``start_state``) on stream c:
-    iterate until ``n_tokens`` tokens are out and keep the first ``n_tokens``."""
-    empty = np.zeros(0, dtype=np.int64)
-    for c in prange(states.shape[0]):
-        st = states[c]
-        block = np.empty(gamma + 1, dtype=np.int64)
-        for r in range(bounds[c], bounds[c + 1]):
-            s = start_state
-            got = 0
-            while got < n_tokens:
-                n, tau, s = fast_iteration(t, st, s, gamma, block, False, empty, empty)
-                m = min(n, n_tokens - got)
-                for j in range(m):
-                    out[r, got + j] = block[j]
-                got += m
+    """Stream c fills runs ``bounds[c]:bounds[c+1]`` of ``out`` (:func:`sd_streams` with
+    ``n_first = n_tokens``)."""
+    m = states.shape[0]
+    empty = np.zeros(0, dtype=np.int32)
+    counters = np.zeros((m, 0), dtype=np.int64)
+    sd_streams(t, states, bounds, start_state, False, gamma, empty, empty, out, counters, counters,
+               np.zeros(m, dtype=np.int64), n_tokens)

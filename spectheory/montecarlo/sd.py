@@ -213,7 +213,7 @@ def simulate(pair: MarkovPair, gamma: int, n_iterations: int, *, rule: SDRule = 
         att = np.zeros((g1 - g0, S if count_states else 0), dtype=np.int64)
         acc = np.zeros_like(att)
         _k.sd_streams(prep.tables, states[g0:g1], bounds[g0:g1 + 1], start_state, restart, gamma,
-                      tau, n_em, toks, att, acc, final[g0:g1])
+                      tau, n_em, toks, att, acc, final[g0:g1], 0)
         if count_states:
             att_total += att.sum(axis=0)
             acc_total += acc.sum(axis=0)
