@@ -222,33 +222,33 @@ def sd_streams(t, states, bounds, start_state, restart, gamma, out_tau, out_len,
       (runs × n_first): each run from ``start_state``, iterate until ``n_first`` tokens are
       out and keep the first ``n_first``."""
     record = out_tokens.shape[0] > 0
-    count = attempts.shape[1] > 0
+    count = attempts.shape[1] > 0 and n_first == 0
+    first = n_first > 0
     for c in prange(states.shape[0]):
         st = states[c]
         block = np.empty(gamma + 1, dtype=np.int64)
         att = attempts[c]
         acc = accepts[c]
-        if n_first > 0:
-            for r in range(bounds[c], bounds[c + 1]):
-                s = start_state
-                got = 0
-                while got < n_first:
-                    n, tau, s = fast_iteration(t, st, s, gamma, block, False, att, acc)
-                    m = min(n, n_first - got)
-                    for j in range(m):
-                        out_tokens[r, got + j] = block[j]
-                    got += m
-            continue
         s = start_state
-        for it in range(bounds[c], bounds[c + 1]):
-            if restart:
+        for it in range(bounds[c], bounds[c + 1]):  # an iteration, or a run in first-token mode
+            if restart or first:
                 s = start_state
-            n, tau, s = fast_iteration(t, st, s, gamma, block, count, att, acc)
-            out_tau[it] = tau
-            out_len[it] = n
-            if record:
-                for j in range(n):
-                    out_tokens[it, j] = block[j]
+            got = 0
+            while True:  # one call site of fast_iteration: it is inlined (and compiled) once
+                n, tau, s = fast_iteration(t, st, s, gamma, block, count, att, acc)
+                if not first:
+                    out_tau[it] = tau
+                    out_len[it] = n
+                    if record:
+                        for j in range(n):
+                            out_tokens[it, j] = block[j]
+                    break
+                m = min(n, n_first - got)
+                for j in range(m):
+                    out_tokens[it, got + j] = block[j]
+                got += m
+                if got == n_first:
+                    break
         final_states[c] = s
 
 
