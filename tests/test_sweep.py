@@ -108,3 +108,20 @@ def test_verify_jobs_gives_the_serial_report():
                           [(k["name"], k["verdict"], k["evidence"], k["counterexample"]) for k in c["controls"]])
                          for c in rep["claims"]]
     assert strip(a) == strip(b)
+
+
+def test_cli_sweep_on_a_dask_scheduler_gives_the_local_table(tmp_path):
+    """`spectheory sweep --scheduler ADDRESS` (an in-process Dask cluster) writes the table
+    the local run writes, byte for byte."""
+    distributed = pytest.importorskip("dask.distributed")
+    grid = ["sd.mc", "-g", "instance=iid-V4-random", "-g", "gamma=1,2", "-g", "n_iterations=3000",
+            "--reps", "2", "--no-progress"]
+    local, remote = tmp_path / "local.jsonl", tmp_path / "dask.jsonl"
+    res = CliRunner().invoke(app, ["sweep", *grid, "--workers", "1", "--out", str(local)])
+    assert res.exit_code == 0, res.output
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        res = CliRunner().invoke(app, ["sweep", *grid, "--scheduler", cluster.scheduler_address,
+                                       "--out", str(remote)])
+    assert res.exit_code == 0, res.output
+    assert local.read_text() == remote.read_text() and len(local.read_text().splitlines()) == 4
