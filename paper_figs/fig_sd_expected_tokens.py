@@ -5,13 +5,17 @@ for draft lengths γ ∈ {1, 2, 4, 8}. Curves: the closed form (1 − α^{γ+1})
 (CLAIMS ``sd.expected_tokens``). Points: Monte Carlo means of i.i.d. iterations
 (``spectheory.montecarlo.sd.simulate``, ``restart=True``) on order-0 pairs built so that
 Σ_x min(p(x), q(x)) = α exactly (p = (1 − α/2, α/2), q = (α/2, 1 − α/2)), with 95% normal
-confidence intervals. (Right) Walltime improvement over autoregressive decoding,
+confidence intervals. The grid (α × γ) runs as a sweep (``sims.sweep``, job kind ``sd.mc``):
+in this process by default, on local worker processes with ``--workers N``, or on a Dask
+cluster with ``--scheduler ADDRESS``; each point's seed derives from (seed, α, γ, n), so the
+figure is the same whichever runs it. (Right) Walltime improvement over autoregressive decoding,
 (1 − α^{γ+1})/((1 − α)(γc + 1)) (CLAIMS ``sd.walltime``), against γ at α = 0.8 for cost ratios
 c ∈ {0.01, 0.05, 0.1, 0.2}; stars mark the optimal draft length γ* of each c.
 
 Usage::
 
     python paper_figs/fig_sd_expected_tokens.py [--out PATH] [--quick] [--seed N]
+        [--workers N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
@@ -27,9 +31,8 @@ import numpy as np  # noqa: E402
 
 from spectheory.closed_forms import sd as cf  # noqa: E402
 from spectheory.divergences import overlap  # noqa: E402
-from spectheory.montecarlo.sd import simulate  # noqa: E402
+from sims import sweep as sw  # noqa: E402
 from spectheory.pairs import pair_from_tables  # noqa: E402
-from spectheory.rng import derive_seed  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_sd_expected_tokens.png"
 GAMMAS = (1, 2, 4, 8)
@@ -51,23 +54,23 @@ def two_point_pair(alpha: float):
     return pair
 
 
-def monte_carlo(n_iter: int, seed: int):
-    """{γ: (alphas, means, ci half-widths)} of tokens emitted per iteration."""
+def monte_carlo(n_iter: int, seed: int, executor=None, table=None):
+    """{γ: (alphas, means, ci half-widths)} of tokens emitted per iteration: the α × γ grid
+    as a sweep of ``sd.mc`` jobs (i.i.d. iterations on the two-point pair of each α)."""
+    for a in ALPHAS_MC:
+        two_point_pair(a)  # asserts Σ min(p, q) = α for the pair the job builds
+    jobs = sw.grid("sd.mc", gamma=GAMMAS, alpha=ALPHAS_MC, n_iterations=[n_iter], restart=[True])
+    rows = sw.run_sweep(jobs, table, executor=executor or sw.SerialExecutor(), base_seed=seed, progress=False)
     out = {}
     for g in GAMMAS:
-        means, half = [], []
-        for a in ALPHAS_MC:
-            res = simulate(two_point_pair(a), g, n_iter, restart=True,
-                           seed=np.random.default_rng(derive_seed(seed, "fig_sd_expected_tokens", f"g{g}", f"a{a}")))
-            x = res.n_emitted.astype(np.float64)
-            means.append(x.mean())
-            half.append(Z95 * x.std(ddof=1) / np.sqrt(x.size))
-        out[g] = (np.array(ALPHAS_MC), np.array(means), np.array(half))
+        mine = [r for r in rows if r["gamma"] == g]
+        out[g] = (np.array([r["alpha"] for r in mine]), np.array([r["mean_tokens"] for r in mine]),
+                  Z95 * np.array([r["se_tokens"] for r in mine]))
     return out
 
 
-def make_figure(n_iter: int, seed: int):
-    mc = monte_carlo(n_iter, seed)
+def make_figure(n_iter: int, seed: int, executor=None, table=None):
+    mc = monte_carlo(n_iter, seed, executor, table)
     fig, (axl, axr) = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
@@ -120,9 +123,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output PNG path")
     ap.add_argument("--quick", action="store_true", help=f"{N_QUICK:,} instead of {N_FULL:,} MC iterations per point")
     ap.add_argument("--seed", type=int, default=0, help="Monte Carlo seed")
+    ap.add_argument("--workers", type=int, default=1, help="local worker processes for the MC grid")
+    ap.add_argument("--scheduler", default=None, help="Dask scheduler address for the MC grid")
+    ap.add_argument("--table", type=Path, default=None, help="keep the MC grid's table here (JSONL, resumable)")
     args = ap.parse_args(argv)
     n_iter = N_QUICK if args.quick else N_FULL
-    fig, info = make_figure(n_iter, args.seed)
+    with sw.executor_for(scheduler=args.scheduler, workers=args.workers) as ex:
+        fig, info = make_figure(n_iter, args.seed, ex, args.table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=150)
     plt.close(fig)

@@ -19,14 +19,17 @@ def verify(
     md_path: Path = typer.Option(Path("reports/verify.md"), "--markdown", help="Where to write the Markdown report."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     strict: bool = typer.Option(False, "--strict", help="Exit with status 1 unless every claim holds."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Run checks in this many worker processes (same report as serial)."),
 ):
     """Run every registered claim check on its default instances and write the report."""
     if not 0 < alpha < 1:
         raise typer.BadParameter("alpha must lie in (0, 1)", param_hint="--alpha")
+    if jobs < 1:
+        raise typer.BadParameter("jobs must be ≥ 1", param_hint="--jobs")
     from .report import print_table, to_markdown, write_json
     from .runner import run_claims
     try:
-        report = run_claims(claims, quick=quick, seed=seed, alpha=alpha, progress=progress)
+        report = run_claims(claims, quick=quick, seed=seed, alpha=alpha, progress=progress, jobs=jobs)
     except KeyError as err:
         raise typer.BadParameter(str(err.args[0]), param_hint="--claims") from None
     print_table(report)
@@ -47,6 +50,7 @@ def list_claims(claims: str = typer.Option("*", "--claims", "-c")):
 
 
 from . import cli_conformance  # noqa: E402,F401  (registers `spectheory conformance`)
+from . import cli_sweep  # noqa: E402,F401  (defines `spectheory sweep` on app)
 
 
 def main() -> None:  # console-script entry point

@@ -56,9 +56,22 @@ def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: boo
     return verdict, evidence, counterexample, time.perf_counter() - t0
 
 
+def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha: float):
+    """One (claim, control) check by name, so a worker process can run it."""
+    from .registry import load_all
+    claim = load_all()[claim_id]
+    ctl = None if control is None else next(c for c in claim.controls if c.name == control)
+    subject = claim.subject if ctl is None else ctl.subject
+    return _run_subject(claim, subject, "subject" if ctl is None else f"control:{ctl.name}",
+                        seed, quick, alpha)
+
+
 def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha: float = 0.01,
-               progress: bool = True) -> dict:
-    """Run every claim matching ``pattern`` and its negative controls; return the report."""
+               progress: bool = True, jobs: int = 1, executor=None) -> dict:
+    """Run every claim matching ``pattern`` and its negative controls; return the report.
+    ``jobs`` > 1 (or an ``executor``) runs the checks in parallel (a local process pool,
+    :mod:`sims.sweep`); every check is seeded from (seed, claim, subject), so the report is
+    the one the serial run gives (timings aside)."""
     claims = select(pattern)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
@@ -72,6 +85,23 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         bar.start()
         job = bar.add_task("checks", total=len(tasks))
     try:
+        if jobs > 1 or executor is not None:
+            import concurrent.futures as cf
+
+            from .sweep import local_executor
+            ex = executor or local_executor(jobs)
+            try:
+                futs = {ex.submit(_run_task, c.id, None if k is None else k.name, seed, quick, alpha):
+                        (c.id, None if k is None else k.name) for c, k in tasks}
+                for fut in cf.as_completed(futs):
+                    results[futs[fut]] = fut.result()
+                    if bar:
+                        bar.update(job, description=f"{futs[fut][0]} ({jobs} jobs)")
+                        bar.advance(job)
+            finally:
+                if executor is None:
+                    ex.shutdown(wait=True, cancel_futures=True)
+            tasks = []
         for claim, ctl in tasks:
             label = claim.id if ctl is None else f"{claim.id} [control {ctl.name}]"
             if bar:

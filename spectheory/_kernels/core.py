@@ -126,7 +126,7 @@ def _build_alias_rows(rows, prob, alias, small, large):
 def build_alias(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Vose alias tables for each row of a non-negative (R, V) table (rows need not be
     normalised; each must have positive mass). Returns ``(prob, alias)``, float64 and int64."""
-    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    rows = np.array(rows, dtype=np.float64, order="C")  # a writable copy: one compiled signature
     if rows.ndim != 2 or rows.shape[1] == 0:
         raise ValueError(f"alias tables need a non-empty (R, V) table, got shape {rows.shape}")
     if not np.all(np.isfinite(rows)) or (rows < 0).any() or (rows.sum(axis=1) <= 0).any():

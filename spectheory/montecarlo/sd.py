@@ -1,10 +1,22 @@
 """Monte Carlo of token-level speculative sampling on a Markov pair.
 
-Style of QuantEcon's ``MarkovChain.simulate``: the public function validates arguments and
-turns ``seed`` into a Generator, draws uniforms in chunks, and hands preallocated arrays to
-the Numba kernel in :mod:`spectheory._kernels.sd`. :func:`iteration_numpy` is the same
-algorithm in plain NumPy, fed the same uniforms; it is the reference the kernel must match
-bit for bit, and the baseline of the throughput benchmark.
+Style of QuantEcon's ``MarkovChain.simulate``: the public functions validate every argument
+(:mod:`spectheory.checks`), derive per-stream random states from ``seed`` and hand
+preallocated arrays to the Numba kernels in :mod:`spectheory._kernels.sd`.
+
+Two methods, same law:
+
+* ``method="fast"`` (default): alias tables built once per distinct row, acceptance
+  probabilities and residual alias tables once per distinct (target row, draft row) pair,
+  lazy drafting (stop at the first rejection, see :func:`spectheory._kernels.sd.fast_iteration`),
+  xoshiro256++ inside the kernel seeded from the run's ``SeedSequence``
+  (:func:`spectheory.rng.stream_states`), independent streams under ``prange``. The stream
+  layout depends only on ``n_iterations`` (and ``chains``), so results are identical for any
+  thread count.
+* ``method="reference"``: uniforms drawn by NumPy in chunks, inverse-CDF kernel
+  (:func:`spectheory._kernels.sd.sd_run`). :func:`iteration_numpy` is the same algorithm in
+  plain NumPy fed the same uniforms; the kernel must match it bit for bit, and it is the
+  baseline of the throughput benchmark.
 """
 from __future__ import annotations
 
@@ -13,17 +25,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._kernels import sd as _k
+from .._kernels.core import build_alias
+from ..checks import check_int, check_state
 from ..markov import MarkovPair
-from ..rng import check_random_state
+from ..rng import check_random_state, stream_states
 from ..rules.sd import STANDARD, SDRule
 
-#: Iterations per chunk of uniforms (bounds memory: chunk × (2γ+1) float64).
+#: Iterations per chunk of uniforms (reference method; bounds memory: chunk × (2γ+1) float64).
 CHUNK = 1 << 16
+#: Fast method: i.i.d. iterations (``restart=True``) per random stream, and independent runs
+#: per stream in :func:`sample_first_tokens`. Fixed, so the layout never depends on threads.
+STREAM_BLOCK = 1 << 15
+RUN_BLOCK = 1 << 12
+#: Streams per kernel call when counting per state (bounds counter memory: 64 × S × 16 bytes).
+COUNT_GROUP = 64
+METHODS = ("fast", "reference")
 
 
 @dataclass(frozen=True, eq=False)
 class Prepared:
-    """Arrays the kernels read: tables, cumulative tables and per-state row indices."""
+    """Arrays the kernels read: tables, cumulative tables and per-state row indices
+    (reference method), and the :class:`~spectheory._kernels.sd.SDTables` bundle of alias
+    and acceptance tables (fast method)."""
 
     V: int
     S: int
@@ -37,6 +60,7 @@ class Prepared:
     rrow: np.ndarray
     accept_code: int
     bonus: bool
+    tables: _k.SDTables | None = None
 
     def kernel_args(self):
         return (self.V, self.S, self.p_tab, self.q_tab, self.p_cdf, self.q_cdf, self.r_cdf,
@@ -44,29 +68,70 @@ class Prepared:
 
 
 def prepare(pair: MarkovPair, rule: SDRule = STANDARD) -> Prepared:
-    """Precompute cumulative tables; residual rows are built once per distinct (p row, q row)
-    pair. A residual of zero mass (p = q in that state, so rejection has probability 0)
-    falls back to p."""
-    if not isinstance(pair, MarkovPair):
-        raise TypeError(f"expected a MarkovPair, got {type(pair).__name__}")
+    """Precompute the tables of both methods. Residual rows (and the fast method's
+    acceptance rows) are built once per distinct (p row, q row) pair; alias tables once per
+    distinct row. A residual of zero mass (p = q in that state, so rejection has
+    probability 0) falls back to p."""
+    _check_pair_rule(pair, rule)
     tp, tq = pair.target, pair.draft
     prow, qrow = tp.row_of_state, tq.row_of_state
     pairs, rrow = np.unique(np.stack([prow, qrow], axis=1), axis=0, return_inverse=True)
+    rrow = np.ascontiguousarray(rrow.ravel(), dtype=np.int64)
     P = tp.rows[pairs[:, 0]]
     Q = tq.rows[pairs[:, 1]]
     R = rule.residual_distribution(P, Q)
+    tables = _k.SDTables(
+        int(pair.V), int(pair.n_states), int(pair.order), bool(rule.bonus),
+        *build_alias(tq.rows), *build_alias(tp.rows), *build_alias(R),
+        np.ascontiguousarray(rule.accept_probability(P, Q)),
+        np.ascontiguousarray(qrow), np.ascontiguousarray(prow), rrow)
     return Prepared(
         pair.V, pair.n_states, tp.rows, tq.rows,
         np.cumsum(tp.rows, axis=1), np.cumsum(tq.rows, axis=1), np.cumsum(R, axis=1),
-        prow, qrow, np.ascontiguousarray(rrow.ravel(), dtype=np.int64),
-        rule.accept_code, bool(rule.bonus))
+        prow, qrow, rrow, rule.accept_code, bool(rule.bonus), tables)
 
 
-def _check_run_args(pair, gamma, start_state):
-    if int(gamma) != gamma or gamma < 1:
-        raise ValueError(f"gamma (draft length) must be an integer ≥ 1, got {gamma!r}")
-    if not 0 <= start_state < pair.n_states:
-        raise ValueError(f"start_state must lie in [0, {pair.n_states}), got {start_state}")
+def _check_pair_rule(pair, rule):
+    if not isinstance(pair, MarkovPair):
+        raise TypeError(f"expected a MarkovPair, got {type(pair).__name__}")
+    if not isinstance(rule, SDRule):
+        raise TypeError(f"rule must be an SDRule (spectheory.rules.sd), got {type(rule).__name__}")
+
+
+def _check_flag(value, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _check_run_args(pair, gamma, start_state, rule=STANDARD):
+    _check_pair_rule(pair, rule)
+    gamma = check_int(gamma, "gamma (draft length)", min=1)
+    return gamma, check_state(start_state, pair.n_states)
+
+
+def _check_prepared(prepared, pair, rule, need_fast=False):
+    if prepared is None:
+        return prepare(pair, rule)
+    if not isinstance(prepared, Prepared):
+        raise TypeError(f"prepared must come from prepare(pair, rule), got {type(prepared).__name__}")
+    if prepared.V != pair.V or prepared.S != pair.n_states:
+        raise ValueError(f"prepared tables are for V={prepared.V}, {prepared.S} states; the pair has "
+                         f"V={pair.V}, {pair.n_states} states")
+    if need_fast and prepared.tables is None:
+        raise ValueError("prepared has no fast tables (SDTables); build it with prepare(pair, rule)")
+    return prepared
+
+
+def _check_method(method):
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    return method
+
+
+def _block_bounds(n: int, block: int) -> np.ndarray:
+    """Stream boundaries: consecutive blocks of ``block`` items (at least one stream)."""
+    return np.unique(np.r_[np.arange(0, n, block, dtype=np.int64), n, 0]) if n else np.zeros(2, np.int64)
 
 
 @dataclass
@@ -87,48 +152,102 @@ class SimResult:
 
 def simulate(pair: MarkovPair, gamma: int, n_iterations: int, *, rule: SDRule = STANDARD,
              seed=None, start_state: int = 0, restart: bool = False, record_tokens: bool = False,
-             count_states: bool = False, prepared: Prepared | None = None) -> SimResult:
+             count_states: bool = False, prepared: Prepared | None = None, chains: int = 1,
+             method: str = "fast") -> SimResult:
     """Simulate ``n_iterations`` speculative-sampling iterations (Numba kernel).
 
     restart: start every iteration from ``start_state`` (i.i.d. iterations) instead of
-    continuing the stream. count_states: count verification attempts and acceptances per
-    state (for per-state acceptance tests).
+    continuing the stream; the fast method then runs blocks of :data:`STREAM_BLOCK`
+    iterations as independent streams in parallel. chains (continuing stream only): split
+    the iterations into this many independent chains, each from ``start_state``, run in
+    parallel (chain c holds iterations ``c·n//chains`` to ``(c+1)·n//chains``; ``final_state``
+    is the last chain's); the default 1 is one continuing stream. count_states: count
+    verification attempts and acceptances per state (for per-state acceptance tests).
+    method: ``"fast"`` or ``"reference"`` (module docstring); the same seed gives different
+    draws under the two methods, the same law.
     """
-    _check_run_args(pair, gamma, start_state)
-    rng = check_random_state(seed)
-    prep = prepared or prepare(pair, rule)
-    n = int(n_iterations)
+    gamma, start_state = _check_run_args(pair, gamma, start_state, rule)
+    n = check_int(n_iterations, "n_iterations", min=0)
+    restart = _check_flag(restart, "restart")
+    record_tokens = _check_flag(record_tokens, "record_tokens")
+    count_states = _check_flag(count_states, "count_states")
+    chains = check_int(chains, "chains", min=1)
+    if restart and chains != 1:
+        raise ValueError("chains applies to a continuing stream; with restart=True every iteration "
+                         "is already independent (leave chains=1)")
+    if chains > max(1, n):
+        raise ValueError(f"chains must be ≤ n_iterations ({n}), got {chains}")
+    _check_method(method)
+    prep = _check_prepared(prepared, pair, rule, need_fast=method == "fast")
     tau = np.empty(n, dtype=np.int32)
     n_em = np.empty(n, dtype=np.int32)
     toks = np.full((n if record_tokens else 0, gamma + 1), -1, dtype=np.int64)
-    att = np.zeros(pair.n_states if count_states else 0, dtype=np.int64)
-    acc = np.zeros_like(att)
-    s = start_state
-    for lo in range(0, n, CHUNK):
-        hi = min(n, lo + CHUNK)
-        u = rng.random((hi - lo, 2 * gamma + 1))
-        s = _k.sd_run(u, s if not restart else start_state, restart, gamma, *prep.kernel_args(),
-                      tau[lo:hi], n_em[lo:hi], toks[lo:hi] if record_tokens else toks, att, acc)
+    S = pair.n_states
+    if method == "reference":
+        rng = check_random_state(seed)
+        if chains != 1:
+            raise ValueError("chains > 1 needs method='fast'")
+        att = np.zeros(S if count_states else 0, dtype=np.int64)
+        acc = np.zeros_like(att)
+        s = start_state
+        for lo in range(0, n, CHUNK):
+            hi = min(n, lo + CHUNK)
+            u = rng.random((hi - lo, 2 * gamma + 1))
+            s = _k.sd_run(u, s if not restart else start_state, restart, gamma, *prep.kernel_args(),
+                          tau[lo:hi], n_em[lo:hi], toks[lo:hi] if record_tokens else toks, att, acc)
+        return SimResult(tau, n_em, toks if record_tokens else None,
+                         att if count_states else None, acc if count_states else None, int(s))
+
+    if restart:
+        bounds = _block_bounds(n, STREAM_BLOCK)
+    else:
+        bounds = np.array([n * c // chains for c in range(chains + 1)], dtype=np.int64)
+    states = stream_states(seed, bounds.shape[0] - 1)
+    m = states.shape[0]
+    att_total = np.zeros(S if count_states else 0, dtype=np.int64)
+    acc_total = np.zeros_like(att_total)
+    final = np.full(m, start_state, dtype=np.int64)
+    group = COUNT_GROUP if count_states else m
+    for g0 in range(0, m, group):
+        g1 = min(m, g0 + group)
+        att = np.zeros((g1 - g0, S if count_states else 0), dtype=np.int64)
+        acc = np.zeros_like(att)
+        _k.sd_streams(prep.tables, states[g0:g1], bounds[g0:g1 + 1], start_state, restart, gamma,
+                      tau, n_em, toks, att, acc, final[g0:g1], 0)
+        if count_states:
+            att_total += att.sum(axis=0)
+            acc_total += acc.sum(axis=0)
     return SimResult(tau, n_em, toks if record_tokens else None,
-                     att if count_states else None, acc if count_states else None, int(s))
+                     att_total if count_states else None, acc_total if count_states else None,
+                     int(final[-1]))
 
 
 def sample_first_tokens(pair: MarkovPair, gamma: int, n_tokens: int, n_runs: int, *,
-                        rule: SDRule = STANDARD, seed=None, start_state: int = 0) -> np.ndarray:
+                        rule: SDRule = STANDARD, seed=None, start_state: int = 0,
+                        method: str = "fast", prepared: Prepared | None = None) -> np.ndarray:
     """``n_runs`` independent runs from ``start_state``; returns the first ``n_tokens`` emitted
     tokens of each, shape (n_runs, n_tokens). Their law is p^{n_tokens} iff the rule is
-    lossless (CLAIMS sd.lossless)."""
-    _check_run_args(pair, gamma, start_state)
-    if n_tokens < 1:
-        raise ValueError("n_tokens must be ≥ 1")
+    lossless (CLAIMS sd.lossless). The fast method runs blocks of :data:`RUN_BLOCK` runs as
+    independent streams in parallel."""
+    gamma, start_state = _check_run_args(pair, gamma, start_state, rule)
+    n_tokens = check_int(n_tokens, "n_tokens", min=1)
+    n_runs = check_int(n_runs, "n_runs", min=0)
+    _check_method(method)
+    prep = _check_prepared(prepared, pair, rule, need_fast=method == "fast")
+    out = np.full((n_runs, n_tokens), -1, dtype=np.int64)
+    if method == "fast":
+        bounds = _block_bounds(n_runs, RUN_BLOCK)
+        _k.sd_first_tokens_streams(prep.tables, stream_states(seed, bounds.shape[0] - 1), bounds,
+                                   n_tokens, start_state, gamma, out)
+        return out
     rng = check_random_state(seed)
-    prep = prepare(pair, rule)
-    out = np.empty((int(n_runs), n_tokens), dtype=np.int64)
     step = max(1, CHUNK // n_tokens)
-    for lo in range(0, out.shape[0], step):
-        hi = min(out.shape[0], lo + step)
+    for lo in range(0, n_runs, step):
+        hi = min(n_runs, lo + step)
         u = rng.random((hi - lo, n_tokens, 2 * gamma + 1))
-        _k.sd_first_tokens(u, n_tokens, start_state, gamma, *prep.kernel_args(), out[lo:hi])
+        short = _k.sd_first_tokens(u, n_tokens, start_state, gamma, *prep.kernel_args(), out[lo:hi])
+        if short:
+            raise RuntimeError(f"{short} runs emitted fewer than {n_tokens} tokens")
     return out
 
 
@@ -183,11 +302,16 @@ def simulate_numpy(pair: MarkovPair, gamma: int, n_iterations: int, *, rule: SDR
                    uniforms: np.ndarray | None = None, prepared: Prepared | None = None) -> SimResult:
     """Plain-NumPy twin of :func:`simulate` (records tokens). Pass ``uniforms`` of shape
     (n_iterations, 2γ+1) to replay exactly the draws the kernel consumed."""
-    _check_run_args(pair, gamma, start_state)
-    prep = prepared or prepare(pair, rule)
-    n = int(n_iterations)
+    gamma, start_state = _check_run_args(pair, gamma, start_state, rule)
+    n = check_int(n_iterations, "n_iterations", min=0)
+    restart = _check_flag(restart, "restart")
+    prep = _check_prepared(prepared, pair, rule)
     if uniforms is None:
         uniforms = check_random_state(seed).random((n, 2 * gamma + 1))
+    else:
+        uniforms = _check_uniforms(uniforms, gamma)
+        if uniforms.shape[0] != n:
+            raise ValueError(f"uniforms has {uniforms.shape[0]} rows for n_iterations={n}")
     tau = np.empty(n, dtype=np.int32)
     n_em = np.empty(n, dtype=np.int32)
     toks = np.full((n, gamma + 1), -1, dtype=np.int64)
@@ -204,10 +328,9 @@ def simulate_numpy(pair: MarkovPair, gamma: int, n_iterations: int, *, rule: SDR
 def simulate_with_uniforms(pair: MarkovPair, gamma: int, uniforms: np.ndarray, *, rule: SDRule = STANDARD,
                            start_state: int = 0, restart: bool = False) -> SimResult:
     """Kernel run on caller-supplied uniforms (for the kernel-vs-reference identity test)."""
-    _check_run_args(pair, gamma, start_state)
-    u = np.ascontiguousarray(uniforms, dtype=np.float64)
-    if u.ndim != 2 or u.shape[1] != 2 * gamma + 1:
-        raise ValueError(f"uniforms must have shape (n, {2 * gamma + 1})")
+    gamma, start_state = _check_run_args(pair, gamma, start_state, rule)
+    restart = _check_flag(restart, "restart")
+    u = _check_uniforms(uniforms, gamma)
     prep = prepare(pair, rule)
     n = u.shape[0]
     tau = np.empty(n, dtype=np.int32)
@@ -216,3 +339,12 @@ def simulate_with_uniforms(pair: MarkovPair, gamma: int, uniforms: np.ndarray, *
     empty = np.zeros(0, dtype=np.int64)
     s = _k.sd_run(u, start_state, restart, gamma, *prep.kernel_args(), tau, n_em, toks, empty, empty)
     return SimResult(tau, n_em, toks, None, None, int(s))
+
+
+def _check_uniforms(uniforms, gamma):
+    u = np.ascontiguousarray(uniforms, dtype=np.float64)
+    if u.ndim != 2 or u.shape[1] != 2 * gamma + 1:
+        raise ValueError(f"uniforms must have shape (n, {2 * gamma + 1}) for gamma={gamma}, got {u.shape}")
+    if u.size and not (np.all(u >= 0.0) and np.all(u < 1.0)):
+        raise ValueError("uniforms must lie in [0, 1)")
+    return u
