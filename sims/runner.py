@@ -59,6 +59,9 @@ def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: boo
 def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha: float = 0.01,
                progress: bool = True) -> dict:
     """Run every claim matching ``pattern`` and its negative controls; return the report."""
+    from spectheory.checks import check_int, check_real
+    seed = check_int(seed, "seed", min=0)
+    alpha = check_real(alpha, "alpha (family-wise error rate)", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     claims = select(pattern)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
