@@ -23,8 +23,13 @@ def test_every_sd_claim_is_registered_with_controls():
     claims = registry.select("sd.*")
     assert [c.id for c in claims] == SD_IDS
     for c in claims:
-        assert c.controls, f"{c.id} has no negative control"
-        assert c.reference and c.statement
+        assert c.modes == ("exact", "mc") and c.mc_tests >= 1, c.id
+        for mode in c.modes:  # every graded mode has a control that must fail in it
+            assert any(mode in c.control_modes(ctl) for ctl in c.controls), (c.id, mode)
+        assert c.reference.startswith("Leviathan et al. 2023"), c.id
+    names = {c.id: [ctl.name for ctl in c.controls] for c in claims}
+    assert names["sd.walltime"] == ["no-bonus", "serial-verify"]
+    assert registry.REGISTRY["sd.lossless"].mc_tests == 4 and registry.REGISTRY["sd.acceptance"].mc_tests == 3
 
 
 def test_quick_report_schema_and_verdicts(quick_report):
@@ -40,6 +45,7 @@ def test_quick_report_schema_and_verdicts(quick_report):
             assert EVIDENCE_KEYS <= e.keys()
         for ctl in c["controls"]:
             assert ctl["verdict"] == "fails", (c["id"], ctl["name"])
+            assert ctl["modes"] == {"exact": "fails", "mc": "fails"}, (c["id"], ctl["name"], ctl["modes"])
             cex = ctl["counterexample"]
             assert cex is not None and {"V", "gamma", "K", "seed", "order"} <= cex.keys()
     assert r["run"]["alpha_per_test"] == pytest.approx(r["run"]["alpha_family"] / r["run"]["mc_tests_in_registry"])
@@ -61,6 +67,43 @@ def test_cli_writes_json_and_markdown(tmp_path):
     data = json.loads(j.read_text())
     assert [c["id"] for c in data["claims"]] == ["sd.acceptance"]
     assert "Negative control" in m.read_text()
+
+
+def test_cli_glob_list_runs_exactly_the_named_claims(tmp_path):
+    j = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["verify", "--claims", "sd.walltime, sd.accept*", "--quick", "--no-progress",
+                                   "--json", str(j), "--markdown", str(tmp_path / "r.md")])
+    assert res.exit_code == 0, res.output
+    assert [c["id"] for c in json.loads(j.read_text())["claims"]] == ["sd.acceptance", "sd.walltime"]
+
+
+def test_cli_checks_every_pattern_and_the_report_paths_before_running(tmp_path, monkeypatch):
+    """A typo inside a list, or an unwritable report path, is refused before any check runs
+    (the run is replaced by one that fails the test if called), with exit status 2 and a
+    message, not a traceback."""
+    from sims import runner
+    monkeypatch.setattr(runner, "run_claims", lambda *a, **k: pytest.fail("the run started"))
+    (tmp_path / "file").write_text("")
+    cases = [(["--claims", "sd.lossless,sd.acceptence"], "sd.acceptence"),
+             (["--claims", "sd.lossless", "--json", str(tmp_path / "file" / "r.json")], "not a folder"),
+             (["--claims", "sd.lossless", "--markdown", str(tmp_path)], "is a directory"),
+             (["--seed", "-1"], "--seed")]
+    for args, fragment in cases:
+        res = CliRunner().invoke(app, ["verify", "--no-progress", "--json", str(tmp_path / "ok.json"),
+                                       "--markdown", str(tmp_path / "ok.md"), *args])
+        assert res.exit_code == 2, (args, res.output)
+        assert isinstance(res.exception, SystemExit), (args, res.exception)
+        assert fragment in " ".join(res.output.replace("│", " ").split()), (args, res.output)
+    assert not (tmp_path / "ok.json").exists() and not (tmp_path / "ok.md").exists()
+
+
+def test_cli_list(tmp_path):
+    res = CliRunner().invoke(app, ["list", "--claims", "sd.*"])
+    assert res.exit_code == 0
+    assert [line.split()[0] for line in res.output.splitlines()] == SD_IDS
+    res = CliRunner().invoke(app, ["list", "--claims", "zzz"])
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit)
+    assert "no registered claim matches 'zzz'" in res.output
 
 
 def test_cli_unknown_claim_is_a_clear_error(tmp_path):
