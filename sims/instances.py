@@ -26,16 +26,23 @@ def get(name: str) -> MarkovPair:
     return MarkovPair(pair.target, pair.draft, name, pair.params)
 
 
+def _shift_rows(source: MarkovSource, shift: int) -> MarkovSource:
+    """The same source with its table stored in a cyclically shifted row order and
+    ``row_of_state`` pointing into it (same conditional law in every state)."""
+    R = source.rows.shape[0]
+    perm = (np.arange(R) + shift) % R     # old row r is stored at perm[r]
+    rows = np.empty_like(source.rows)
+    rows[perm] = source.rows
+    return MarkovSource(rows, source.order, perm[source.row_of_state])
+
+
 def permuted_rows(pair: MarkovPair) -> MarkovPair:
-    """The same pair (same conditional laws in every state) with the draft's table stored in a
-    shuffled row order and ``row_of_state`` pointing into it, so target and draft have
-    different row maps: code that reads q through the target's row map gets a wrong row."""
-    R = pair.draft.rows.shape[0]
-    perm = (np.arange(R) + 1) % R         # a cyclic shift: no row keeps its index
-    rows = np.empty_like(pair.draft.rows)
-    rows[perm] = pair.draft.rows          # row r of the old table is now row perm[r]
-    draft = MarkovSource(rows, pair.draft.order, perm[pair.draft.row_of_state])
-    return MarkovPair(pair.target, draft, pair.name, {**pair.params, "draft_rows": "permuted"})
+    """The same pair (same conditional laws in every state) with the target's and the draft's
+    tables stored in different shuffled row orders, so target and draft have different,
+    non-identity row maps: code that reads a table through the wrong row map, or by state
+    index, gets a wrong row."""
+    return MarkovPair(_shift_rows(pair.target, 1), _shift_rows(pair.draft, 2), pair.name,
+                      {**pair.params, "rows": "permuted"})
 
 
 _BUILDERS = {

@@ -15,6 +15,8 @@ through these functions, so every verdict is reached the same way:
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from scipy import optimize, stats
 
@@ -85,6 +87,7 @@ def chi2_detectable_w(df: int, n: int, alpha: float, power: float = POWER) -> fl
     return float(np.sqrt(chi2_noncentrality(df, alpha, power) / n))
 
 
+@lru_cache(maxsize=4096)
 def chi2_noncentrality(df: int, alpha: float, power: float = POWER) -> float:
     """Noncentrality λ at which a level-``alpha`` chi-square test on ``df`` degrees of freedom
     rejects with probability ``power``."""

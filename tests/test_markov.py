@@ -138,3 +138,21 @@ def test_stationary_of_an_irreducible_chain_is_unique_whatever_the_start():
     np.testing.assert_allclose(a, b, atol=1e-15)
     np.testing.assert_allclose(a @ T, a, atol=1e-14)
     assert a.min() > 0
+
+
+def test_sequence_law_follows_the_row_map():
+    """A source whose table is stored in permuted row order: p(x1, x2 | s) is the product of
+    the rows the row map points to (written out by hand), and equals that of the same source
+    stored in natural order."""
+    natural = dirichlet_source(3, 1, seed=12)
+    perm = np.array([2, 0, 1])                 # natural row r is stored at perm[r]
+    rows = np.empty_like(natural.rows)
+    rows[perm] = natural.rows
+    shuffled = MarkovSource(rows, 1, perm)
+    for s in range(3):
+        two = shuffled.sequence_probs(2, s)
+        for x1 in range(3):
+            for x2 in range(3):
+                want = rows[perm[s], x1] * rows[perm[x1], x2]   # next state after x1 is x1 (order 1)
+                assert two[3 * x1 + x2] == pytest.approx(want, abs=1e-15)
+        np.testing.assert_allclose(two, natural.sequence_probs(2, s), atol=1e-15)

@@ -28,6 +28,21 @@ def test_chi2_detectable_w_has_the_stated_power():
     assert abs((pv < alpha).mean() - 0.9) < 0.022
 
 
+def test_z_test_detectable_has_the_stated_power():
+    """Shift the mean by the reported detectable deviation: the z-test must reject with
+    probability ≈ 0.9 (power) and, unshifted, with probability ≈ α. 2,000 replicate tests of
+    n = 400 samples each; 99.9% binomial bands ±0.022 (power) and ±0.016 (α = 0.05)."""
+    n, alpha, reps = 400, 0.05, 2000
+    rng = np.random.default_rng(4)
+    det = stats.z_test_mean("t", 0.0, mean=0.0, se=1 / np.sqrt(n), n=n, alpha=alpha, tolerance=1.0).detectable
+    shifted = rng.normal(det, 1.0, size=(reps, n))
+    null = rng.normal(0.0, 1.0, size=(reps, n))
+    power = np.mean([stats.z_test_mean("t", 0.0, x, alpha=alpha, tolerance=1.0).outcome == "fail" for x in shifted])
+    size = np.mean([stats.z_test_mean("t", 0.0, x, alpha=alpha, tolerance=1.0).outcome == "fail" for x in null])
+    assert abs(power - 0.9) < 0.022, power
+    assert abs(size - alpha) < 0.016, size
+
+
 def test_chisquare_error_rate_is_calibrated():
     """Under the null, rejection rate at α = 0.05 over 2,000 replicates lies within a
     99.9% binomial band (±0.016)."""

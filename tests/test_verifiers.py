@@ -30,8 +30,9 @@ def test_bad_input(p, q, x, message):
 # Position-dependent rows (γ = 2): the target's rows differ from position to position and
 # from the draft's, and the bonus row P[2] is far from every q row, so reading the ratio from
 # another position's row, drawing the bonus from q, or a wrong residual all move the block law.
-P_ROWS = np.array([[0.6, 0.3, 0.1], [0.1, 0.3, 0.6], [0.1, 0.1, 0.8]])
-Q_ROWS = np.array([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]])
+# The residual at position 0 has two tokens and differs from norm(max(P[0] − Q[1], 0)).
+P_ROWS = np.array([[0.5, 0.3, 0.2], [0.1, 0.6, 0.3], [0.1, 0.1, 0.8]])
+Q_ROWS = np.array([[0.3, 0.2, 0.5], [0.2, 0.5, 0.3]])
 
 
 def _block_law(P, Q, residual_p=False):
