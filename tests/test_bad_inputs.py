@@ -227,3 +227,24 @@ def test_row_ids_are_unique():
 def test_bad_input_is_refused_with_a_clear_message(row):
     with pytest.raises(row.exc, match=row.match):
         row.call(*row.args, **row.kwargs)
+
+
+# Monte Carlo API checks that the engine rewrite adds (issue 5; today these give a NumPy error,
+# run silently, or an AttributeError). Non-strict xfail until it lands; then move them to ROWS.
+_PAIR = random_pair(3, 0, seed=2)
+PENDING_ENGINE_ROWS = [
+    bad("simulate n_iterations=-5", mc.simulate, _PAIR, 2, -5, match="n_iterations"),
+    bad("simulate n_iterations=2.5", mc.simulate, _PAIR, 2, 2.5, match="n_iterations"),
+    bad("simulate rule str", mc.simulate, _PAIR, 2, 10, rule="standard", exc=TypeError, match="SDRule"),
+    bad("sample_first_tokens n_runs=-1", mc.sample_first_tokens, _PAIR, 2, 3, -1, match="n_runs"),
+    bad("sample_first_tokens n_tokens=2.5", mc.sample_first_tokens, _PAIR, 2, 2.5, 10, match="n_tokens"),
+    bad("simulate_with_uniforms NaN", mc.simulate_with_uniforms, _PAIR, 2, np.full((3, 5), NAN), match="uniforms"),
+    bad("simulate_with_uniforms > 1", mc.simulate_with_uniforms, _PAIR, 2, np.full((3, 5), 2.0), match="uniforms"),
+]
+
+
+@pytest.mark.xfail(strict=False, reason="Monte Carlo API argument checks come with the engine rewrite")
+@pytest.mark.parametrize("row", PENDING_ENGINE_ROWS, ids=[r.id for r in PENDING_ENGINE_ROWS])
+def test_pending_monte_carlo_checks(row):
+    with pytest.raises(row.exc, match=row.match):
+        row.call(*row.args, **row.kwargs)

@@ -156,3 +156,28 @@ def test_sequence_law_follows_the_row_map():
                 want = rows[perm[s], x1] * rows[perm[x1], x2]   # next state after x1 is x1 (order 1)
                 assert two[3 * x1 + x2] == pytest.approx(want, abs=1e-15)
         np.testing.assert_allclose(two, natural.sequence_probs(2, s), atol=1e-15)
+
+
+def test_temperature_and_quantisation_do_what_they_say():
+    """temperature(T): q ∝ p^(1/T) row-wise; quantize(step): within a row, log q differs
+    between tokens by multiples of step."""
+    p = dirichlet_source(5, 1, seed=13)
+    for T in (0.5, 2.0, 3.0):
+        want = p.rows ** (1 / T)
+        np.testing.assert_allclose(temperature(p, T).rows, want / want.sum(axis=1, keepdims=True), rtol=1e-12)
+    step = 0.7
+    logq = np.log(quantize_logits(p, step).rows)
+    k = (logq - logq[:, :1]) / step
+    np.testing.assert_allclose(k, np.round(k), atol=1e-9)
+    assert np.abs(np.log(p.rows) - logq - (np.log(p.rows) - logq).mean(axis=1, keepdims=True)).max() <= step
+
+
+def test_mix_with_noise_weights():
+    """q = (1 − ε) p + ε u: with ε = 0 the draft is p, and q − (1 − ε) p is ε times a distribution."""
+    p = dirichlet_source(4, 1, seed=14)
+    from spectheory.pairs import mix_with_noise
+    np.testing.assert_allclose(mix_with_noise(p, 0.0, seed=1).rows, p.rows, atol=1e-15)
+    u = (mix_with_noise(p, 0.3, seed=1).rows - 0.7 * p.rows) / 0.3
+    assert u.min() >= -1e-12
+    np.testing.assert_allclose(u.sum(axis=1), 1.0, atol=1e-12)
+    assert np.abs(u - p.rows).max() > 0.05  # the noise is not p itself

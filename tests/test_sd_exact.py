@@ -163,3 +163,18 @@ def test_acceptance_is_row_wise_overlap():
     p = np.array([[0.7, 0.3, 0.0], [0.2, 0.2, 0.6]])
     q = np.array([[0.4, 0.0, 0.6], [0.2, 0.3, 0.5]])
     np.testing.assert_allclose(cf.acceptance(p, q), [0.4, 0.9], atol=TOL)
+
+
+def test_stationary_acceptance_weights_beta_by_the_targets_stationary_law():
+    """α = Σ_s π(s) β(s) with π the *target's* stationary law, here from an eigen-decomposition
+    written out independently; on this pair the draft's stationary law gives a different α."""
+    pair = perturbed_pair(3, 1, how="mix", strength=0.8, seed=21)
+    T = pair.target.transition_matrix()
+    w, v = np.linalg.eig(T.T)
+    pi = np.real(v[:, np.argmin(np.abs(w - 1))])
+    pi /= pi.sum()
+    beta = np.minimum(pair.target.table, pair.draft.table).sum(axis=1)
+    assert cf.stationary_acceptance(pair) == pytest.approx(float(pi @ beta), abs=1e-12)
+    w, v = np.linalg.eig(pair.draft.transition_matrix().T)
+    pi_q = np.real(v[:, np.argmin(np.abs(w - 1))])
+    assert abs(float(pi_q / pi_q.sum() @ beta) - float(pi @ beta)) > 1e-3
