@@ -78,7 +78,9 @@ def test_cli_writes_json_and_markdown(tmp_path):
     assert "sd.acceptance" in res.output and "holds" in res.output
     data = json.loads(j.read_text())
     assert [c["id"] for c in data["claims"]] == ["sd.acceptance"]
-    assert "Negative control" in m.read_text()
+    md = m.read_text()
+    assert "**Negative control `accept=min(1,q/p)`**" in md
+    assert "(per mode: exact fails, mc fails; must fail in exact, mc)" in md
 
 
 def test_cli_glob_list_runs_exactly_the_named_claims(tmp_path):
@@ -119,7 +121,9 @@ def test_cli_strict_exit_status(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "run_claims", lambda *a, **k: real)
     assert CliRunner().invoke(app, args).exit_code == 0
     failing = json.loads(json.dumps(real))
-    failing["claims"][0]["verdict"] = "inconclusive"
+    other = json.loads(json.dumps(real["claims"][0]))
+    other.update(id="sd.other", verdict="inconclusive")
+    failing["claims"].append(other)  # one claim holds, one does not
     monkeypatch.setattr(runner, "run_claims", lambda *a, **k: failing)
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 1 and "inconclusive" in res.output
