@@ -72,12 +72,16 @@ def test_report_reproducible_from_seed(quick_report):
 
 def test_cli_writes_json_and_markdown(tmp_path):
     j, m = tmp_path / "r.json", tmp_path / "r.md"
-    res = CliRunner().invoke(app, ["verify", "--claims", "sd.acceptance", "--quick", "--no-progress",
-                                   "--json", str(j), "--markdown", str(m)])
+    res = CliRunner().invoke(app, ["verify", "--claims", "sd.acceptance", "--quick", "--no-progress", "--seed", "3",
+                                   "--alpha", "0.02", "--json", str(j), "--markdown", str(m)])
     assert res.exit_code == 0, res.output
     assert "sd.acceptance" in res.output and "holds" in res.output
     data = json.loads(j.read_text())
     assert [c["id"] for c in data["claims"]] == ["sd.acceptance"]
+    assert (data["run"]["seed"], data["run"]["quick"], data["run"]["alpha_family"]) == (3, True, 0.02)
+    assert data == json.loads(json.dumps(data))  # plain JSON: no NaN/inf floats
+    mc = [e for e in data["claims"][0]["evidence"] if e["mode"] == "mc"]
+    assert mc and all("stream of 150000 iterations" in e["note"] for e in mc)  # the quick tier's size
     md = m.read_text()
     assert "**Negative control `accept=min(1,q/p)`**" in md
     assert "(per mode: exact fails, mc fails; must fail in exact, mc)" in md
@@ -142,6 +146,18 @@ def test_cli_unknown_claim_is_a_clear_error(tmp_path):
     res = CliRunner().invoke(app, ["verify", "--claims", "nope.*", "--json", str(tmp_path / "x.json")])
     assert res.exit_code != 0
     assert "no registered claim matches" in res.output
+
+
+def test_primary_evidence_is_the_first_failure_else_the_first_monte_carlo():
+    from sims.report import primary_evidence
+    ex_ok = Evidence("exact", "a", 0, 0, outcome="pass").to_json()
+    mc_ok = Evidence("mc", "b", 0, 0, outcome="pass").to_json()
+    mc_bad = Evidence("mc", "c", 0, 1, outcome="fail").to_json()
+    info = Evidence("exact", "d", 0, 1, outcome="info").to_json()
+    assert primary_evidence({"evidence": [ex_ok, mc_ok, mc_bad]})["instance"] == "c"
+    assert primary_evidence({"evidence": [info, ex_ok, mc_ok]})["instance"] == "b"
+    assert primary_evidence({"evidence": [info, ex_ok]})["instance"] == "a"
+    assert primary_evidence({"evidence": []}) is None
 
 
 def test_verdict_combination():

@@ -64,6 +64,12 @@ def test_z_test_outcomes():
     assert stats.z_test_mean("t", 1.0, x, alpha=1e-3, tolerance=0.05).outcome == "pass"
     assert stats.z_test_mean("t", 1.05, x, alpha=1e-3, tolerance=0.05).outcome == "fail"
     assert stats.z_test_mean("t", 1.0, x[:100], alpha=1e-3, tolerance=0.05).outcome == "underpowered"
+    ev = stats.z_test_mean("t", 1.0, x, alpha=1e-3, tolerance=0.05)
+    se = x.std(ddof=1) / np.sqrt(x.size)
+    zc = sps.norm.ppf(1 - 1e-3 / 2)
+    assert (ev.ci_low, ev.ci_high) == pytest.approx((x.mean() - zc * se, x.mean() + zc * se), rel=1e-12)
+    assert ev.detectable == pytest.approx((zc + sps.norm.ppf(0.9)) * se, rel=1e-12)
+    assert ev.p_value == pytest.approx(2 * sps.norm.sf(abs(x.mean() - 1.0) / se), rel=1e-9)
 
 
 def test_per_state_binomial_degenerate_states():
