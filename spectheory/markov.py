@@ -170,8 +170,9 @@ def _check_stochastic(T, name: str = "T") -> np.ndarray:
         raise ValueError(f"{name} must be a non-empty square matrix, got shape {T.shape}")
     if not np.all(np.isfinite(T)):
         raise ValueError(f"{name} contains NaN or infinite entries")
-    if (T < 0).any():
-        raise ValueError(f"{name} has negative entries")
+    if (T < -1e-12).any():
+        raise ValueError(f"{name} has negative entries (min {T.min():.3g})")
+    T = np.clip(T, 0.0, None)  # rounding-level negatives from matrix products
     off = np.abs(T.sum(axis=1) - 1.0) > 1e-9
     if off.any():
         r = int(np.flatnonzero(off)[0])
