@@ -141,7 +141,7 @@ def baseline(base: Path, mutants: list[Mutant], timeout: float, full: bool) -> N
           f"{', '.join(sorted({m.claims for m in mutants}))}", flush=True)
 
 
-def apply_and_test(m: Mutant, base: Path, scratch: Path, timeout: float, full: bool) -> None:
+def apply_and_test(m: Mutant, base: Path, scratch: Path, timeout: float, full: bool, stages=("pytest", "verify")) -> None:
     t0 = time.perf_counter()
     src_file = base / m.path
     if not src_file.exists():
@@ -157,7 +157,7 @@ def apply_and_test(m: Mutant, base: Path, scratch: Path, timeout: float, full: b
         shutil.rmtree(work)
     shutil.copytree(base, work, symlinks=True)
     (work / m.path).write_text(text.replace(m.old, m.new))
-    rc, out = run(pytest_cmd([] if full else m.tests), work, timeout)
+    rc, out = run(pytest_cmd([] if full else m.tests), work, timeout) if "pytest" in stages else (0, "")
     if rc is None:
         m.result, m.caught_by, m.detail = "caught", "pytest (timeout)", out
     elif rc in (1, 2):
@@ -165,6 +165,8 @@ def apply_and_test(m: Mutant, base: Path, scratch: Path, timeout: float, full: b
         m.result, m.caught_by, m.detail = "caught", "pytest", (failed[0] if failed else tail(out, 3))
     elif rc != 0:
         m.result, m.detail = "error", f"pytest exited {rc}:\n{tail(out)}"
+    elif "verify" not in stages:
+        m.result, m.detail = "SURVIVED", "the fast tier passes (verify not run)"
     else:
         rc, out = run(verify_cmd(m.claims, scratch), work, timeout)
         if rc is None:
@@ -173,7 +175,7 @@ def apply_and_test(m: Mutant, base: Path, scratch: Path, timeout: float, full: b
             m.result, m.caught_by = "caught", "verify --quick"
             m.detail = _verify_detail(scratch / "verify.json", out)
         elif rc == 0:
-            m.result, m.detail = "SURVIVED", "fast tier and verify --quick both pass"
+            m.result, m.detail = "SURVIVED", f"{' and '.join(stages)} pass"
         else:
             m.result, m.detail = "error", f"verify exited {rc}:\n{tail(out)}"
     m.seconds = time.perf_counter() - t0
@@ -203,6 +205,8 @@ def main(argv=None) -> int:
     ap.add_argument("--full", action="store_true", help="run the whole fast tier for every mutant")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per stage (default 900)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the unmutated baseline run")
+    ap.add_argument("--stage", choices=("both", "pytest", "verify"), default="both",
+                    help="which checks may catch a mutant (default both: the fast tier, then verify --quick)")
     ap.add_argument("--json", type=Path, help="also write the results as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     ap.add_argument("-v", "--verbose", action="store_true", help="print why each mutant was caught")
@@ -223,7 +227,8 @@ def main(argv=None) -> int:
             baseline(base, mutants, args.timeout, args.full)
         for i, m in enumerate(mutants, 1):
             print(f"[{i}/{len(mutants)}] {m.id}: {m.why} ...", end=" ", flush=True)
-            apply_and_test(m, base, scratch, args.timeout, args.full)
+            apply_and_test(m, base, scratch, args.timeout, args.full,
+                           ("pytest", "verify") if args.stage == "both" else (args.stage,))
             print(f"{m.result}{' by ' + m.caught_by if m.caught_by else ''} ({m.seconds:.0f} s)", flush=True)
             if args.verbose or m.result != "caught":
                 print("    " + m.detail.replace("\n", "\n    "), flush=True)
