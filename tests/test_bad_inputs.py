@@ -17,6 +17,7 @@ import pytest
 
 import bad_inputs
 from bad_inputs import CLIError, bad, run_cli
+from sims import stats
 from sims.evidence import Evidence
 from sims.registry import UnknownClaimError
 from sims.runner import run_claims
@@ -185,6 +186,19 @@ ROWS = [
     bad("clock float counts", simulate_clocks, np.array([1.5]), 2, 0.1, match="n_emitted"),
     bad("clock shape=0", simulate_clocks, np.array([1]), 2, 0.1, shape=0.0, match="shape"),
     bad("CallSchedule unknown", CallSchedule, "sometimes", match="verify must be one of"),
+    # --- statistical method (sims.stats) ---
+    bad("z_test_mean one sample", stats.z_test_mean, "t", 1.0, [1.0], alpha=0.01, tolerance=0.1, match="≥ 2 finite"),
+    bad("z_test_mean NaN sample", stats.z_test_mean, "t", 1.0, [1.0, NAN], alpha=0.01, tolerance=0.1,
+        match="finite"),
+    bad("z_test_mean no se", stats.z_test_mean, "t", 1.0, mean=1.0, alpha=0.01, tolerance=0.1, match="se"),
+    bad("per_state_binomial shapes", stats.per_state_binomial, "t", [10, 10], [5], [0.5, 0.5], alpha=0.01,
+        tolerance=0.1, match="one length"),
+    bad("per_state_binomial accepts > attempts", stats.per_state_binomial, "t", [10], [11], [0.5], alpha=0.01,
+        tolerance=0.1, match="accepts ≤ attempts"),
+    bad("per_state_binomial beta > 1", stats.per_state_binomial, "t", [10], [5], [1.5], alpha=0.01,
+        tolerance=0.1, match=r"\[0, 1\]"),
+    bad("per_state_binomial no attempts", stats.per_state_binomial, "t", [0], [0], [0.5], alpha=0.01,
+        tolerance=0.1, match="at least one attempt"),
     # --- report vocabulary, runner and CLI ---
     bad("Evidence unknown mode", Evidence, "psychic", "i", 0, 0, match="unknown evidence mode"),
     bad("run_claims typo in a glob list", run_claims, "sd.lossless,sd.acceptence", exc=UnknownClaimError,
