@@ -223,3 +223,27 @@ def test_a_control_caught_only_by_the_exact_engine_is_not_a_failing_control():
     assert verdict != "fails" and per_mode == {"exact": "fails", "mc": "holds"}
     assert control_verdict(claim, ctl, [exact_fail, mc_fail])[0] == "fails"
     assert control_verdict(claim, ctl, [exact_fail])[0] != "fails"  # no MC evidence at all
+
+
+def test_a_control_that_does_not_fail_makes_the_claim_inconclusive(monkeypatch):
+    """A check that cannot tell the broken subject from the correct one: the claim's verdict is
+    downgraded from holds to inconclusive, with a note naming the control and the mode."""
+    monkeypatch.setattr(registry, "REGISTRY", {})
+
+    def check(ctx, subject):
+        fail = subject == "broken-in-mc"
+        return [Evidence("exact", "i", 0, 1, outcome="fail" if subject != "ok" else "pass"),
+                ctx.mc(Evidence("mc", "i", 0, 1, outcome="fail" if fail else "pass"))]
+
+    registry.register(**_toy(check=check, subject="ok",
+                             controls=(registry.Control("exact-only", "broken-in-exact", "caught by exact only"),)))
+    rep = run_claims("toy.*", quick=True, progress=False)
+    c = rep["claims"][0]
+    assert c["verdict"] == "inconclusive"
+    assert c["controls"][0]["verdict"] != "fails" and c["controls"][0]["modes"] == {"exact": "fails", "mc": "holds"}
+    assert any("exact-only" in n and "mc" in n for n in c["notes"])
+    monkeypatch.setattr(registry, "REGISTRY", {})
+    registry.register(**_toy(check=check, subject="ok",
+                             controls=(registry.Control("both", "broken-in-mc", "caught in both modes"),)))
+    c = run_claims("toy.*", quick=True, progress=False)["claims"][0]
+    assert c["verdict"] == "holds" and c["controls"][0]["verdict"] == "fails" and not c["notes"]

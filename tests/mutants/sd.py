@@ -171,4 +171,9 @@ MUTANTS = [
          new="    se = float(np.std(a - r * b, ddof=1) / (b.mean() * a.size))",
          why="ratio estimator standard error divided by n instead of √n",
          tests="tests/test_sd_clock.py"),
+    dict(path="sims/runner.py",
+         old='            if cv != "fails" and verdict != "fails":',
+         new='            if cv != "fails" and verdict == "fails":',
+         why="a control that does not fail no longer downgrades the claim",
+         tests="tests/test_registry_cli.py"),
 ]
