@@ -36,10 +36,11 @@ def _label(name, **kw):
 
 LOSSLESS_GAMMAS = (1, 2, 3)
 #: Monte Carlo instances (name, γ, N): a Markov pair, an i.i.d. pair, and pairs whose target
-#: and draft have different row maps (permuted draft rows; an order-2 target with a lifted
-#: order-1 n-gram draft), so a kernel reading a table through the wrong row map is seen.
+#: and draft have different row maps (permuted rows; an order-2 target with a lifted order-1
+#: n-gram draft; an order-0 n-gram draft with one row shared by every state), so a kernel
+#: reading a table through the wrong row map is seen.
 LOSSLESS_MC = (("markov1-V3-mix0.4", 3, 4), ("iid-V4-random", 2, 3), ("markov1-V4-permrows", 3, 3),
-               ("markov2-V3-ngram1", 2, 4))
+               ("markov2-V3-ngram1", 2, 4), ("markov1-V3-ngram0", 2, 4))
 
 
 def _first_n(pair):
