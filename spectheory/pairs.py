@@ -15,6 +15,10 @@ from .markov import MAX_STATES, MarkovPair, MarkovSource
 from .rng import check_random_state
 
 
+#: Largest dense count table (states × V) an n-gram estimate builds.
+MAX_NGRAM_CELLS = 1 << 26
+
+
 def dirichlet_source(V: int, order: int, concentration: float = 1.0, seed=None,
                      n_rows: int | None = None) -> MarkovSource:
     """Random order-``order`` source whose conditionals are i.i.d. Dirichlet(concentration).
@@ -156,6 +160,9 @@ def ngram_source(tokens, V: int, order: int, smoothing: float = 0.5) -> MarkovSo
         raise ValueError(f"need a 1-D token stream longer than the order ({order})")
     if toks.min() < 0 or toks.max() >= V:
         raise DistributionError(f"token ids must lie in [0, {V}); found {toks.min()}..{toks.max()}")
+    if order * np.log2(max(V, 2)) + np.log2(max(V, 2)) > np.log2(MAX_NGRAM_CELLS):
+        raise ValueError(f"an order-{order} n-gram table over V={V} has V**(order+1) > {MAX_NGRAM_CELLS} "
+                         "cells; lower the order or the vocabulary")
     S = V ** order
     counts = np.zeros((S, V))
     s = 0

@@ -128,6 +128,7 @@ ROWS = [
         match="integer token ids"),
     bad("ngram_source smoothing<0", ngram_source, [0, 1, 2], 3, 1, smoothing=-1.0, match="smoothing"),
     bad("ngram_source stream too short", ngram_source, [0], 3, 1, match="longer than the order"),
+    bad("ngram_source table too big", ngram_source, [0, 1, 2], 32_000, 1, match="cells"),
     bad("ngram_pair n_tokens=0", ngram_pair, SRC3, 0, match="n_tokens"),
     bad("ngram_pair draft_order > order", ngram_pair, SRC3, 100, draft_order=3, match="must not exceed"),
     bad("pair_from_tables mismatched V", pair_from_tables, [0.5, 0.5], [0.2, 0.3, 0.5], exc=DistributionError,
