@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-stamp
 
-.PHONY: verify verify-quick test test-slow bench figs clean
+.PHONY: verify verify-quick test test-slow mutants bench figs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test: $(STAMP)
 ## slow statistical sweeps
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow $(ARGS)
+
+## seed every bug listed in tests/mutants/*.py into a temporary copy; none may survive
+mutants: $(STAMP)
+	$(BIN)/python tests/mutation/run_mutants.py $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sd_throughput.py $(ARGS)

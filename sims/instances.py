@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from spectheory.markov import MarkovPair
+import numpy as np
+
+from spectheory.markov import MarkovPair, MarkovSource
 from spectheory.pairs import (aligned_pair, ngram_pair, pair_from_tables, perturbed_pair,
                               random_pair, dirichlet_source)
 
@@ -22,6 +24,25 @@ def get(name: str) -> MarkovPair:
         raise KeyError(f"unknown instance {name!r}; known: {', '.join(_BUILDERS)}") from None
     pair = make()
     return MarkovPair(pair.target, pair.draft, name, pair.params)
+
+
+def _shift_rows(source: MarkovSource, shift: int) -> MarkovSource:
+    """The same source with its table stored in a cyclically shifted row order and
+    ``row_of_state`` pointing into it (same conditional law in every state)."""
+    R = source.rows.shape[0]
+    perm = (np.arange(R) + shift) % R     # old row r is stored at perm[r]
+    rows = np.empty_like(source.rows)
+    rows[perm] = source.rows
+    return MarkovSource(rows, source.order, perm[source.row_of_state])
+
+
+def permuted_rows(pair: MarkovPair) -> MarkovPair:
+    """The same pair (same conditional laws in every state) with the target's and the draft's
+    tables stored in different shuffled row orders, so target and draft have different,
+    non-identity row maps: code that reads a table through the wrong row map, or by state
+    index, gets a wrong row."""
+    return MarkovPair(_shift_rows(pair.target, 1), _shift_rows(pair.draft, 2), pair.name,
+                      {**pair.params, "rows": "permuted"})
 
 
 _BUILDERS = {
@@ -38,6 +59,10 @@ _BUILDERS = {
     "markov1-V4-quant1": lambda: perturbed_pair(4, 1, how="quantize", strength=1.0, seed=15),
     "markov1-V4-weak": lambda: aligned_pair(4, 1, "weak", seed=16),
     "markov1-V3-ngram0": lambda: ngram_pair(dirichlet_source(3, 1, 0.5, seed=17), 2000, draft_order=0, seed=18),
+    # target and draft with different row maps (draft rows stored permuted), and an order-2
+    # target with an order-1 n-gram draft (lifted: 3 draft rows shared by 9 states)
+    "markov1-V4-permrows": lambda: permuted_rows(perturbed_pair(4, 1, how="mix", strength=0.5, seed=19)),
+    "markov2-V3-ngram1": lambda: ngram_pair(dirichlet_source(3, 2, 0.5, seed=22), 3000, draft_order=1, seed=23),
     # Monte Carlo scale
     "markov1-V50-strong": lambda: aligned_pair(50, 1, "strong", seed=31),
     "markov1-V50-weak": lambda: aligned_pair(50, 1, "weak", seed=32),
@@ -46,6 +71,6 @@ _BUILDERS = {
 #: Small instances every exact check runs on (edge cases included).
 EXACT = ("iid-V4-random", "iid-V4-strong", "iid-V3-disjoint", "iid-V3-equal", "iid-V1",
          "markov1-V3-mix0.4", "markov2-V3-temp2", "markov1-V4-topk2", "markov1-V4-quant1",
-         "markov1-V4-weak", "markov1-V3-ngram0")
+         "markov1-V4-weak", "markov1-V3-ngram0", "markov1-V4-permrows", "markov2-V3-ngram1")
 IID = tuple(n for n in EXACT if n.startswith("iid"))
 MARKOV = tuple(n for n in EXACT if n.startswith("markov"))

@@ -106,14 +106,29 @@ def load_all() -> dict[str, Claim]:
     return REGISTRY
 
 
+class UnknownClaimError(KeyError):
+    """A ``--claims`` pattern matches no registered claim."""
+
+    def __str__(self):
+        return str(self.args[0])
+
+
 def select(pattern: str = "*") -> list[Claim]:
-    """Claims whose id matches any of the comma-separated globs, in registry order."""
+    """Claims whose id matches any of the comma-separated globs, in registry order.
+
+    Every glob must match at least one claim: a typo inside a list (``sd.lossless,sd.acceptence``)
+    is an error naming the pattern that matched nothing, not a silently smaller run."""
     load_all()
+    if not isinstance(pattern, str):
+        raise TypeError(f"claims pattern must be a string, got {type(pattern).__name__}")
     pats = [p.strip() for p in pattern.split(",") if p.strip()] or ["*"]
-    chosen = [c for c in REGISTRY.values() if any(fnmatch.fnmatchcase(c.id, p) for p in pats)]
-    if not chosen:
-        raise KeyError(f"no registered claim matches {pattern!r}; known: {', '.join(REGISTRY)}")
-    return chosen
+    unmatched = [p for p in pats if not any(fnmatch.fnmatchcase(cid, p) for cid in REGISTRY)]
+    if unmatched:
+        raise UnknownClaimError(
+            f"no registered claim matches {', '.join(repr(p) for p in unmatched)}"
+            + (f" (in {pattern!r})" if len(pats) > 1 else "")
+            + f"; known: {', '.join(REGISTRY)}")
+    return [c for c in REGISTRY.values() if any(fnmatch.fnmatchcase(c.id, p) for p in pats)]
 
 
 def total_mc_tests() -> int:

@@ -108,7 +108,10 @@ def to_markdown(report: dict) -> str:
             lines += [f"- {_cex(c['counterexample'])}", ""]
         lines += _evidence_table(c["evidence"])
         for ctl in c["controls"]:
-            lines += ["", f"**Negative control `{ctl['name']}`** ({ctl['description']}): **{ctl['verdict']}**"]
+            per_mode = ", ".join(f"{m} {v}" for m, v in ctl.get("modes", {}).items())
+            lines += ["", f"**Negative control `{ctl['name']}`** ({ctl['description']}): **{ctl['verdict']}**"
+                      + (f" (per mode: {per_mode}; must fail in {', '.join(ctl['required_modes'])})"
+                         if per_mode and ctl.get("required_modes") else "")]
             if ctl["counterexample"]:
                 lines += ["", f"- {_cex(ctl['counterexample'])}"]
             lines += [""] + _evidence_table(ctl["evidence"])

@@ -72,6 +72,10 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
     ``jobs`` > 1 (or an ``executor``) runs the checks in parallel (a local process pool,
     :mod:`sims.sweep`); every check is seeded from (seed, claim, subject), so the report is
     the one the serial run gives (timings aside)."""
+    from spectheory.checks import check_int, check_real
+    seed = check_int(seed, "seed", min=0)
+    alpha = check_real(alpha, "alpha (family-wise error rate)", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    jobs = check_int(jobs, "jobs", min=1)
     claims = select(pattern)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()

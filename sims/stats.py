@@ -15,6 +15,8 @@ through these functions, so every verdict is reached the same way:
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from scipy import optimize, stats
 
@@ -85,6 +87,7 @@ def chi2_detectable_w(df: int, n: int, alpha: float, power: float = POWER) -> fl
     return float(np.sqrt(chi2_noncentrality(df, alpha, power) / n))
 
 
+@lru_cache(maxsize=4096)
 def chi2_noncentrality(df: int, alpha: float, power: float = POWER) -> float:
     """Noncentrality λ at which a level-``alpha`` chi-square test on ``df`` degrees of freedom
     rejects with probability ``power``."""
@@ -140,9 +143,14 @@ def z_test_mean(instance: str, claimed: float, samples=None, *, mean=None, se=No
     detectable deviation ``(z_{1−α/2} + z_power)·se``."""
     if samples is not None:
         x = np.asarray(samples, dtype=np.float64)
+        if x.size < 2 or not np.all(np.isfinite(x)):
+            raise ValueError(f"z_test_mean needs ≥ 2 finite samples, got {x.size} (finite: {np.isfinite(x).all()})")
         n = x.size
         mean = float(x.mean())
         se = float(x.std(ddof=1) / np.sqrt(n))
+    elif mean is None or se is None or not np.isfinite(mean) or not (np.isfinite(se) and se >= 0):
+        raise ValueError(f"z_test_mean needs samples, or a finite mean and a finite se ≥ 0; got mean={mean!r}, "
+                         f"se={se!r}")
     zc = _z(1 - alpha / 2)
     det = (zc + _z(POWER)) * se
     if se == 0:
@@ -167,6 +175,13 @@ def per_state_binomial(instance: str, attempts, accepts, beta, *, alpha: float, 
     n_s = np.asarray(attempts, dtype=np.float64)
     k_s = np.asarray(accepts, dtype=np.float64)
     b = np.asarray(beta, dtype=np.float64)
+    if not (n_s.ndim == 1 and n_s.shape == k_s.shape == b.shape):
+        raise ValueError(f"attempts, accepts and beta must be 1-D of one length; got shapes {n_s.shape}, "
+                         f"{k_s.shape}, {b.shape}")
+    if (k_s < 0).any() or (k_s > n_s).any() or not np.all(np.isfinite(b)) or (b < 0).any() or (b > 1).any():
+        raise ValueError("per-state counts must satisfy 0 ≤ accepts ≤ attempts and β(s) must lie in [0, 1]")
+    if n_s.sum() <= 0:
+        raise ValueError("per_state_binomial needs at least one attempt")
     seen = n_s > 0
     n_tot = int(n_s.sum())
     claimed = float((n_s * b).sum() / n_tot)

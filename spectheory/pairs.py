@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import check_int, check_probability, check_real
 from .distributions import DistributionError, normalize
-from .markov import MarkovPair, MarkovSource
+from .markov import MAX_STATES, MarkovPair, MarkovSource
 from .rng import check_random_state
+
+
+#: Largest dense count table (states × V) an n-gram estimate builds.
+MAX_NGRAM_CELLS = 1 << 26
 
 
 def dirichlet_source(V: int, order: int, concentration: float = 1.0, seed=None,
@@ -20,18 +25,25 @@ def dirichlet_source(V: int, order: int, concentration: float = 1.0, seed=None,
 
     ``n_rows`` < V**order shares that many random rows among the states (state s uses row
     ``s mod n_rows``), for large vocabularies."""
-    if V < 1:
-        raise ValueError("V must be ≥ 1")
-    if not concentration > 0:
-        raise ValueError("concentration must be > 0")
+    V = check_int(V, "V (vocabulary size)", min=1)
+    order = check_int(order, "order", min=0)
+    concentration = check_real(concentration, "concentration", lo=0.0, lo_open=True)
+    if V > 1 and order * np.log2(V) > np.log2(MAX_STATES):
+        raise ValueError(f"an order-{order} source over V={V} has more than {MAX_STATES} states")
     rng = check_random_state(seed)
     S = V ** order
-    R = S if n_rows is None else min(int(n_rows), S)
+    R = S if n_rows is None else min(check_int(n_rows, "n_rows", min=1), S)
     rows = rng.dirichlet(np.full(V, float(concentration)), size=R) if V > 1 else np.ones((R, 1))
     # Dirichlet draws with tiny concentration can underflow to exact zeros; keep rows valid.
     rows = normalize(np.maximum(rows, 0.0))
     ros = None if R == S else np.arange(S, dtype=np.int64) % R
     return MarkovSource(rows, order, ros)
+
+
+def _check_source(source) -> MarkovSource:
+    if not isinstance(source, MarkovSource):
+        raise TypeError(f"source must be a MarkovSource, got {type(source).__name__}")
+    return source
 
 
 def _derived(source: MarkovSource, rows: np.ndarray) -> MarkovSource:
@@ -40,8 +52,8 @@ def _derived(source: MarkovSource, rows: np.ndarray) -> MarkovSource:
 
 def temperature(source: MarkovSource, T: float) -> MarkovSource:
     """q ∝ p^(1/T) row-wise (T > 1 flattens, T < 1 sharpens; zeros stay zero)."""
-    if not T > 0:
-        raise ValueError("temperature must be > 0")
+    _check_source(source)
+    T = check_real(T, "temperature T", lo=0.0, lo_open=True)
     with np.errstate(divide="ignore"):
         logp = np.log(source.rows)
     z = logp / T
@@ -51,8 +63,9 @@ def temperature(source: MarkovSource, T: float) -> MarkovSource:
 
 def mix_with_noise(source: MarkovSource, eps: float, seed=None, concentration: float = 1.0) -> MarkovSource:
     """q = (1 − ε) p + ε u with u an independent Dirichlet(concentration) row per row of p."""
-    if not 0 <= eps <= 1:
-        raise ValueError("eps must be in [0, 1]")
+    _check_source(source)
+    eps = check_probability(eps, "eps (noise weight)")
+    concentration = check_real(concentration, "concentration", lo=0.0, lo_open=True)
     rng = check_random_state(seed)
     R, V = source.rows.shape
     noise = rng.dirichlet(np.full(V, float(concentration)), size=R) if V > 1 else np.ones((R, 1))
@@ -62,8 +75,8 @@ def mix_with_noise(source: MarkovSource, eps: float, seed=None, concentration: f
 def top_k(source: MarkovSource, k: int) -> MarkovSource:
     """Keep the k most likely tokens of each row and renormalise (creates draft tokens with
     q = 0 where p > 0). Ties are broken by token index."""
-    if k < 1:
-        raise ValueError("k must be ≥ 1")
+    _check_source(source)
+    k = check_int(k, "k", min=1)
     rows = source.rows
     order = np.argsort(-rows, axis=1, kind="stable")[:, :k]
     mask = np.zeros_like(rows, dtype=bool)
@@ -76,8 +89,8 @@ def top_k(source: MarkovSource, k: int) -> MarkovSource:
 def quantize_logits(source: MarkovSource, step: float) -> MarkovSource:
     """Quantisation-like rounding: log-probabilities rounded to a grid of ``step`` nats,
     then renormalised (−inf stays −inf)."""
-    if not step > 0:
-        raise ValueError("step must be > 0")
+    _check_source(source)
+    step = check_real(step, "step (grid, nats)", lo=0.0, lo_open=True)
     with np.errstate(divide="ignore"):
         logp = np.log(source.rows)
     z = np.where(np.isfinite(logp), np.round(logp / step) * step, -np.inf)
@@ -103,12 +116,15 @@ def perturbed_pair(V: int, order: int = 1, *, concentration: float = 1.0, how: s
     """
     rng = check_random_state(seed)
     p = dirichlet_source(V, order, concentration, rng, n_rows=n_rows)
+    if how not in ("mix", "temperature", "top_k", "quantize"):
+        raise ValueError(f"unknown perturbation {how!r}; use mix, temperature, top_k or quantize")
+    strength = check_real(strength, "strength")
     if how == "mix":
         q = mix_with_noise(p, strength, rng, concentration)
     elif how == "temperature":
         q = temperature(p, strength)
     elif how == "top_k":
-        q = top_k(p, int(strength))
+        q = top_k(p, strength)
     elif how == "quantize":
         q = quantize_logits(p, strength)
     else:
@@ -122,7 +138,7 @@ def aligned_pair(V: int, order: int = 1, alignment: str = "strong", seed=None,
     """Weakly (ε = 0.7 noise mixing) or strongly (ε = 0.1) aligned target/draft pair."""
     eps = {"strong": 0.1, "weak": 0.7}.get(alignment)
     if eps is None:
-        raise ValueError("alignment must be 'strong' or 'weak'")
+        raise ValueError(f"alignment must be 'strong' or 'weak', got {alignment!r}")
     return perturbed_pair(V, order, how="mix", strength=eps, seed=seed, n_rows=n_rows,
                           name=f"{alignment}-V{V}-o{order}")
 
@@ -133,13 +149,20 @@ def ngram_source(tokens, V: int, order: int, smoothing: float = 0.5) -> MarkovSo
     The first ``order`` tokens only serve as context. ``smoothing`` = 0 gives the maximum
     likelihood estimate; an unseen context then falls back to the uniform distribution.
     """
-    toks = np.asarray(tokens, dtype=np.int64)
+    V = check_int(V, "V (vocabulary size)", min=1)
+    order = check_int(order, "order", min=0)
+    smoothing = check_real(smoothing, "smoothing", lo=0.0)
+    raw = np.asarray(tokens)
+    if raw.size and not np.issubdtype(raw.dtype, np.integer):
+        raise DistributionError(f"tokens must be integer token ids, got dtype {raw.dtype}")
+    toks = raw.astype(np.int64)
     if toks.ndim != 1 or toks.size <= order:
         raise ValueError(f"need a 1-D token stream longer than the order ({order})")
     if toks.min() < 0 or toks.max() >= V:
         raise DistributionError(f"token ids must lie in [0, {V}); found {toks.min()}..{toks.max()}")
-    if smoothing < 0:
-        raise ValueError("smoothing must be ≥ 0")
+    if order * np.log2(max(V, 2)) + np.log2(max(V, 2)) > np.log2(MAX_NGRAM_CELLS):
+        raise ValueError(f"an order-{order} n-gram table over V={V} has V**(order+1) > {MAX_NGRAM_CELLS} "
+                         "cells; lower the order or the vocabulary")
     S = V ** order
     counts = np.zeros((S, V))
     s = 0
@@ -157,6 +180,12 @@ def ngram_pair(target: MarkovSource, n_tokens: int, draft_order: int | None = No
                smoothing: float = 0.5, seed=None) -> MarkovPair:
     """Draft = n-gram estimate from ``n_tokens`` tokens sampled from the target."""
     from .markov import lift_order
+    _check_source(target)
+    n_tokens = check_int(n_tokens, "n_tokens", min=1)
+    if draft_order is not None:
+        draft_order = check_int(draft_order, "draft_order", min=0)
+        if draft_order > target.order:
+            raise ValueError(f"draft_order ({draft_order}) must not exceed the target's order ({target.order})")
     stream = target.sample(n_tokens, seed)
     d_order = target.order if draft_order is None else draft_order
     q = ngram_source(stream, target.V, d_order, smoothing)
@@ -169,6 +198,7 @@ def ngram_pair(target: MarkovSource, n_tokens: int, draft_order: int | None = No
 def pair_from_tables(p, q, order: int = 0, name: str = "custom") -> MarkovPair:
     """A pair from explicit tables: 1-D p, q for order 0, or (V**order, V) tables."""
     from .distributions import check_pair
+    order = check_int(order, "order", min=0)
     p, q = check_pair(np.atleast_2d(np.asarray(p, dtype=np.float64)),
                       np.atleast_2d(np.asarray(q, dtype=np.float64)), names=("p (target)", "q (draft)"))
     return MarkovPair(MarkovSource(p, order), MarkovSource(q, order), name)

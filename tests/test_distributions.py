@@ -79,3 +79,15 @@ def test_residual_zero_mass_falls_back_to_p():
     p = np.array([0.2, 0.8])
     np.testing.assert_array_equal(residual(p, p), p)
     np.testing.assert_allclose(residual([0.7, 0.3], [0.4, 0.6]), [1.0, 0.0])
+
+
+def test_softmax_temperature_and_divergence_bases():
+    z = np.array([1.0, 2.0, -0.5])
+    np.testing.assert_allclose(softmax(z, temperature=2.0), softmax(z / 2.0), rtol=1e-14)
+    e = np.exp(z / 0.5)
+    np.testing.assert_allclose(softmax(z, temperature=0.5), e / e.sum(), rtol=1e-14)
+    p, q = np.array([0.7, 0.3]), np.array([0.4, 0.6])
+    nats = 0.7 * np.log(0.7 / 0.4) + 0.3 * np.log(0.3 / 0.6)
+    assert kl_divergence(p, q) == pytest.approx(nats, rel=1e-14)
+    assert kl_divergence(p, q, base=2) == pytest.approx(nats / np.log(2), rel=1e-14)
+    assert entropy(p) == pytest.approx(-(0.7 * np.log(0.7) + 0.3 * np.log(0.3)), rel=1e-14)

@@ -91,3 +91,93 @@ def test_entropy_rate():
     assert iid.entropy_rate() == pytest.approx(float(entropy(iid.rows[0])))
     uniform = MarkovSource(np.full((3, 3), 1 / 3), 1)
     assert uniform.entropy_rate(base=3) == pytest.approx(1.0)
+
+
+def test_stationary_of_a_slowly_absorbed_reducible_chain_is_exact():
+    """State 0 leaks with probability 1e-7 per step into two closed classes ({1, 2} w.p. 0.3,
+    the periodic pair {3, 4} w.p. 0.7): seen from 0 the long-run law is 0.3·π_{12} + 0.7·π_{34}
+    exactly. (A capped power iteration stops after ~2^20 steps with most mass still in 0.)"""
+    eps = 1e-7
+    T = np.array([[1 - eps, 0.3 * eps, 0.0, 0.7 * eps, 0.0],
+                  [0.0, 0.5, 0.5, 0.0, 0.0],
+                  [0.0, 0.9, 0.1, 0.0, 0.0],
+                  [0.0, 0.0, 0.0, 0.0, 1.0],
+                  [0.0, 0.0, 0.0, 1.0, 0.0]])
+    want = np.array([0.0, 0.3 * 0.9 / 1.4, 0.3 * 0.5 / 1.4, 0.35, 0.35])
+    np.testing.assert_allclose(stationary_distribution(T, start=0), want, atol=1e-12)
+    np.testing.assert_allclose(stationary_distribution(T, start=2), [0, 0.9 / 1.4, 0.5 / 1.4, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(stationary_distribution(T, start=4), [0, 0, 0, 0.5, 0.5], atol=1e-12)
+
+
+def test_stationary_of_a_large_reducible_chain_is_exact_and_fast():
+    """300 states: 100 transient states leaking (0.1% per step) into two closed classes of
+    100. The result is stationary (πT = π to 1e-13), puts no mass on transient states and
+    splits between the classes by the absorption probabilities (solved independently here
+    as the limit of the transient block's geometric series); it takes well under a second."""
+    import time
+    rng = np.random.default_rng(0)
+    S = 300
+    T = np.zeros((S, S))
+    T[:100, :100] = 0.999 * rng.dirichlet(np.ones(100), 100)
+    T[:100, 100:200] = 0.0004 * rng.dirichlet(np.ones(100), 100)
+    T[:100, 200:] = 0.0006 * rng.dirichlet(np.ones(100), 100)
+    T[100:200, 100:200] = rng.dirichlet(np.ones(100), 100)
+    T[200:, 200:] = rng.dirichlet(np.ones(100), 100)
+    t0 = time.perf_counter()
+    pi = stationary_distribution(T, start=5)
+    assert time.perf_counter() - t0 < 2.0
+    np.testing.assert_allclose(pi @ T, pi, atol=1e-13)
+    assert pi[:100].max() == 0.0
+    h = np.linalg.solve(np.eye(100) - T[:100, :100], T[:100, 100:200].sum(axis=1))
+    assert pi[100:200].sum() == pytest.approx(h[5], abs=1e-12)
+
+
+def test_stationary_of_an_irreducible_chain_is_unique_whatever_the_start():
+    T = dirichlet_source(3, 2, seed=4).transition_matrix()
+    a, b = stationary_distribution(T, start=0), stationary_distribution(T, start=8)
+    np.testing.assert_allclose(a, b, atol=1e-15)
+    np.testing.assert_allclose(a @ T, a, atol=1e-14)
+    assert a.min() > 0
+
+
+def test_sequence_law_follows_the_row_map():
+    """A source whose table is stored in permuted row order: p(x1, x2 | s) is the product of
+    the rows the row map points to (written out by hand), and equals that of the same source
+    stored in natural order."""
+    natural = dirichlet_source(3, 1, seed=12)
+    perm = np.array([2, 0, 1])                 # natural row r is stored at perm[r]
+    rows = np.empty_like(natural.rows)
+    rows[perm] = natural.rows
+    shuffled = MarkovSource(rows, 1, perm)
+    for s in range(3):
+        two = shuffled.sequence_probs(2, s)
+        for x1 in range(3):
+            for x2 in range(3):
+                want = rows[perm[s], x1] * rows[perm[x1], x2]   # next state after x1 is x1 (order 1)
+                assert two[3 * x1 + x2] == pytest.approx(want, abs=1e-15)
+        np.testing.assert_allclose(two, natural.sequence_probs(2, s), atol=1e-15)
+
+
+def test_temperature_and_quantisation_do_what_they_say():
+    """temperature(T): q ∝ p^(1/T) row-wise; quantize(step): within a row, log q differs
+    between tokens by multiples of step."""
+    p = dirichlet_source(5, 1, seed=13)
+    for T in (0.5, 2.0, 3.0):
+        want = p.rows ** (1 / T)
+        np.testing.assert_allclose(temperature(p, T).rows, want / want.sum(axis=1, keepdims=True), rtol=1e-12)
+    step = 0.7
+    logq = np.log(quantize_logits(p, step).rows)
+    k = (logq - logq[:, :1]) / step
+    np.testing.assert_allclose(k, np.round(k), atol=1e-9)
+    assert np.abs(np.log(p.rows) - logq - (np.log(p.rows) - logq).mean(axis=1, keepdims=True)).max() <= step
+
+
+def test_mix_with_noise_weights():
+    """q = (1 − ε) p + ε u: with ε = 0 the draft is p, and q − (1 − ε) p is ε times a distribution."""
+    p = dirichlet_source(4, 1, seed=14)
+    from spectheory.pairs import mix_with_noise
+    np.testing.assert_allclose(mix_with_noise(p, 0.0, seed=1).rows, p.rows, atol=1e-15)
+    u = (mix_with_noise(p, 0.3, seed=1).rows - 0.7 * p.rows) / 0.3
+    assert u.min() >= -1e-12
+    np.testing.assert_allclose(u.sum(axis=1), 1.0, atol=1e-12)
+    assert np.abs(u - p.rows).max() > 0.05  # the noise is not p itself

@@ -23,8 +23,13 @@ def test_every_sd_claim_is_registered_with_controls():
     claims = registry.select("sd.*")
     assert [c.id for c in claims] == SD_IDS
     for c in claims:
-        assert c.controls, f"{c.id} has no negative control"
-        assert c.reference and c.statement
+        assert c.modes == ("exact", "mc") and c.mc_tests >= 1, c.id
+        for mode in c.modes:  # every graded mode has a control that must fail in it
+            assert any(mode in c.control_modes(ctl) for ctl in c.controls), (c.id, mode)
+        assert c.reference.startswith("Leviathan et al. 2023"), c.id
+    names = {c.id: [ctl.name for ctl in c.controls] for c in claims}
+    assert names["sd.walltime"] == ["no-bonus", "serial-verify"]
+    assert registry.REGISTRY["sd.lossless"].mc_tests == 5 and registry.REGISTRY["sd.acceptance"].mc_tests == 3
 
 
 def test_quick_report_schema_and_verdicts(quick_report):
@@ -40,33 +45,119 @@ def test_quick_report_schema_and_verdicts(quick_report):
             assert EVIDENCE_KEYS <= e.keys()
         for ctl in c["controls"]:
             assert ctl["verdict"] == "fails", (c["id"], ctl["name"])
+            assert ctl["modes"] == {"exact": "fails", "mc": "fails"}, (c["id"], ctl["name"], ctl["modes"])
             cex = ctl["counterexample"]
             assert cex is not None and {"V", "gamma", "K", "seed", "order"} <= cex.keys()
     assert r["run"]["alpha_per_test"] == pytest.approx(r["run"]["alpha_family"] / r["run"]["mc_tests_in_registry"])
+    assert r["run"]["mc_tests_in_registry"] == registry.total_mc_tests() >= sum(
+        registry.REGISTRY[i].n_mc_tests for i in SD_IDS)
+    for c in r["claims"]:  # every Monte Carlo test ran at the Bonferroni level, with power stated
+        for e in c["evidence"] + [e for k in c["controls"] for e in k["evidence"]]:
+            if e["mode"] == "mc":
+                assert e["alpha"] == pytest.approx(r["run"]["alpha_per_test"], rel=1e-12), (c["id"], e)
+                assert e["power"] == 0.9 and e["n"] >= 100_000, (c["id"], e)
+            if e["mode"] == "mc" and e in c["evidence"]:
+                assert e["detectable"] <= e["tolerance"], (c["id"], e)
     json.dumps(r)  # serialisable
 
 
 def test_report_reproducible_from_seed(quick_report):
-    again = run_claims("sd.*", quick=True, seed=0, progress=False)
-    strip = lambda rep: [(c["id"], c["evidence"], [k["evidence"] for k in c["controls"]]) for c in rep["claims"]]
-    assert strip(again) == strip(quick_report)
+    """Same seed, same evidence, also when the claim runs in a different selection (the
+    per-test level counts the whole registry; seeds derive from the claim id)."""
+    again = run_claims("sd.walltime,sd.lossless", quick=True, seed=0, progress=False)
+    strip = lambda rep: {c["id"]: (c["evidence"], [k["evidence"] for k in c["controls"]]) for c in rep["claims"]}
+    first = strip(quick_report)
+    assert strip(again) == {i: first[i] for i in ("sd.lossless", "sd.walltime")}
 
 
 def test_cli_writes_json_and_markdown(tmp_path):
     j, m = tmp_path / "r.json", tmp_path / "r.md"
-    res = CliRunner().invoke(app, ["verify", "--claims", "sd.acceptance", "--quick", "--no-progress",
-                                   "--json", str(j), "--markdown", str(m)])
+    res = CliRunner().invoke(app, ["verify", "--claims", "sd.acceptance", "--quick", "--no-progress", "--seed", "3",
+                                   "--alpha", "0.02", "--json", str(j), "--markdown", str(m)])
     assert res.exit_code == 0, res.output
     assert "sd.acceptance" in res.output and "holds" in res.output
     data = json.loads(j.read_text())
     assert [c["id"] for c in data["claims"]] == ["sd.acceptance"]
-    assert "Negative control" in m.read_text()
+    assert (data["run"]["seed"], data["run"]["quick"], data["run"]["alpha_family"]) == (3, True, 0.02)
+    assert data == json.loads(json.dumps(data))  # plain JSON: no NaN/inf floats
+    mc = [e for e in data["claims"][0]["evidence"] if e["mode"] == "mc"]
+    assert mc and all("stream of 150000 iterations" in e["note"] for e in mc)  # the quick tier's size
+    md = m.read_text()
+    assert "**Negative control `accept=min(1,q/p)`**" in md
+    assert "(per mode: exact fails, mc fails; must fail in exact, mc)" in md
+
+
+def test_cli_glob_list_runs_exactly_the_named_claims(tmp_path):
+    j = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["verify", "--claims", "sd.walltime, sd.accept*", "--quick", "--no-progress",
+                                   "--json", str(j), "--markdown", str(tmp_path / "r.md")])
+    assert res.exit_code == 0, res.output
+    assert [c["id"] for c in json.loads(j.read_text())["claims"]] == ["sd.acceptance", "sd.walltime"]
+
+
+def test_cli_checks_every_pattern_and_the_report_paths_before_running(tmp_path, monkeypatch):
+    """A typo inside a list, or an unwritable report path, is refused before any check runs
+    (the run is replaced by one that fails the test if called), with exit status 2 and a
+    message, not a traceback."""
+    from sims import runner
+    monkeypatch.setattr(runner, "run_claims", lambda *a, **k: pytest.fail("the run started"))
+    (tmp_path / "file").write_text("")
+    cases = [(["--claims", "sd.lossless,sd.acceptence"], "sd.acceptence"),
+             (["--claims", "sd.lossless", "--json", str(tmp_path / "file" / "r.json")], "not a folder"),
+             (["--claims", "sd.lossless", "--markdown", str(tmp_path)], "is a directory"),
+             (["--seed", "-1"], "--seed")]
+    for args, fragment in cases:
+        res = CliRunner().invoke(app, ["verify", "--no-progress", "--json", str(tmp_path / "ok.json"),
+                                       "--markdown", str(tmp_path / "ok.md"), *args])
+        assert res.exit_code == 2, (args, res.output)
+        assert isinstance(res.exception, SystemExit), (args, res.exception)
+        assert fragment in " ".join(res.output.replace("│", " ").split()), (args, res.output)
+    assert not (tmp_path / "ok.json").exists() and not (tmp_path / "ok.md").exists()
+
+
+def test_cli_strict_exit_status(tmp_path, monkeypatch):
+    """--strict: exit 0 when every claim holds, 1 when one does not (the run is replaced by a
+    canned report so the status logic is tested alone)."""
+    from sims import runner
+    real = runner.run_claims("sd.acceptance", quick=True, progress=False)
+    args = ["verify", "--strict", "--no-progress", "--claims", "sd.acceptance", "--json", str(tmp_path / "r.json"),
+            "--markdown", str(tmp_path / "r.md")]
+    monkeypatch.setattr(runner, "run_claims", lambda *a, **k: real)
+    assert CliRunner().invoke(app, args).exit_code == 0
+    failing = json.loads(json.dumps(real))
+    other = json.loads(json.dumps(real["claims"][0]))
+    other.update(id="sd.other", verdict="inconclusive")
+    failing["claims"].append(other)  # one claim holds, one does not
+    monkeypatch.setattr(runner, "run_claims", lambda *a, **k: failing)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 1 and "inconclusive" in res.output
+
+
+def test_cli_list(tmp_path):
+    res = CliRunner().invoke(app, ["list", "--claims", "sd.*"])
+    assert res.exit_code == 0
+    assert [line.split()[0] for line in res.output.splitlines()] == SD_IDS
+    res = CliRunner().invoke(app, ["list", "--claims", "zzz"])
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit)
+    assert "no registered claim matches 'zzz'" in res.output
 
 
 def test_cli_unknown_claim_is_a_clear_error(tmp_path):
     res = CliRunner().invoke(app, ["verify", "--claims", "nope.*", "--json", str(tmp_path / "x.json")])
     assert res.exit_code != 0
     assert "no registered claim matches" in res.output
+
+
+def test_primary_evidence_is_the_first_failure_else_the_first_monte_carlo():
+    from sims.report import primary_evidence
+    ex_ok = Evidence("exact", "a", 0, 0, outcome="pass").to_json()
+    mc_ok = Evidence("mc", "b", 0, 0, outcome="pass").to_json()
+    mc_bad = Evidence("mc", "c", 0, 1, outcome="fail").to_json()
+    info = Evidence("exact", "d", 0, 1, outcome="info").to_json()
+    assert primary_evidence({"evidence": [ex_ok, mc_ok, mc_bad]})["instance"] == "c"
+    assert primary_evidence({"evidence": [info, ex_ok, mc_ok]})["instance"] == "b"
+    assert primary_evidence({"evidence": [info, ex_ok]})["instance"] == "a"
+    assert primary_evidence({"evidence": []}) is None
 
 
 def test_verdict_combination():
@@ -145,3 +236,27 @@ def test_a_control_caught_only_by_the_exact_engine_is_not_a_failing_control():
     assert verdict != "fails" and per_mode == {"exact": "fails", "mc": "holds"}
     assert control_verdict(claim, ctl, [exact_fail, mc_fail])[0] == "fails"
     assert control_verdict(claim, ctl, [exact_fail])[0] != "fails"  # no MC evidence at all
+
+
+def test_a_control_that_does_not_fail_makes_the_claim_inconclusive(monkeypatch):
+    """A check that cannot tell the broken subject from the correct one: the claim's verdict is
+    downgraded from holds to inconclusive, with a note naming the control and the mode."""
+    monkeypatch.setattr(registry, "REGISTRY", {})
+
+    def check(ctx, subject):
+        fail = subject == "broken-in-mc"
+        return [Evidence("exact", "i", 0, 1, outcome="fail" if subject != "ok" else "pass"),
+                ctx.mc(Evidence("mc", "i", 0, 1, outcome="fail" if fail else "pass"))]
+
+    registry.register(**_toy(check=check, subject="ok",
+                             controls=(registry.Control("exact-only", "broken-in-exact", "caught by exact only"),)))
+    rep = run_claims("toy.*", quick=True, progress=False)
+    c = rep["claims"][0]
+    assert c["verdict"] == "inconclusive"
+    assert c["controls"][0]["verdict"] != "fails" and c["controls"][0]["modes"] == {"exact": "fails", "mc": "holds"}
+    assert any("exact-only" in n and "mc" in n for n in c["notes"])
+    monkeypatch.setattr(registry, "REGISTRY", {})
+    registry.register(**_toy(check=check, subject="ok",
+                             controls=(registry.Control("both", "broken-in-mc", "caught in both modes"),)))
+    c = run_claims("toy.*", quick=True, progress=False)["claims"][0]
+    assert c["verdict"] == "holds" and c["controls"][0]["verdict"] == "fails" and not c["notes"]

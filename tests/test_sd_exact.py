@@ -136,3 +136,45 @@ def test_standard_rule_accept_probability():
     p, q = np.array([0.7, 0.3, 0.0]), np.array([0.4, 0.6, 0.0])
     np.testing.assert_allclose(STANDARD.accept_probability(p, q)[:2], [1.0, 0.5])
     np.testing.assert_allclose(BROKEN_SWAPPED_RATIO.accept_probability(p, q)[:2], [4 / 7, 1.0])
+
+
+@pytest.mark.parametrize("k", [4, 6, 8, 10, 12, 14, 15])
+@pytest.mark.parametrize("gamma", [1, 4, 16])
+def test_expected_tokens_keeps_precision_as_alpha_goes_to_one(k, gamma):
+    """α = 1 − 10^-k: the closed form must agree with the exact rational Σ_{j≤γ} α^j to
+    1e-14 relative (the textbook quotient (1 − α^{γ+1})/(1 − α) is off by ~10^(k−16))."""
+    from fractions import Fraction
+    a = 1.0 - 10.0 ** -k
+    exact = float(sum(Fraction(a) ** j for j in range(gamma + 1)))
+    got = float(cf.expected_tokens(a, gamma))
+    assert abs(got - exact) <= 1e-14 * exact, (got, exact)
+    assert float(cf.walltime_improvement(a, gamma, 0.25)) == pytest.approx(exact / (gamma * 0.25 + 1), rel=1e-14)
+
+
+def test_expected_tokens_vectorised_and_monotone():
+    grid = np.linspace(0.0, 1.0, 1001)
+    e = cf.expected_tokens(grid, 3)
+    np.testing.assert_allclose(e, 1 + grid + grid ** 2 + grid ** 3, rtol=1e-14)
+    assert np.all(np.diff(e) > 0) and e[0] == 1.0 and e[-1] == 4.0
+    assert np.ndim(cf.expected_tokens(0.5, 2)) == 0 and cf.expected_tokens(0.5, 2) == 1.75
+
+
+def test_acceptance_is_row_wise_overlap():
+    p = np.array([[0.7, 0.3, 0.0], [0.2, 0.2, 0.6]])
+    q = np.array([[0.4, 0.0, 0.6], [0.2, 0.3, 0.5]])
+    np.testing.assert_allclose(cf.acceptance(p, q), [0.4, 0.9], atol=TOL)
+
+
+def test_stationary_acceptance_weights_beta_by_the_targets_stationary_law():
+    """α = Σ_s π(s) β(s) with π the *target's* stationary law, here from an eigen-decomposition
+    written out independently; on this pair the draft's stationary law gives a different α."""
+    pair = perturbed_pair(3, 1, how="mix", strength=0.8, seed=21)
+    T = pair.target.transition_matrix()
+    w, v = np.linalg.eig(T.T)
+    pi = np.real(v[:, np.argmin(np.abs(w - 1))])
+    pi /= pi.sum()
+    beta = np.minimum(pair.target.table, pair.draft.table).sum(axis=1)
+    assert cf.stationary_acceptance(pair) == pytest.approx(float(pi @ beta), abs=1e-12)
+    w, v = np.linalg.eig(pair.draft.transition_matrix().T)
+    pi_q = np.real(v[:, np.argmin(np.abs(w - 1))])
+    assert abs(float(pi_q / pi_q.sum() @ beta) - float(pi @ beta)) > 1e-3

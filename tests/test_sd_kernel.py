@@ -1,10 +1,14 @@
 """The Numba kernel against the plain-NumPy reference fed the same uniforms (identical
-output, not just the same distribution), seeded determinism and input validation."""
+output, not just the same distribution), its emitted law against the exact engine on pairs
+whose target and draft have different row maps and Markov orders (γ ≥ 2, several tokens),
+seeded determinism and input validation."""
 import numpy as np
 import pytest
 
+from sims import instances as inst
+from sims import stats
 from spectheory._kernels.sd import _search
-from spectheory.markov import MarkovPair
+from spectheory.exact import sd as ex
 from spectheory.montecarlo import sd as mc
 from spectheory.pairs import aligned_pair, pair_from_tables, perturbed_pair, random_pair
 from spectheory.rules.sd import BROKEN_NO_BONUS, BROKEN_RESIDUAL_P, BROKEN_SWAPPED_RATIO, STANDARD
@@ -18,7 +22,15 @@ PAIRS = {
     "equal": lambda: pair_from_tables([0.2, 0.3, 0.5], [0.2, 0.3, 0.5]),
     "V1": lambda: pair_from_tables([1.0], [1.0]),
     "V200-shared-rows": lambda: aligned_pair(200, 1, "weak", seed=4, n_rows=7),
+    # p and q with different row maps: one shared draft row; permuted draft rows; an order-2
+    # target with a lifted order-1 n-gram draft
+    "ngram0-one-draft-row": lambda: inst.get("markov1-V3-ngram0"),
+    "permuted-draft-rows": lambda: inst.get("markov1-V4-permrows"),
+    "order2-target-order1-draft": lambda: inst.get("markov2-V3-ngram1"),
 }
+#: pairs on which reading a table through the other model's row map changes the result
+ROW_MAP_PAIRS = ("markov1-V3-ngram0", "markov1-V4-permrows", "markov2-V3-ngram1")
+ALPHA = 1e-3
 RULES = [STANDARD, BROKEN_RESIDUAL_P, BROKEN_SWAPPED_RATIO, BROKEN_NO_BONUS]
 
 
@@ -94,4 +106,67 @@ def test_bad_arguments():
         mc.prepare((pair.target, pair.draft))
     with pytest.raises(TypeError, match="seed"):
         mc.simulate(pair, 2, 10, seed="abc")
-    assert isinstance(pair, MarkovPair)
+
+
+def _tv(a, b):
+    return 0.5 * float(np.abs(np.asarray(a) - np.asarray(b)).sum())
+
+
+@pytest.mark.parametrize("name", ROW_MAP_PAIRS)
+def test_first_tokens_law_on_pairs_with_different_row_maps(name):
+    """Chi-square GOF of the first N = 4 emitted tokens (V**4 sequences, pooled to ≥ 5
+    expected) of 200,000 kernel runs with γ = 3 from the last state, against p^4; α = 1e-3;
+    power 0.9 at Cohen's w ≤ 0.03 (asserted). Several iterations are needed for 4 tokens,
+    so every drafted, accepted, corrected and bonus token is in the law. Control: the
+    residual = norm(p) rule on the same pair, whose exact TV to p^4 is asserted ≥ 0.02,
+    must be rejected by the same test."""
+    pair = inst.get(name)
+    gamma, N, n, start = 3, 4, 200_000, pair.n_states - 1
+    target = pair.target.sequence_probs(N, start)
+    weights = pair.V ** np.arange(N - 1, -1, -1)
+    assert _tv(ex.first_tokens_distribution(pair, gamma, N, BROKEN_RESIDUAL_P, start), target) >= 0.02
+    for rule, want in ((STANDARD, "pass"), (BROKEN_RESIDUAL_P, "fail")):
+        toks = mc.sample_first_tokens(pair, gamma, N, n, rule=rule, seed=11, start_state=start)
+        ev = stats.chisquare_gof(name, np.bincount(toks @ weights, minlength=pair.V ** N), target,
+                                 alpha=ALPHA, tolerance_w=0.03)
+        assert ev.outcome == want, (rule.name, ev)
+        assert ev.detectable <= 0.03
+
+
+def _block_codes(tokens, V):
+    """One integer per emitted block: Σ_j (token_j + 1)·(V+1)^j (−1 padding contributes 0)."""
+    t = np.asarray(tokens, dtype=np.int64) + 1
+    return t @ ((V + 1) ** np.arange(t.shape[1], dtype=np.int64))
+
+
+@pytest.mark.parametrize("name", ROW_MAP_PAIRS)
+def test_block_law_from_every_start_state(name):
+    """From every start state, 80,000 i.i.d. kernel iterations (γ = 3): chi-square of the
+    emitted block as a whole (accepted drafts plus correction or bonus) against the exact
+    engine's block distribution; α = 1e-3 / S (Bonferroni over the start states); power 0.9
+    at w ≤ 0.05 (asserted). Control: the swapped-ratio rule must be rejected from at least
+    one start state."""
+    pair = inst.get(name)
+    gamma, n = 3, 80_000
+    a = ALPHA / pair.n_states
+    rejected = []
+    for s in range(pair.n_states):
+        law = ex.block_distribution(pair, gamma, start_state=s)
+        keys = np.array([list(k) + [-1] * (gamma + 1 - len(k)) for k in law])
+        codes = _block_codes(keys, pair.V)
+        order = np.argsort(codes)
+        codes, probs = codes[order], np.array(list(law.values()))[order]
+        for rule in (STANDARD, BROKEN_SWAPPED_RATIO):
+            r = mc.simulate(pair, gamma, n, rule=rule, seed=100 + s, start_state=s, restart=True,
+                            record_tokens=True)
+            got = _block_codes(r.tokens, pair.V)
+            pos = np.minimum(np.searchsorted(codes, got), len(codes) - 1)
+            known = codes[pos] == got
+            counts = np.append(np.bincount(pos[known], minlength=len(codes)), (~known).sum())
+            ev = stats.chisquare_gof(f"{name} s={s}", counts, np.append(probs, 0.0), alpha=a, tolerance_w=0.05)
+            if rule is STANDARD:
+                assert ev.outcome == "pass", (s, ev)
+                assert ev.detectable <= 0.05
+            else:
+                rejected.append(ev.outcome == "fail")
+    assert any(rejected)

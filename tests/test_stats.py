@@ -28,6 +28,21 @@ def test_chi2_detectable_w_has_the_stated_power():
     assert abs((pv < alpha).mean() - 0.9) < 0.022
 
 
+def test_z_test_detectable_has_the_stated_power():
+    """Shift the mean by the reported detectable deviation: the z-test must reject with
+    probability ≈ 0.9 (power) and, unshifted, with probability ≈ α. 2,000 replicate tests of
+    n = 400 samples each; 99.9% binomial bands ±0.022 (power) and ±0.016 (α = 0.05)."""
+    n, alpha, reps = 400, 0.05, 2000
+    rng = np.random.default_rng(4)
+    det = stats.z_test_mean("t", 0.0, mean=0.0, se=1 / np.sqrt(n), n=n, alpha=alpha, tolerance=1.0).detectable
+    shifted = rng.normal(det, 1.0, size=(reps, n))
+    null = rng.normal(0.0, 1.0, size=(reps, n))
+    power = np.mean([stats.z_test_mean("t", 0.0, x, alpha=alpha, tolerance=1.0).outcome == "fail" for x in shifted])
+    size = np.mean([stats.z_test_mean("t", 0.0, x, alpha=alpha, tolerance=1.0).outcome == "fail" for x in null])
+    assert abs(power - 0.9) < 0.022, power
+    assert abs(size - alpha) < 0.016, size
+
+
 def test_chisquare_error_rate_is_calibrated():
     """Under the null, rejection rate at α = 0.05 over 2,000 replicates lies within a
     99.9% binomial band (±0.016)."""
@@ -49,6 +64,12 @@ def test_z_test_outcomes():
     assert stats.z_test_mean("t", 1.0, x, alpha=1e-3, tolerance=0.05).outcome == "pass"
     assert stats.z_test_mean("t", 1.05, x, alpha=1e-3, tolerance=0.05).outcome == "fail"
     assert stats.z_test_mean("t", 1.0, x[:100], alpha=1e-3, tolerance=0.05).outcome == "underpowered"
+    ev = stats.z_test_mean("t", 1.0, x, alpha=1e-3, tolerance=0.05)
+    se = x.std(ddof=1) / np.sqrt(x.size)
+    zc = sps.norm.ppf(1 - 1e-3 / 2)
+    assert (ev.ci_low, ev.ci_high) == pytest.approx((x.mean() - zc * se, x.mean() + zc * se), rel=1e-12)
+    assert ev.detectable == pytest.approx((zc + sps.norm.ppf(0.9)) * se, rel=1e-12)
+    assert ev.p_value == pytest.approx(2 * sps.norm.sf(abs(x.mean() - 1.0) / se), rel=1e-9)
 
 
 def test_per_state_binomial_degenerate_states():
@@ -63,3 +84,22 @@ def test_exact_comparisons():
     assert stats.exact_equal("i", 1.0, 1.0 + 1e-6).outcome == "fail"
     assert stats.exact_distance("i", 1e-15).outcome == "pass"
     assert stats.exact_distance("i", 1e-9).outcome == "fail"
+
+
+def test_per_state_binomial_is_calibrated_and_has_the_stated_power():
+    """5 states with β(s) ∈ (0, 1), 400 attempts each. Under the claim, the rejection rate at
+    α = 0.05 over 2,000 replicates lies within ±0.016 of α; with every β(s) shifted by the
+    reported detectable δ, it lies within ±0.03 of the power 0.9 (99.9% binomial bands, the
+    second widened for the normal approximation of the non-central chi-square)."""
+    rng = np.random.default_rng(5)
+    beta = np.array([0.2, 0.4, 0.5, 0.7, 0.85])
+    n = np.full(5, 400)
+    alpha = 0.05
+    ev = stats.per_state_binomial("t", n, rng.binomial(n, beta), beta, alpha=alpha, tolerance=1.0)
+    delta = ev.detectable
+    null = [stats.per_state_binomial("t", n, rng.binomial(n, beta), beta, alpha=alpha, tolerance=1.0).outcome
+            == "fail" for _ in range(2000)]
+    alt = [stats.per_state_binomial("t", n, rng.binomial(n, beta + delta), beta, alpha=alpha,
+                                    tolerance=1.0).outcome == "fail" for _ in range(2000)]
+    assert abs(np.mean(null) - alpha) < 0.016, np.mean(null)
+    assert abs(np.mean(alt) - 0.9) < 0.03, np.mean(alt)

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..checks import check_int, check_state
 from ..markov import MarkovPair, next_state
 from ..rules.sd import STANDARD, SDRule
 
@@ -46,10 +47,17 @@ class _StateCache:
         return got
 
 
+def _check_args(pair, gamma, rule, start_state) -> tuple[int, int]:
+    if not isinstance(pair, MarkovPair):
+        raise TypeError(f"pair must be a MarkovPair, got {type(pair).__name__}")
+    if not isinstance(rule, SDRule):
+        raise TypeError(f"rule must be an SDRule, got {type(rule).__name__}")
+    return check_int(gamma, "gamma (draft length)", min=1), check_state(start_state, pair.n_states)
+
+
 def iteration_blocks(pair: MarkovPair, gamma: int, rule: SDRule = STANDARD, start_state: int = 0) -> list[Block]:
     """All emitted blocks of one iteration with their probabilities (they sum to 1)."""
-    if gamma < 1:
-        raise ValueError("gamma must be ≥ 1")
+    gamma, start_state = _check_args(pair, gamma, rule, start_state)
     V, S = pair.V, pair.n_states
     if V ** (gamma + 1) > MAX_BLOCKS:
         raise ValueError(f"V**(γ+1) = {V ** (gamma + 1)} blocks is too many to enumerate exactly")
@@ -88,6 +96,7 @@ def block_distribution(pair, gamma, rule=STANDARD, start_state=0) -> dict:
 
 def tau_distribution(pair, gamma, rule=STANDARD, start_state=0) -> np.ndarray:
     """Exact ``P(τ = k)``, k = 0..γ, for one iteration from ``start_state``."""
+    gamma, start_state = _check_args(pair, gamma, rule, start_state)
     dist = np.zeros(gamma + 1)
     for b in iteration_blocks(pair, gamma, rule, start_state):
         dist[b.tau] += b.prob
@@ -104,7 +113,11 @@ def first_tokens_distribution(pair: MarkovPair, gamma: int, n_tokens: int, rule:
     """Exact distribution of the first ``n_tokens`` emitted tokens over as many iterations as
     it takes, as a flat array over V**n_tokens sequences (first token most significant) —
     directly comparable with ``pair.target.sequence_probs(n_tokens, start_state)``."""
+    gamma, start_state = _check_args(pair, gamma, rule, start_state)
+    n_tokens = check_int(n_tokens, "n_tokens", min=1)
     V = pair.V
+    if V ** n_tokens > MAX_BLOCKS:
+        raise ValueError(f"V**n_tokens = {V ** n_tokens} sequences is too many to enumerate exactly")
 
     @lru_cache(maxsize=None)
     def blocks(s):

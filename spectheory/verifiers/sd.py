@@ -35,8 +35,13 @@ def speculative_verify(p, q, draft_tokens, *, seed=None, rule: SDRule = STANDARD
     shapes, token ids outside the vocabulary, or a drafted token to which q gives zero mass
     (it cannot have been drafted from q: the acceptance ratio p/q would be undefined).
     """
+    if not isinstance(rule, SDRule):
+        raise TypeError(f"rule must be an SDRule, got {type(rule).__name__}")
     p = check_distribution(np.atleast_2d(p), name="p (target)")
     q = check_distribution(np.atleast_2d(q), name="q (draft)")
+    for name, a in (("p", p), ("q", q)):
+        if a.ndim != 2:
+            raise DistributionError(f"{name} must be a (positions, V) table, got shape {a.shape}")
     x = np.asarray(draft_tokens)
     if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer):
         raise DistributionError("draft_tokens must be a 1-D array of integer token ids")
