@@ -14,7 +14,6 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -24,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cli import figure_parser, save_figure  # noqa: E402
 from _ersd_curves import N_FULL, N_QUICK, SOURCE, STRATEGIES, curves  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_ersd_expected_tokens.png"
@@ -50,17 +50,9 @@ def make_figure(data):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output PNG path")
-    ap.add_argument("--quick", action="store_true", help=f"{N_QUICK:,} instead of {N_FULL:,} positions per stream set")
-    ap.add_argument("--seed", type=int, default=0, help="Monte Carlo seed")
-    args = ap.parse_args(argv)
+    args = figure_parser(__doc__, DEFAULT_OUT, f"{N_QUICK:,} instead of {N_FULL:,} positions per stream set").parse_args(argv)
     data = curves(N_QUICK if args.quick else N_FULL, args.seed, 24 if args.quick else 48)
-    fig = make_figure(data)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.out, dpi=150)
-    plt.close(fig)
-    print(f"wrote {args.out}")
+    save_figure(make_figure(data), args.out)
     for method, res in data.items():
         th, sim = res["optimal tree"]
         print(f"{method}: optimal tree at k={res['ks'][-1]}: theory {th[-1]:.3f}, simulation {sim[-1]:.3f}, "

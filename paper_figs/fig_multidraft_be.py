@@ -15,7 +15,6 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -23,6 +22,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cli import figure_parser, save_figure  # noqa: E402
 import numpy as np  # noqa: E402
 
 from spectheory.closed_forms import multidraft as cf  # noqa: E402
@@ -39,11 +41,7 @@ GAMMA_K = 2
 
 
 def main(argv=None) -> Path:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--quick", action="store_true", help="γ ≤ 2, K ≤ 3 and 3,000 MC iterations per point")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args(argv)
+    a = figure_parser(__doc__, DEFAULT_OUT, "γ ≤ 2, K ≤ 3 and 3,000 MC iterations per point").parse_args(argv)
     gammas = (1, 2) if a.quick else (1, 2, 3)
     Ks = (1, 2, 3) if a.quick else (1, 2, 3, 4, 5)
     n = 3_000 if a.quick else 100_000
@@ -85,10 +83,7 @@ def main(argv=None) -> Path:
         ax.legend(fontsize=8)
     fig.suptitle("Multi-draft verification (seed 003): exact engine (lines), Monte Carlo (×, 95% CI)")
     fig.tight_layout()
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(a.out, dpi=110)
-    print(f"wrote {a.out}")
-    return a.out
+    return save_figure(fig, a.out, dpi=110)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -27,6 +26,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cli import figure_parser, save_figure  # noqa: E402
 import numpy as np  # noqa: E402
 
 from spectheory.closed_forms import sd as cf  # noqa: E402
@@ -119,10 +121,7 @@ def make_figure(n_iter: int, seed: int, executor=None, table=None):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output PNG path")
-    ap.add_argument("--quick", action="store_true", help=f"{N_QUICK:,} instead of {N_FULL:,} MC iterations per point")
-    ap.add_argument("--seed", type=int, default=0, help="Monte Carlo seed")
+    ap = figure_parser(__doc__, DEFAULT_OUT, f"{N_QUICK:,} instead of {N_FULL:,} MC iterations per point")
     ap.add_argument("--workers", type=int, default=1, help="local worker processes for the MC grid")
     ap.add_argument("--scheduler", default=None, help="Dask scheduler address for the MC grid")
     ap.add_argument("--table", type=Path, default=None, help="keep the MC grid's table here (JSONL, resumable)")
@@ -130,11 +129,8 @@ def main(argv=None) -> int:
     n_iter = N_QUICK if args.quick else N_FULL
     with sw.executor_for(scheduler=args.scheduler, workers=args.workers) as ex:
         fig, info = make_figure(n_iter, args.seed, ex, args.table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.out, dpi=150)
-    plt.close(fig)
+    save_figure(fig, args.out)
     cov, tot = info["ci_coverage"]
-    print(f"wrote {args.out}")
     print(f"MC 95% CIs covering the closed form: {cov}/{tot}")
     print("optimal γ at α = %g: %s" % (ALPHA_RIGHT, ", ".join(
         f"c={cc:g}: γ*={g} (×{v:.3f})" for cc, (g, v) in info["optima"].items())))

@@ -12,7 +12,6 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -20,6 +19,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cli import figure_parser, save_figure  # noqa: E402
 import numpy as np  # noqa: E402
 
 from spectheory.closed_forms import se as cf  # noqa: E402
@@ -72,16 +74,10 @@ def make_figure(tokens: int, seed: int):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--quick", action="store_true", help=f"{TOKENS_QUICK:,} instead of {TOKENS_FULL:,} tokens per stream")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+    args = figure_parser(__doc__, DEFAULT_OUT, f"{TOKENS_QUICK:,} instead of {TOKENS_FULL:,} tokens per stream"
+                         ).parse_args(argv)
     fig, info = make_figure(TOKENS_QUICK if args.quick else TOKENS_FULL, args.seed)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.out, dpi=150)
-    plt.close(fig)
-    print(f"wrote {args.out}")
+    save_figure(fig, args.out)
     print(f"MC 95% CIs covering the process curve: {info['covered']}/{info['total']}")
     return 0
 

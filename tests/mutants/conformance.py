@@ -1,6 +1,8 @@
 """Mutants of the conformance package (and the chi-square degenerate case it relies on): each a
 plausible bug that tests/test_conformance*.py must catch."""
 
+CLAIMS = None  # no registered claim runs the conformance API: the fast tier must catch these
+
 MUTANTS = [
     dict(path="spectheory/conformance/checks.py",
          old="states = trace.states_along()[full, trace.gamma]",

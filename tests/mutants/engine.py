@@ -2,6 +2,8 @@
 sweeps); each must be caught by tests/test_sd_fast_path.py, tests/test_sd_kernel.py,
 tests/test_sd_statistics.py, tests/test_sweep.py or `spectheory verify --quick --claims 'sd.*'`."""
 
+CLAIMS = "sd.*"  # the fast SD path serves every sd.* check
+
 MUTANTS = [
     dict(path="spectheory/_kernels/sd.py",
          old="            y = alias_draw(t.r_prob, t.r_alias, k, next_double(st))",

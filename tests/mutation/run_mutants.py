@@ -9,15 +9,17 @@ Every ``tests/mutants/<name>.py`` defines ``MUTANTS``, a list of dicts::
          tests="tests/test_x.py",   # optional: restrict the fast tier to these pytest args
          claims="sd.*")             # optional: claims glob for `spectheory verify --quick`
 
-and optionally module-level ``CLAIMS`` (default ``"<name>.*"``) and ``TESTS`` defaults.
+and optionally module-level ``CLAIMS`` (default ``"<name>.*"``; ``None`` for code that no
+registered claim exercises, e.g. the conformance API) and ``TESTS`` defaults.
 
 For each mutant, a fresh copy of the repository (made from a warmed-up baseline copy, so
 Numba caches are reused) gets the one edit, then:
 
 1. the fast tier: ``pytest -m "not slow" -x -q [tests]``; caught if it exits 1 (a failing
    test) or 2 (the mutant breaks collection);
-2. if that passed: ``spectheory verify --quick --strict --claims <claims>``; caught if it
-   exits 1 (some claim does not hold, or a control stopped failing, or the check crashed).
+2. if that passed: ``spectheory verify --quick --claims <claims>``; caught if it crashes or
+   if any claim's verdict or any control's verdict differs from the unmutated run's (a paper's
+   claim may legitimately fail, so "every claim holds" is not the baseline).
 
 A mutant caught by neither **survived**. A mutant whose ``old`` text is not found exactly once
 is **stale** (the code moved on: update the mutant). The script prints a Markdown table and
@@ -109,8 +111,24 @@ def pytest_cmd(tests: list[str]) -> list[str]:
 
 
 def verify_cmd(claims: str, scratch: Path) -> list[str]:
-    return [sys.executable, "-m", "sims.cli", "verify", "--quick", "--strict", "--no-progress",
+    return [sys.executable, "-m", "sims.cli", "verify", "--quick", "--no-progress",
             "--claims", claims, "--json", str(scratch / "verify.json"), "--markdown", str(scratch / "verify.md")]
+
+
+def verdicts(path: Path) -> dict | None:
+    """The report's verdict signature: each claim's verdict and its controls' verdicts. A paper's
+    claim may be false (verdict ``fails`` is then the correct, unmutated outcome), so a mutant is
+    caught by ``verify`` when the signature differs from the unmutated one, not when a claim fails."""
+    try:
+        rep = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return {c["id"]: (c["verdict"], tuple((k["name"], k["verdict"]) for k in c["controls"]))
+            for c in rep["claims"]}
+
+
+#: verdict signature of the unmutated copy, per claims glob (filled by :func:`baseline`)
+BASELINE_VERDICTS: dict[str, dict] = {}
 
 
 def tail(text: str, n: int = 15) -> str:
@@ -131,14 +149,16 @@ def baseline(base: Path, mutants: list[Mutant], timeout: float, full: bool) -> N
     rc, out = run(pytest_cmd(tests), base, timeout)
     if rc != 0:
         raise SystemExit(f"baseline: the unmutated fast tier does not pass (exit {rc}):\n{tail(out, 40)}")
-    for claims in sorted({m.claims for m in mutants}):
+    for claims in sorted({m.claims for m in mutants if m.claims}):
         rc, out = run(verify_cmd(claims, base), base, timeout)
-        if rc != 0:
-            raise SystemExit(f"baseline: `verify --quick --strict --claims {claims}` exits {rc} unmutated "
-                             f"(a bad claims glob, or a claim that does not hold):\n{tail(out, 40)}")
+        sig = verdicts(base / "verify.json") if rc == 0 else None
+        if sig is None:
+            raise SystemExit(f"baseline: `verify --quick --claims {claims}` exits {rc} unmutated "
+                             f"(a bad claims glob?):\n{tail(out, 40)}")
+        BASELINE_VERDICTS[claims] = sig
     print(f"baseline passes ({time.perf_counter() - t0:.0f} s): fast tier"
           f"{' (' + ' '.join(tests) + ')' if tests else ''} and verify --quick on "
-          f"{', '.join(sorted({m.claims for m in mutants}))}", flush=True)
+          f"{', '.join(sorted({m.claims for m in mutants if m.claims}))}", flush=True)
 
 
 def apply_and_test(m: Mutant, base: Path, scratch: Path, timeout: float, full: bool, stages=("pytest", "verify")) -> None:
@@ -165,29 +185,42 @@ def apply_and_test(m: Mutant, base: Path, scratch: Path, timeout: float, full: b
         m.result, m.caught_by, m.detail = "caught", "pytest", (failed[0] if failed else tail(out, 3))
     elif rc != 0:
         m.result, m.detail = "error", f"pytest exited {rc}:\n{tail(out)}"
-    elif "verify" not in stages:
+    elif "verify" not in stages or not m.claims:
         m.result, m.detail = "SURVIVED", "the fast tier passes (verify not run)"
     else:
+        (scratch / "verify.json").unlink(missing_ok=True)
         rc, out = run(verify_cmd(m.claims, scratch), work, timeout)
         if rc is None:
             m.result, m.caught_by, m.detail = "caught", "verify (timeout)", out
-        elif rc == 1:
-            m.result, m.caught_by = "caught", "verify --quick"
-            m.detail = _verify_detail(scratch / "verify.json", out)
-        elif rc == 0:
-            m.result, m.detail = "SURVIVED", f"{' and '.join(stages)} pass"
+        elif rc != 0:
+            m.result, m.caught_by, m.detail = "caught", "verify --quick (crash)", tail(out, 3)
         else:
-            m.result, m.detail = "error", f"verify exited {rc}:\n{tail(out)}"
+            sig = verdicts(scratch / "verify.json")
+            base_sig = BASELINE_VERDICTS.get(m.claims)
+            if base_sig is None:
+                base_sig = BASELINE_VERDICTS[m.claims] = verdicts_of_copy(m.claims, base, scratch, timeout)
+            if sig != base_sig:
+                m.result, m.caught_by = "caught", "verify --quick"
+                m.detail = _verify_detail(sig, base_sig)
+            else:
+                m.result, m.detail = "SURVIVED", f"{' and '.join(stages)} pass, verdicts unchanged"
     m.seconds = time.perf_counter() - t0
 
 
-def _verify_detail(path: Path, out: str) -> str:
-    try:
-        rep = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return tail(out, 3)  # the check crashed before writing a report
-    bad = [f"{c['id']}: {c['verdict']}" for c in rep["claims"] if c["verdict"] != "holds"]
-    return "; ".join(bad)
+def verdicts_of_copy(claims: str, base: Path, scratch: Path, timeout: float) -> dict:
+    """Verdict signature of the unmutated copy (when the baseline run was skipped)."""
+    run(verify_cmd(claims, scratch), base, timeout)
+    sig = verdicts(scratch / "verify.json")
+    if sig is None:
+        raise SystemExit(f"unmutated `verify --quick --claims {claims}` wrote no report")
+    return sig
+
+
+def _verify_detail(sig: dict | None, base_sig: dict) -> str:
+    if sig is None:
+        return "no report written"
+    changed = [f"{cid}: {base_sig.get(cid)} → {v}" for cid, v in sig.items() if base_sig.get(cid) != v]
+    return "; ".join(changed)
 
 
 def table(mutants: list[Mutant]) -> str:
