@@ -2,6 +2,8 @@
 and `spectheory verify --quick --claims 'ersd.*,opt_tree.*,tunstall.*,entropy.*,zero_order.*'`
 must catch. Format shared by every family: ``old`` occurs exactly once in ``path``."""
 
+CLAIMS = "ersd.*,opt_tree.*,tunstall.*,entropy.*,zero_order.*"
+
 MUTANTS = [
     dict(path="spectheory/exact/ersd.py",
          old="(lam + by, c, j), (lam + ay, c, j + 1)",

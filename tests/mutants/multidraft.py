@@ -2,6 +2,8 @@
 or by ``spectheory verify --quick --claims 'kseq.*,gbv.*,spectr_gbv.*'`` (a verdict or a
 control verdict changes)."""
 
+CLAIMS = "kseq.*,gbv.*,spectr_gbv.*"
+
 MUTANTS = [
     dict(path="spectheory/closed_forms/multidraft.py", old="        num = Wc - W(Pi, Qi, e)\n",
          new="        num = Wc\n", why="Eq. 2 numerator without the parent term −p(x^i)(1−m(x^i))^K"),

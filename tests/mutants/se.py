@@ -1,6 +1,8 @@
 """Mutants of the Speculative Ensemble family (seed 002): plausible bugs the se tests and
 ``spectheory verify --quick --claims 'se.*'`` must catch. Format: see the common brief."""
 
+CLAIMS = "se.*"
+
 MUTANTS = [
     dict(path="spectheory/rules/se.py",
          old='return _ratio(r if self.verify == "ensemble" else p_other, q_k)',
