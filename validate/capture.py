@@ -90,6 +90,16 @@ class LogitTrace:
         t = self.temperature if temperature is None else temperature
         return softmax(self.target_logits, t, name="target_logits"), softmax(self.draft_logits, t, name="draft_logits")
 
+    def compact(self, temperature: float | None = None, top_k: int | None = None):
+        """The :class:`~validate.trace.CompactTrace` of this trace at ``temperature``
+        (default: the trace's); ``top_k`` slice size (default: the whole vocabulary, so the
+        slice is exact and the leftover mass 0)."""
+        from .trace import CompactTrace
+        t = self.temperature if temperature is None else float(temperature)
+        p, q = self.probs(t)
+        return CompactTrace.from_distributions(p, q, self.tokens, top_k=self.V if top_k is None else top_k,
+                                               meta=dict(name=self.name, temperature=t, V=self.V))
+
     def save(self, path) -> Path:
         """Write a compressed ``.npz`` (exactly at ``path``; no suffix is appended)."""
         path = Path(path)
