@@ -19,14 +19,18 @@ def verify(
     md_path: Path = typer.Option(Path("reports/verify.md"), "--markdown", help="Where to write the Markdown report."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     strict: bool = typer.Option(False, "--strict", help="Exit with status 1 unless every claim holds."),
+    logits: Path = typer.Option(None, "--logits", help="A `spectheory validate` run directory: add its real-model (logits) evidence."),
 ):
     """Run every registered claim check on its default instances and write the report."""
     if not 0 < alpha < 1:
         raise typer.BadParameter("alpha must lie in (0, 1)", param_hint="--alpha")
+    if logits is not None and not (logits / "run.json").is_file():
+        raise typer.BadParameter(f"{logits} is not a `spectheory validate` run directory (no run.json)",
+                                 param_hint="--logits")
     from .report import print_table, to_markdown, write_json
     from .runner import run_claims
     try:
-        report = run_claims(claims, quick=quick, seed=seed, alpha=alpha, progress=progress)
+        report = run_claims(claims, quick=quick, seed=seed, alpha=alpha, progress=progress, logits=logits)
     except KeyError as err:
         raise typer.BadParameter(str(err.args[0]), param_hint="--claims") from None
     print_table(report)
@@ -44,6 +48,9 @@ def list_claims(claims: str = typer.Option("*", "--claims", "-c")):
     from .registry import select
     for c in select(claims):
         typer.echo(f"{c.id:<24} {c.reference}  [{c.n_mc_tests} MC tests, {len(c.controls)} controls]")
+
+
+from . import cli_validate  # noqa: E402,F401  (registers `spectheory validate`)
 
 
 def main() -> None:  # console-script entry point

