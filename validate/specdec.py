@@ -6,7 +6,8 @@ cache), and the toolkit's own verifier :func:`spectheory.verifiers.sd.speculativ
 decides what is emitted. Rejected positions are cropped from both caches.
 
 Recorded per iteration: τ (accepted drafts), the tokens emitted, the acceptance probability
-``a_j = rule.accept_probability(p_j, q_j)(x_j)`` of each drafted token, the on-policy overlap
+``a_j = min(1, p_j(x_j)/q_j(x_j))`` of each drafted token under the correct rule (whatever
+``rule`` verified, so that a broken verifier is caught), the on-policy overlap
 ``β_j = Σ min(p_j, q_j)`` at each drafted position, each draft call's seconds, the target
 call's seconds and the number of tokens it scored, and the verifier's seconds.
 
@@ -156,7 +157,9 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
         verdict = speculative_verify(P, Q, np.asarray(xs, dtype=np.int64), seed=rng, rule=rule)
         vs = time.perf_counter() - t0
         x_arr = np.asarray(xs)
-        a = rule.accept_probability(P[np.arange(gamma), x_arr], Q[np.arange(gamma), x_arr])
+        # the theory's acceptance probabilities (the correct rule), whatever rule verified:
+        # a broken verifier then shows up as a mismatch in validate.evidence
+        a = STANDARD.accept_probability(P[np.arange(gamma), x_arr], Q[np.arange(gamma), x_arr])
         beta = np.minimum(P[:gamma], Q).sum(axis=1)
         block = list(verdict.tokens)
         cut = len(block)
