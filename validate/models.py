@@ -194,7 +194,11 @@ def _resolve(ref: str):
 def load_tokenizer(ref: str):
     from transformers import AutoTokenizer
     src, gguf = _resolve(ref)
-    return AutoTokenizer.from_pretrained(src, gguf_file=gguf) if gguf else AutoTokenizer.from_pretrained(src)
+    try:
+        return AutoTokenizer.from_pretrained(src, gguf_file=gguf) if gguf else AutoTokenizer.from_pretrained(src)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"cannot load the tokenizer of {ref!r} (a local model directory, .gguf file, or a hub "
+                         f"id when online): {str(e).splitlines()[0]}") from None
 
 
 def check_same_tokenizer(tok_target, tok_draft) -> None:

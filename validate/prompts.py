@@ -119,13 +119,34 @@ def _shakespeare(cache, n, lines=24):
     return out
 
 
+def _from_file(path: Path, n: int) -> list[Prompt]:
+    """``.jsonl`` lines ``{"prompt": ..., "name": ..., "category": ...}`` (name, category
+    optional) or a text file with one prompt per line; category defaults to the file stem."""
+    out = []
+    for i, line in enumerate(l for l in path.read_text().splitlines() if l.strip()):
+        if path.suffix == ".jsonl":
+            try:
+                d = json.loads(line)
+                text = d["prompt"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise PromptSetError(f"{path}:{i + 1}: expected a JSON object with a 'prompt' key") from None
+            name, cat = d.get("name", f"{path.stem}-{i}"), d.get("category", path.stem)
+        else:
+            text, name, cat = line, f"{path.stem}-{i}", path.stem
+        out.append(Prompt(str(name), str(cat), text, (("user", text),)))
+    return out[:n]
+
+
 def load_prompts(name: str, n: int | None = None, *, cache: Path | None = None) -> list[Prompt]:
     """The first ``n`` prompts (all if None) of the set ``name`` (module docstring)."""
     from .models import cache_dir
+    n = 10 ** 9 if n is None else int(n)
+    if Path(name).is_file():
+        return _from_file(Path(name), n)
     key = ALIASES.get(name.lower(), name.lower())
     if key not in PROMPT_SETS:
-        raise PromptSetError(f"unknown prompt set {name!r}; known: {', '.join(PROMPT_SETS)}")
-    n = 10 ** 9 if n is None else int(n)
+        raise PromptSetError(f"unknown prompt set {name!r}; known: {', '.join(PROMPT_SETS)}, "
+                             "or a .jsonl/.txt file of prompts")
     cache = Path(cache) if cache is not None else cache_dir()
     return {"human-eval": _human_eval, "mt-bench": _mt_bench, "shakespeare": _shakespeare}[key](cache, n)
 
