@@ -1,8 +1,7 @@
 """Plausible bugs in validate/ that its tests must catch (replayed by the mutant runner)."""
 MUTANTS = [
-    dict(path="validate/specdec.py", old="keep = min(n_before + verdict.tau, len(seq) - 1)",
-         new="keep = min(n_before + verdict.tau + 1, len(seq) - 1)",
-         why="off-by-one KV-cache crop: the target keeps a rejected draft's key/values"),
+    dict(path="validate/specdec.py", old="tgt.crop(keep)", new="tgt.crop(keep + 1)",
+         why="off-by-one KV-cache crop: the target keeps the rejected draft's key/values"),
     dict(path="validate/specdec.py", old="drf.crop(min(drf.length, keep))", new="pass",
          why="draft cache never cropped after a rejection"),
     dict(path="validate/specdec.py",
