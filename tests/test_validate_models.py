@@ -183,6 +183,7 @@ def test_greedy_sd_emits_the_targets_greedy_text(pair, gamma):
     run = speculative_decode(tgt, drf, PROMPT, gamma, 40, temperature=0.0)
     np.testing.assert_array_equal(run.tokens, ar.tokens)
     assert run.emitted.sum() == 40 and (run.target_call_k[1:] == gamma + 1).all()
+    assert np.isfinite(run.ar_probe_s[:-1]).all()  # the AR probe left the caches intact (same text)
     assert set(np.unique(run.accept_prob)) <= {0.0, 1.0}
     np.testing.assert_array_equal(run.tau, np.cumprod(run.accept_prob, axis=1).sum(axis=1))
     assert 0 < run.tau.mean() < gamma  # both accepts and rejections happened

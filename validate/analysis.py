@@ -11,9 +11,11 @@ target call per iteration: speedup = E[tokens]/(γc + 1). The measured profile c
 calls cost here: γ draft calls t_draft plus one target call scoring k = γ + 1 tokens,
 t_target(γ + 1), against t_target(1) per autoregressive token:
   speedup = E[tokens] · t_target(1) / (γ·t_draft + t_target(γ+1) + t_verify).
-Measured speedup: autoregressive seconds per token (the target's one-token forwards during
-capture) divided by speculative seconds per emitted token (all draft and target calls plus
-the verifier, prompt prefill excluded on both sides).
+Measured speedup: autoregressive seconds per token (a one-token target forward on the
+committed context, timed once per SD iteration beside the SD calls: SDRun.ar_probe_s; the
+capture's one-token forwards if there are no probes) divided by speculative seconds per
+emitted token (all draft and target calls plus the verifier, prompt prefill excluded on both
+sides).
 """
 from __future__ import annotations
 
@@ -38,7 +40,11 @@ def _mean_se(x):
 def cost_profile(traces, sd_runs) -> dict:
     """Mean call seconds: target one-token (autoregressive), draft one-token, target call by
     number of tokens scored, verifier."""
-    t1 = np.concatenate([t.target_call_s for t in traces]) if traces else np.zeros(0)
+    probes = np.concatenate([r.ar_probe_s for r in sd_runs]) if sd_runs else np.zeros(0)
+    if np.isfinite(probes).any():  # timed beside the SD calls: same machine conditions
+        t1 = probes
+    else:
+        t1 = np.concatenate([t.target_call_s for t in traces]) if traces else np.zeros(0)
     d1 = np.concatenate([t.draft_call_s for t in traces] + [r.draft_call_s.ravel() for r in sd_runs]) \
         if (traces or sd_runs) else np.zeros(0)
     by_k: dict = {}

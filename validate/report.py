@@ -16,7 +16,7 @@ COLUMNS = [  # (key, header, format)
     ("alpha_capture", "α̂ (captured)", "{:.3f}"), ("alpha_on_policy", "α on-policy", "{:.3f}"),
     ("accept_first_measured", "1st accept", "{:.3f}"),
     ("tokens_closed_form", "tok/it formula", "{:.3f}"), ("tokens_trace_exact", "tok/it trace", "{:.3f}"),
-    ("tokens_given_drafts", "tok/it | drafts", "{:.3f}"), ("tokens_measured", "tok/it measured", "{:.3f}"),
+    ("tokens_given_drafts", "tok/it given drafts", "{:.3f}"), ("tokens_measured", "tok/it measured", "{:.3f}"),
     ("tokens_measured_se", "± se", "{:.3f}"), ("n_iterations", "iters", "{}"),
     ("c", "c", "{:.3f}"), ("verify_cost_ratio", "t_T(γ+1)/t_T(1)", "{:.2f}"),
     ("speedup_paper", "speedup Thm3.8", "{:.2f}"), ("speedup_profile", "speedup profile", "{:.2f}"),
@@ -70,9 +70,9 @@ def to_markdown(run: Run, rows) -> str:
              "Columns: α̂ captured = mean Σmin(p,q) along the target's own text (exact per position); α on-policy = "
              "the same at the first draft position of real SD iterations; 1st accept = measured first-draft "
              "acceptance rate; tok/it formula = (1−α̂^(γ+1))/(1−α̂); tok/it trace = trace-exact replay; "
-             "tok/it | drafts = mean E[τ+1 | drafted tokens] (exact); measured = real SD; c = t_draft/t_target(1); "
+             "tok/it given drafts = mean E[τ+1 given the drafted tokens] (exact); measured = real SD; c = t_draft/t_target(1); "
              "speedup Thm3.8 = formula/(γc+1); speedup profile = formula·t_T(1)/(γ·t_D + t_T(γ+1) + t_verify); "
-             "measured = autoregressive s/token ÷ SD s/token. Timings are wall-clock on the machine as it was "
+             "measured = autoregressive s/token (one-token target forwards timed beside the SD calls) ÷ SD s/token. Timings are wall-clock on the machine as it was "
              "(shared machines: other load inflates and scatters them).", "",
              "| " + " | ".join(h for _, h, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in rows:

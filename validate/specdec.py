@@ -45,8 +45,13 @@ class SDRun:
     target_call_k: np.ndarray     # (n,) tokens scored by the target call
     verify_s: np.ndarray          # (n,)
     tokens: np.ndarray            # (N,) generated ids
+    ar_probe_s: np.ndarray | None = None  # (n,) one-token target call on the committed context
     prompt_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.ar_probe_s is None:
+            self.ar_probe_s = np.full(self.tau.shape[0], np.nan)
 
     @property
     def n_iterations(self) -> int:
@@ -80,7 +85,7 @@ class SDRun:
                 f, format=np.str_(SD_FORMAT), gamma=np.int64(self.gamma), tau=self.tau, emitted=self.emitted,
                 accept_prob=self.accept_prob, beta=self.beta, draft_call_s=self.draft_call_s,
                 target_call_s=self.target_call_s, target_call_k=self.target_call_k, verify_s=self.verify_s,
-                tokens=self.tokens, prompt_ids=self.prompt_ids,
+                tokens=self.tokens, ar_probe_s=self.ar_probe_s, prompt_ids=self.prompt_ids,
                 meta=np.str_(json.dumps(self.meta, default=str)))
         tmp.replace(path)
         return path
@@ -92,7 +97,8 @@ class SDRun:
             if fmt != SD_FORMAT:
                 raise ValueError(f"{path}: not a {SD_FORMAT} file (format = {fmt!r})")
             return cls(int(z["gamma"]), z["tau"], z["emitted"], z["accept_prob"], z["beta"], z["draft_call_s"],
-                       z["target_call_s"], z["target_call_k"], z["verify_s"], z["tokens"], z["prompt_ids"],
+                       z["target_call_s"], z["target_call_k"], z["verify_s"], z["tokens"],
+                       z["ar_probe_s"] if "ar_probe_s" in z.files else None, z["prompt_ids"],
                        json.loads(str(z["meta"])))
 
 
@@ -100,12 +106,17 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
                        temperature: float = 1.0, *, top_k: int | None = None, top_p: float | None = None,
                        seed=0, stop_ids=(), vocab_size: int | None = None, device: str | None = None,
                        rule: SDRule = STANDARD, name: str = "sd", category: str = "",
-                       on_tokens=None) -> SDRun:
+                       on_tokens=None, ar_probe: bool = True) -> SDRun:
     """Run speculative decoding of ``target_model`` with ``draft_model`` (module docstring).
 
     temperature 0 is greedy decoding (p and q one-hot on their argmax: a draft is accepted
     iff it is the target's argmax). ``on_tokens(n)`` is called with the tokens emitted per
     iteration (progress bars).
+
+    ar_probe: after each iteration, time one extra one-token target forward on the committed
+    context and crop it away again (not part of SD, excluded from its time): the
+    autoregressive cost per token measured under the same machine conditions as the SD calls
+    (on a shared machine the load drifts; a baseline timed at another moment is biased).
     """
     from .hf import CachedLM, common_vocab, require_torch
     from .trace import sampling_probs
@@ -133,7 +144,7 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
         _, pre_t = tgt.feed(seq[:-1], rows=1)
         _, pre_d = drf.feed(seq[:-1], rows=1)
     out = []
-    rec = {k: [] for k in ("tau", "emitted", "a", "beta", "dcall", "tcall", "tk", "vs")}
+    rec = {k: [] for k in ("tau", "emitted", "a", "beta", "dcall", "tcall", "tk", "vs", "probe")}
     done = False
     wall0 = time.perf_counter()
     while not done:
@@ -177,6 +188,11 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
         tgt.crop(keep)
         drf.crop(min(drf.length, keep))
         out.extend(block)
+        probe = np.nan
+        if ar_probe and not done and len(seq) - tgt.length == 1:
+            _, probe = tgt.feed(seq[tgt.length:], rows=1)
+            tgt.crop(len(seq) - 1)
+        rec["probe"].append(probe)
         rec["tau"].append(verdict.tau)
         rec["emitted"].append(len(block))
         rec["a"].append(a)
@@ -194,4 +210,5 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
     return SDRun(gamma, np.asarray(rec["tau"], dtype=np.int64), np.asarray(rec["emitted"], dtype=np.int64),
                  np.asarray(rec["a"]), np.asarray(rec["beta"]), np.asarray(rec["dcall"]),
                  np.asarray(rec["tcall"]), np.asarray(rec["tk"], dtype=np.int64), np.asarray(rec["vs"]),
-                 np.asarray(out, dtype=np.int64), np.asarray(prompt_ids, dtype=np.int64), meta)
+                 np.asarray(out, dtype=np.int64), np.asarray(rec["probe"], dtype=np.float64),
+                 np.asarray(prompt_ids, dtype=np.int64), meta)
