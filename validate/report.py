@@ -53,6 +53,8 @@ def plot(rows, out_dir: Path) -> list[Path]:
         ax2.axhline(1.0, color="grey", lw=0.8)
         ax2.set(xlabel="γ (draft tokens)", ylabel="speedup over autoregressive", title=f"{cat}: speedup")
         ax2.legend(fontsize=8)
+        ax1.set_xticks(g)
+        ax2.set_xticks(g)
         fig.tight_layout()
         p = out_dir / f"tokens_per_iteration_{cat}.png"
         fig.savefig(p, dpi=110)
