@@ -41,12 +41,14 @@ def cost_profile(traces, sd_runs) -> dict:
     """Mean call seconds: target one-token (autoregressive), draft one-token, target call by
     number of tokens scored, verifier."""
     probes = np.concatenate([r.ar_probe_s for r in sd_runs]) if sd_runs else np.zeros(0)
-    if np.isfinite(probes).any():  # timed beside the SD calls: same machine conditions
+    if np.isfinite(probes).any():
+        # every time from the SD runs: timed together, under the same machine conditions
         t1 = probes
+        d1 = np.concatenate([r.draft_call_s.ravel() for r in sd_runs])
     else:
         t1 = np.concatenate([t.target_call_s for t in traces]) if traces else np.zeros(0)
-    d1 = np.concatenate([t.draft_call_s for t in traces] + [r.draft_call_s.ravel() for r in sd_runs]) \
-        if (traces or sd_runs) else np.zeros(0)
+        d1 = np.concatenate([t.draft_call_s for t in traces] + [r.draft_call_s.ravel() for r in sd_runs]) \
+            if (traces or sd_runs) else np.zeros(0)
     by_k: dict = {}
     for r in sd_runs:
         for k, s in zip(r.target_call_k, r.target_call_s):
