@@ -10,7 +10,7 @@ STAMP   = $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,validate]'
 	touch $(STAMP)
 
 ## set up, then run every registered claim check and write reports/verify.{md,json}

@@ -44,6 +44,7 @@ def verify(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     strict: bool = typer.Option(False, "--strict", help="Exit with status 1 unless every claim holds."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Run checks in this many worker processes (same report as serial)."),
+    logits: Path = typer.Option(None, "--logits", help="A `spectheory validate` run directory: add its real-model (logits) evidence."),
 ):
     """Run every registered claim check on its default instances and write the report."""
     if not 0 < alpha < 1:
@@ -61,7 +62,10 @@ def verify(
         raise typer.BadParameter("--json and --markdown name the same file", param_hint="--markdown")
     check_writable(json_path, "--json")
     check_writable(md_path, "--markdown")
-    report = run_claims(claims, quick=quick, seed=seed, alpha=alpha, progress=progress, jobs=jobs)
+    if logits is not None and not (logits / "run.json").is_file():
+        raise typer.BadParameter(f"{logits} is not a `spectheory validate` run directory (no run.json)",
+                                 param_hint="--logits")
+    report = run_claims(claims, quick=quick, seed=seed, alpha=alpha, progress=progress, jobs=jobs, logits=logits)
     print_table(report)
     try:
         write_json(report, json_path)
@@ -88,6 +92,7 @@ def list_claims(claims: str = typer.Option("*", "--claims", "-c")):
 
 from . import cli_conformance  # noqa: E402,F401  (registers `spectheory conformance`)
 from . import cli_sweep  # noqa: E402,F401  (defines `spectheory sweep` on app)
+from . import cli_validate  # noqa: E402,F401  (registers `spectheory validate`)
 
 
 def main() -> None:  # console-script entry point

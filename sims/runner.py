@@ -67,11 +67,14 @@ def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha:
 
 
 def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha: float = 0.01,
-               progress: bool = True, jobs: int = 1, executor=None) -> dict:
+               progress: bool = True, jobs: int = 1, executor=None, logits=None) -> dict:
     """Run every claim matching ``pattern`` and its negative controls; return the report.
     ``jobs`` > 1 (or an ``executor``) runs the checks in parallel (a local process pool,
     :mod:`sims.sweep`); every check is seeded from (seed, claim, subject), so the report is
-    the one the serial run gives (timings aside)."""
+    the one the serial run gives (timings aside).
+
+    logits: a ``validate`` run directory; its ``logits`` evidence (validate.evidence) joins
+    each claim's evidence and verdict (tested at the report's per-test level)."""
     from spectheory.checks import check_int, check_real
     seed = check_int(seed, "seed", min=0)
     alpha = check_real(alpha, "alpha (family-wise error rate)", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -88,6 +91,10 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
                        TimeElapsedColumn(), transient=True)
         bar.start()
         job = bar.add_task("checks", total=len(tasks))
+    extra = {}
+    if logits is not None:
+        from validate.evidence import logits_evidence
+        extra = logits_evidence(logits, alpha=alpha / max(1, total_mc_tests()))
     try:
         if jobs > 1 or executor is not None:
             import concurrent.futures as cf
@@ -114,6 +121,10 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
             name = "subject" if ctl is None else f"control:{ctl.name}"
             results[(claim.id, None if ctl is None else ctl.name)] = _run_subject(
                 claim, subject, name, seed, quick, alpha)
+            if ctl is None and extra.get(claim.id):
+                v, ev, cex, secs = results[(claim.id, None)]
+                ev = list(ev) + extra[claim.id]
+                results[(claim.id, None)] = (combine(ev) if v != "fails" else v, ev, cex, secs)
             if bar:
                 bar.advance(job)
     finally:
@@ -150,7 +161,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         "run": {"claims_pattern": pattern, "seed": seed, "quick": quick, "alpha_family": alpha,
                 "mc_tests_in_registry": m, "alpha_per_test": alpha / max(1, m),
                 "correction": "Bonferroni over every Monte Carlo test in the registry (controls included)",
-                "power": 0.9, "started_at": started.isoformat(timespec="seconds"),
+                "power": 0.9, "logits_run": None if logits is None else str(logits), "started_at": started.isoformat(timespec="seconds"),
                 "duration_s": round(time.perf_counter() - t0, 2), "versions": _versions(),
                 "platform": platform.platform()},
     }

@@ -201,3 +201,23 @@ def test_compare_evidence():
     assert bad.outcome == "fail"
     with pytest.raises(ValueError, match="cost ratio"):
         compare(tr, 3, -1.0, n_mc=2)
+
+
+def test_sdrun_conditional_law_of_tau():
+    """E[τ+1 | drafts] and Var[τ | drafts] against the law P(τ = k) = Π_{j≤k} a_j (1 − a_{k+1})."""
+    from validate.specdec import SDRun
+    rng = np.random.default_rng(4)
+    a = rng.uniform(0, 1, (6, 3))
+    a[0] = [1.0, 1.0, 1.0]
+    a[1] = [0.0, 0.7, 0.2]
+    nan = np.full((6, 3), np.nan)
+    run = SDRun(3, np.zeros(6, dtype=np.int64), np.ones(6, dtype=np.int64), a, nan, nan, np.zeros(6),
+                np.full(6, 4), np.zeros(6), np.zeros(6, dtype=np.int64))
+    mean, var = run.conditional_tokens()
+    for i in range(6):
+        law = [np.prod(a[i, :k]) * (1 - a[i, k]) for k in range(3)] + [np.prod(a[i])]
+        assert sum(law) == pytest.approx(1.0)
+        ks = np.arange(4)
+        assert mean[i] == pytest.approx(1 + ks @ law, abs=1e-14)
+        assert var[i] == pytest.approx(ks ** 2 @ law - (ks @ law) ** 2, abs=1e-14)
+    assert (mean[0], var[0], mean[1], var[1]) == (4.0, 0.0, 1.0, 0.0)

@@ -1,14 +1,21 @@
-"""Replay spectheory's estimators on real model logits (CLAIMS evidence mode ``logits``).
+"""Real models against spectheory's theory (CLAIMS evidence mode ``logits``).
 
-Plain NumPy: torch/transformers are needed only by :func:`capture_logits`, which imports
-them lazily (``pip install 'spectheory[validate]'``).
+NumPy side (no torch): compact traces (:mod:`validate.trace`), replay of the SD estimators
+(:mod:`validate.replay`), run directories (:mod:`validate.experiment`), theory vs measurement
+(:mod:`validate.analysis`), reports (:mod:`validate.report`), ``logits`` evidence for
+``spectheory verify --logits`` (:mod:`validate.evidence`). Torch side, imported lazily
+(``pip install 'spectheory[validate]'``): capture (:mod:`validate.capture`), real speculative
+decoding (:mod:`validate.specdec`), model pairs and the offline default pair
+(:mod:`validate.models`). See docs/validate.md.
 """
-from .capture import FORMAT_VERSION, LogitTrace, capture_logits
+from .capture import FORMAT_VERSION, LogitTrace, capture_logits, capture_trace
 from .compare import compare, evidence_from_report
 from .replay import ReplayReport, replay, trace_exact_tokens
+from .trace import TRACE_FORMAT, CompactTrace, sampling_probs, sufficient_statistics
 
 __all__ = [
-    "FORMAT_VERSION", "LogitTrace", "capture_logits",
+    "FORMAT_VERSION", "LogitTrace", "capture_logits", "capture_trace",
+    "TRACE_FORMAT", "CompactTrace", "sampling_probs", "sufficient_statistics",
     "ReplayReport", "replay", "trace_exact_tokens",
     "compare", "evidence_from_report",
 ]

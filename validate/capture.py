@@ -90,6 +90,16 @@ class LogitTrace:
         t = self.temperature if temperature is None else temperature
         return softmax(self.target_logits, t, name="target_logits"), softmax(self.draft_logits, t, name="draft_logits")
 
+    def compact(self, temperature: float | None = None, top_k: int | None = None):
+        """The :class:`~validate.trace.CompactTrace` of this trace at ``temperature``
+        (default: the trace's); ``top_k`` slice size (default: the whole vocabulary, so the
+        slice is exact and the leftover mass 0)."""
+        from .trace import CompactTrace
+        t = self.temperature if temperature is None else float(temperature)
+        p, q = self.probs(t)
+        return CompactTrace.from_distributions(p, q, self.tokens, top_k=self.V if top_k is None else top_k,
+                                               meta=dict(name=self.name, temperature=t, V=self.V))
+
     def save(self, path) -> Path:
         """Write a compressed ``.npz`` (exactly at ``path``; no suffix is appended)."""
         path = Path(path)
@@ -171,3 +181,60 @@ def capture_logits(target_model, draft_model, tokenizer, prompt: str, max_new_to
                 break
     return LogitTrace(np.stack(tl), np.stack(dl), np.asarray(toks, dtype=np.int64),
                       name=name, temperature=temperature)
+
+
+# --- compact capture (format spectheory.trace/2) -------------------------------------------
+
+def capture_trace(target_model, draft_model, prompt_ids, max_new_tokens: int, temperature: float = 1.0,
+                  *, top_k: int | None = None, top_p: float | None = None, seed=0,
+                  stop_ids=(), slice_k: int = None, vocab_size: int | None = None,
+                  device: str | None = None, name: str = "trace", category: str = "",
+                  on_token=None):
+    """Generate from the target and record a :class:`~validate.trace.CompactTrace`.
+
+    Both models score the same context with their KV caches (one forward per position each);
+    the emitted token is drawn from the target's sampling distribution p_t (temperature,
+    top_k/top_p; temperature 0 = greedy), so the trace is the target's own text. The exact
+    statistics of (p_t, q_t) and the top-``slice_k`` slice are computed from the full
+    distributions at each position, then the distributions are dropped. The target's
+    one-token forward times are recorded (the autoregressive cost per token). Stops after a
+    token in ``stop_ids`` (kept) or ``max_new_tokens``. ``on_token(t)`` is called per position
+    (progress bars).
+    """
+    from .hf import CachedLM, common_vocab, require_torch
+    from .trace import DEFAULT_TOP_K, CompactTrace, sampling_probs, sufficient_statistics
+    require_torch()
+    if int(max_new_tokens) != max_new_tokens or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be an integer ≥ 1, got {max_new_tokens!r}")
+    prompt_ids = [int(i) for i in prompt_ids]
+    if not prompt_ids:
+        raise ValueError("the prompt must hold at least one token")
+    V = common_vocab(target_model, draft_model) if vocab_size is None else int(vocab_size)
+    slice_k = DEFAULT_TOP_K if slice_k is None else int(slice_k)
+    rng = np.random.default_rng(seed)
+    stop = {int(s) for s in stop_ids}
+    tgt, drf = CachedLM(target_model, V, device), CachedLM(draft_model, V, device)
+    zt, pre_t = tgt.feed(prompt_ids, rows=1)
+    zd, pre_d = drf.feed(prompt_ids, rows=1)
+    rows, toks, tcall, dcall = [], [], [np.nan], [np.nan]
+    for t in range(int(max_new_tokens)):
+        p = sampling_probs(zt[0], temperature, top_k=top_k, top_p=top_p)
+        q = sampling_probs(zd[0], temperature, top_k=top_k, top_p=top_p)
+        tok = int(p.argmax()) if temperature == 0 else int(rng.choice(V, p=p))
+        rows.append(sufficient_statistics(p[None], q[None], np.array([tok]), slice_k))
+        toks.append(tok)
+        if on_token is not None:
+            on_token(t)
+        if tok in stop or t == max_new_tokens - 1:
+            break
+        zt, dt_t = tgt.feed([tok])
+        zd, dt_d = drf.feed([tok])
+        tcall.append(dt_t)
+        dcall.append(dt_d)
+    meta = dict(name=name, category=category, temperature=float(temperature), top_k=top_k, top_p=top_p,
+                V=V, seed=seed if isinstance(seed, (int, type(None))) else str(seed),
+                prefill_target_s=pre_t, prefill_draft_s=pre_d, slice_k=min(slice_k, V),
+                stopped=bool(toks[-1] in stop), device=str(tgt.device))
+    return CompactTrace.concat_rows(rows, np.asarray(toks, dtype=np.int64), prompt_ids=prompt_ids,
+                                    target_call_s=np.asarray(tcall), draft_call_s=np.asarray(dcall),
+                                    meta=meta)

