@@ -1,4 +1,6 @@
 """Plausible bugs in validate/ that its tests must catch (replayed by the mutant runner)."""
+CLAIMS = None  # validate code runs under `verify --logits`, not the built-in tier: the fast tier must catch these
+
 MUTANTS = [
     dict(path="validate/specdec.py", old="tgt.crop(keep)", new="tgt.crop(keep + 1)",
          why="off-by-one KV-cache crop: the target keeps the rejected draft's key/values"),
