@@ -84,6 +84,19 @@ def replay_multidraft(trace: LogitTrace, gamma: int, K: int, *, temperature: flo
 DEFAULT_KS = (2, 4)
 
 
+def gamma1_brackets(P, Q, sp, sq, st, K: int) -> dict:
+    """Rigorous per-position brackets (γ = 1, K drafts) of the optimum min_H p(H)+1−q(H)^K and of
+    Lemma 5.1's bound Σ_x A(x), from the lumped pair (P, Q), the raw slices (sp, sq) and the
+    exact statistics ``st`` (see :func:`logits_evidence` for the argument)."""
+    K = check_int(K, "K", min=1)
+    opt_hi = np.array([gamma1_optimum_fast(P[t], Q[t], K) for t in range(P.shape[0])])
+    rest_min = np.maximum(st["beta"] - st["beta_slice"], 0.0)
+    a_sl = cf.A(sp, sq, K).sum(axis=1)
+    return {"optimum_lo": np.maximum(opt_hi - K * st["q_rest"], 0.0), "optimum_hi": opt_hi,
+            "bound_lo": a_sl + rest_min,
+            "bound_hi": a_sl + np.minimum(cf.A(st["p_rest"], st["q_rest"], K), K * rest_min)}
+
+
 def logits_evidence(run, alpha: float = 1e-3, *, Ks=DEFAULT_KS) -> dict[str, list[Evidence]]:
     """``logits`` evidence for gbv.optimal, spectr_gbv.upper_bound and spectr_gbv.attains from the
     compact traces of a ``spectheory validate`` run (p target, q draft, K i.i.d. drafts).
@@ -119,7 +132,7 @@ def logits_evidence(run, alpha: float = 1e-3, *, Ks=DEFAULT_KS) -> dict[str, lis
     ctx = run_context(run, pool)
     st = pool.stats
     P, Q, sp, sq = pool.P, pool.Q, pool.slice_p, pool.slice_q
-    beta, rest_min = st["beta"], np.maximum(st["beta"] - st["beta_slice"], 0.0)
+    beta = st["beta"]
     out: dict[str, list] = {"gbv.optimal": [], "spectr_gbv.upper_bound": [], "spectr_gbv.attains": []}
     opt1 = np.array([gamma1_optimum_fast(P[t], Q[t], 1) for t in range(pool.N)])
     bl = np.minimum(P, Q).sum(axis=1)
@@ -131,11 +144,8 @@ def logits_evidence(run, alpha: float = 1e-3, *, Ks=DEFAULT_KS) -> dict[str, lis
         note=f"{ctx}; max |Δ| = {worst:.2g}; on the true pair both equal β (stored): mean β = {beta.mean():.6f}, "
              f"lumped Σmin exceeds it by {float((bl - beta).mean()):.2g} on average"))
     for K in (check_int(k, "K", min=2) for k in Ks):
-        opt_hi = np.array([gamma1_optimum_fast(P[t], Q[t], K) for t in range(pool.N)])
-        opt_lo = np.maximum(opt_hi - K * st["q_rest"], 0.0)
-        a_sl = cf.A(sp, sq, K).sum(axis=1)
-        b_lo = a_sl + rest_min
-        b_hi = a_sl + np.minimum(cf.A(st["p_rest"], st["q_rest"], K), K * rest_min)
+        br = gamma1_brackets(P, Q, sp, sq, st, K)
+        opt_lo, opt_hi, b_lo, b_hi = br["optimum_lo"], br["optimum_hi"], br["bound_lo"], br["bound_hi"]
         out["spectr_gbv.upper_bound"].append(stats.info(
             "logits", f"γ=1 K={K} optimum vs Lemma 5.1 bound", float(b_hi.mean()), float(opt_lo.mean()), n=pool.N,
             test="claimed = upper end of Σ_x A(x) (Lemma 5.1 bound), measured = lower end of the true optimum "
