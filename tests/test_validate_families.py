@@ -125,3 +125,34 @@ def test_brackets_contain_the_full_distribution_values():
         r = lam * q + (1 - lam) * p
         row = next(e for e in ev["se.acceptance"] if e.instance == f"WE λ={lam:g} exact vs lumped")
         assert abs(row.claimed - np.minimum(q, r).sum(1).mean()) <= 1e-6
+
+
+def test_brackets_are_sharp_when_leftover_supports_are_disjoint():
+    """Leftover of p on tokens where q = 0 and of q where p = 0: every leftover term of E vanishes
+    and Σ_rest max(p_y q_x, q_y p_x) = p_rest q_x + q_rest p_x, so E equals its lower bracket;
+    q-only leftover tokens let the K-draft optimum fall well below the lumped one."""
+    rng = np.random.default_rng(5)
+    T, k, n_rest, V = 6, 8, 100, 8 + 200
+    p, q = np.zeros((T, V)), np.zeros((T, V))
+    for t in range(T):
+        head_p, head_q = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+        mp, mq = rng.uniform(0.2, 0.45, 2)
+        p[t, :k], q[t, :k] = (1 - mp) * head_p, (1 - mq) * head_q
+        p[t, k:k + n_rest] = mp * rng.dirichlet(np.ones(n_rest))
+        q[t, k + n_rest:] = mq * rng.dirichlet(np.ones(n_rest))
+    tok = p.argmax(axis=1)
+    tr = CompactTrace.from_distributions(p, q, tok, top_k=k, meta=dict(name="disjoint", temperature=1.0))
+    run = Run(Path("synthetic"), {"temperature": 1.0, "gammas": [2]}, [tr], {})
+    pool = pooled(run)
+    assert np.allclose(tr.slice_ids.min(), 0) and tr.slice_ids.max() == k - 1    # the slice is the shared head
+    st = pool.stats
+    br = replay_ersd.ersd_brackets(pool.slice_p, pool.slice_q, st["p_rest"], st["q_rest"], st["beta"],
+                                   st["beta_slice"])
+    e_true = ersd_first_acceptance_sorted(p, q)
+    assert np.allclose(br["exact_lo"], e_true, atol=1e-6)
+    assert np.all(e_true <= br["exact_hi"] + 1e-6)
+    for K in (2, 4):
+        g1 = replay_multidraft.gamma1_brackets(pool.P, pool.Q, pool.slice_p, pool.slice_q, st, K)
+        opt = np.array([gamma1_optimum_fast(p[t], q[t], K) for t in range(T)])
+        assert np.all(g1["optimum_lo"] <= opt + 1e-6) and np.all(opt <= g1["optimum_hi"] + 1e-6)
+        assert np.any(opt < g1["optimum_hi"] - st["q_rest"] - 1e-3)     # the factor K in the bracket is needed
