@@ -146,19 +146,21 @@ def logits_evidence(run, alpha: float = 1e-3, *, Ks=DEFAULT_KS) -> dict[str, lis
     for K in (check_int(k, "K", min=2) for k in Ks):
         br = gamma1_brackets(P, Q, sp, sq, st, K)
         opt_lo, opt_hi, b_lo, b_hi = br["optimum_lo"], br["optimum_hi"], br["bound_lo"], br["bound_hi"]
+        kseq = float(np.mean([cf.kseq_acceptance(P[t], Q[t], K) for t in range(pool.N)]))
         out["spectr_gbv.upper_bound"].append(stats.info(
             "logits", f"γ=1 K={K} optimum vs Lemma 5.1 bound", float(b_hi.mean()), float(opt_lo.mean()), n=pool.N,
             test="claimed = upper end of Σ_x A(x) (Lemma 5.1 bound), measured = lower end of the true optimum "
                  "min_H p(H)+1−q(H)^K (both rigorous brackets from slice + exact leftovers)",
             note=f"{ctx}; bound ∈ [{b_lo.mean():.6f}, {b_hi.mean():.6f}], optimum ∈ [{opt_lo.mean():.6f}, "
                  f"{opt_hi.mean():.6f}]; certified optimum > bound at {int((opt_lo > b_hi + 1e-9).sum())}/{pool.N} "
-                 f"positions; K-SEQ on the lumped pair {np.mean([cf.kseq_acceptance(P[t], Q[t], K) for t in range(pool.N)]):.6f}"))
+                 f"positions; K-SEQ on the lumped pair {kseq:.6f}"))
     gammas = sorted(int(g) for g in (run.config.get("gammas") or [4]))
     for g in gammas:
         meas = None
         if g in run.sd:
             tpi = np.concatenate([r.tokens_per_iteration for r in run.sd[g]])
-            meas = (float(tpi.mean()) - 1.0, float(tpi.std(ddof=1) / np.sqrt(tpi.size)) if tpi.size > 1 else float("nan"))
+            se_m = float(tpi.std(ddof=1) / np.sqrt(tpi.size)) if tpi.size > 1 else float("nan")
+            meas = (float(tpi.mean()) - 1.0, se_m)
         for K in (1, *Ks):
             vals = []
             for pt, qt in zip(pool.per_trace(st["p_token"]), pool.per_trace(st["q_token"])):
