@@ -121,15 +121,16 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
             name = "subject" if ctl is None else f"control:{ctl.name}"
             results[(claim.id, None if ctl is None else ctl.name)] = _run_subject(
                 claim, subject, name, seed, quick, alpha)
-            if ctl is None and extra.get(claim.id):
-                v, ev, cex, secs = results[(claim.id, None)]
-                ev = list(ev) + extra[claim.id]
-                results[(claim.id, None)] = (combine(ev) if v != "fails" else v, ev, cex, secs)
             if bar:
                 bar.advance(job)
     finally:
         if bar:
             bar.stop()
+    for cid, evs in extra.items():  # real-logit evidence joins the claim's verdict (serial or parallel)
+        if (cid, None) in results and evs:
+            v, ev, cex, secs = results[(cid, None)]
+            ev = list(ev) + evs
+            results[(cid, None)] = (combine(ev) if v != "fails" else v, ev, cex, secs)
 
     out = []
     for claim in claims:

@@ -156,3 +156,16 @@ def test_brackets_are_sharp_when_leftover_supports_are_disjoint():
         opt = np.array([gamma1_optimum_fast(p[t], q[t], K) for t in range(T)])
         assert np.all(g1["optimum_lo"] <= opt + 1e-6) and np.all(opt <= g1["optimum_hi"] + 1e-6)
         assert np.any(opt < g1["optimum_hi"] - st["q_rest"] - 1e-3)     # the factor K in the bracket is needed
+
+
+def test_verify_logits_evidence_survives_parallel_jobs():
+    """`verify --logits` adds the same logits evidence whether checks run serially or in worker
+    processes (a parallel run once dropped it)."""
+    from sims.runner import run_claims
+    run_dir = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1"
+    kw = dict(quick=True, seed=0, progress=False, logits=run_dir)
+    serial = run_claims("sd.acceptance", **kw)
+    parallel = run_claims("sd.acceptance", jobs=2, **kw)
+    logits_rows = lambda r: [e for e in r["claims"][0]["evidence"] if e["mode"] == "logits"]
+    assert logits_rows(serial), "no logits evidence"
+    assert logits_rows(parallel) == logits_rows(serial)
