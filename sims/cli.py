@@ -43,14 +43,14 @@ def verify(
     md_path: Path = typer.Option(Path("reports/verify.md"), "--markdown", help="Where to write the Markdown report."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     strict: bool = typer.Option(False, "--strict", help="Exit with status 1 unless every claim holds."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Run checks in this many worker processes (same report as serial)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Worker processes, one family per worker (same report as serial; timing evidence aside). 0 = one per CPU, 1 = serial."),
     logits: Path = typer.Option(None, "--logits", help="A `spectheory validate` run directory: add its real-model (logits) evidence."),
 ):
     """Run every registered claim check on its default instances and write the report."""
     if not 0 < alpha < 1:
         raise typer.BadParameter(f"alpha must lie in (0, 1), got {alpha!r}", param_hint="--alpha")
-    if jobs < 1:
-        raise typer.BadParameter("jobs must be ≥ 1", param_hint="--jobs")
+    if jobs < 0:
+        raise typer.BadParameter("jobs must be ≥ 0 (0 = one per CPU)", param_hint="--jobs")
     from .registry import UnknownClaimError, select
     from .report import print_table, to_markdown, write_json
     from .runner import run_claims

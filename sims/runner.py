@@ -66,19 +66,37 @@ def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha:
                         seed, quick, alpha)
 
 
+def _run_group(items, seed: int, quick: bool, alpha: float):
+    """Several (claim id, control name) checks in one worker, in order: a family's checks share
+    its compiled kernels, so keeping them in one process compiles each kernel once."""
+    return [_run_task(cid, ctl, seed, quick, alpha) for cid, ctl in items]
+
+
+def _family_groups(tasks) -> list[list[tuple[str, str | None]]]:
+    """Tasks grouped by the claim module that registered them (one family each), largest first."""
+    groups: dict[str, list] = {}
+    for c, k in tasks:
+        groups.setdefault(c.check.__module__, []).append((c.id, None if k is None else k.name))
+    return sorted(groups.values(), key=len, reverse=True)
+
+
 def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha: float = 0.01,
                progress: bool = True, jobs: int = 1, executor=None, logits=None) -> dict:
     """Run every claim matching ``pattern`` and its negative controls; return the report.
     ``jobs`` > 1 (or an ``executor``) runs the checks in parallel (a local process pool,
-    :mod:`sims.sweep`); every check is seeded from (seed, claim, subject), so the report is
-    the one the serial run gives (timings aside).
+    :mod:`sims.sweep`), each family's checks in one worker so its kernels compile once;
+    ``jobs=0`` means one worker per CPU (serial on one CPU). Every check is seeded from (seed,
+    claim, subject), so the report is the one the serial run gives (timings aside).
 
     logits: a ``validate`` run directory; its ``logits`` evidence (validate.evidence) joins
     each claim's evidence and verdict (tested at the report's per-test level)."""
     from spectheory.checks import check_int, check_real
     seed = check_int(seed, "seed", min=0)
     alpha = check_real(alpha, "alpha (family-wise error rate)", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    jobs = check_int(jobs, "jobs", min=1)
+    jobs = check_int(jobs, "jobs", min=0)
+    if jobs == 0:
+        import os
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     claims = select(pattern)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
@@ -96,19 +114,20 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         from validate.evidence import logits_evidence
         extra = logits_evidence(logits, alpha=alpha / max(1, total_mc_tests()))
     try:
-        if jobs > 1 or executor is not None:
+        groups = _family_groups(tasks)
+        if (jobs > 1 and len(groups) > 1) or executor is not None:
             import concurrent.futures as cf
 
             from .sweep import local_executor
-            ex = executor or local_executor(jobs)
+            ex = executor or local_executor(min(jobs, len(groups)))
             try:
-                futs = {ex.submit(_run_task, c.id, None if k is None else k.name, seed, quick, alpha):
-                        (c.id, None if k is None else k.name) for c, k in tasks}
+                futs = {ex.submit(_run_group, g, seed, quick, alpha): g for g in groups}
                 for fut in cf.as_completed(futs):
-                    results[futs[fut]] = fut.result()
+                    for key, res in zip(futs[fut], fut.result()):
+                        results[key] = res
                     if bar:
-                        bar.update(job, description=f"{futs[fut][0]} ({jobs} jobs)")
-                        bar.advance(job)
+                        bar.update(job, description=f"{futs[fut][0][0].split('.')[0]}.* done ({jobs} jobs)")
+                        bar.advance(job, len(futs[fut]))
             finally:
                 if executor is None:
                     ex.shutdown(wait=True, cancel_futures=True)

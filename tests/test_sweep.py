@@ -100,10 +100,14 @@ def test_cli_sweep_writes_and_resumes(tmp_path):
 
 
 def test_verify_jobs_gives_the_serial_report():
-    """`verify --jobs 2` (two worker processes) reports what the serial run reports."""
-    from sims.runner import run_claims
-    a = run_claims("sd.walltime,sd.acceptance", quick=True, seed=3, progress=False)
-    b = run_claims("sd.walltime,sd.acceptance", quick=True, seed=3, progress=False, jobs=2)
+    """`verify --jobs 2` (two worker processes, one family each) reports what the serial run
+    reports."""
+    from sims.runner import _family_groups, run_claims
+    from sims.registry import select
+    pattern = "sd.walltime,sd.acceptance,se.thm3_2"
+    assert len(_family_groups([(c, None) for c in select(pattern)])) == 2  # the parallel path runs
+    a = run_claims(pattern, quick=True, seed=3, progress=False)
+    b = run_claims(pattern, quick=True, seed=3, progress=False, jobs=2)
     strip = lambda rep: [(c["id"], c["verdict"], c["evidence"], c["counterexample"], c["notes"],
                           [(k["name"], k["verdict"], k["evidence"], k["counterexample"]) for k in c["controls"]])
                          for c in rep["claims"]]

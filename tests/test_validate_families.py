@@ -164,8 +164,8 @@ def test_verify_logits_evidence_survives_parallel_jobs():
     from sims.runner import run_claims
     run_dir = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1"
     kw = dict(quick=True, seed=0, progress=False, logits=run_dir)
-    serial = run_claims("sd.acceptance", **kw)
-    parallel = run_claims("sd.acceptance", jobs=2, **kw)
-    logits_rows = lambda r: [e for e in r["claims"][0]["evidence"] if e["mode"] == "logits"]
+    serial = run_claims("sd.acceptance,se.acceptance", **kw)
+    parallel = run_claims("sd.acceptance,se.acceptance", jobs=2, **kw)  # two families: two workers
+    logits_rows = lambda r: [e for c in r["claims"] for e in c["evidence"] if e["mode"] == "logits"]
     assert logits_rows(serial), "no logits evidence"
     assert logits_rows(parallel) == logits_rows(serial)
