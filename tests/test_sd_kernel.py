@@ -112,8 +112,9 @@ def _tv(a, b):
     return 0.5 * float(np.abs(np.asarray(a) - np.asarray(b)).sum())
 
 
+@pytest.mark.parametrize("method", ["fast", "reference"])
 @pytest.mark.parametrize("name", ROW_MAP_PAIRS)
-def test_first_tokens_law_on_pairs_with_different_row_maps(name):
+def test_first_tokens_law_on_pairs_with_different_row_maps(name, method):
     """Chi-square GOF of the first N = 4 emitted tokens (V**4 sequences, pooled to ≥ 5
     expected) of 200,000 kernel runs with γ = 3 from the last state, against p^4; α = 1e-3;
     power 0.9 at Cohen's w ≤ 0.03 (asserted). Several iterations are needed for 4 tokens,
@@ -126,7 +127,7 @@ def test_first_tokens_law_on_pairs_with_different_row_maps(name):
     weights = pair.V ** np.arange(N - 1, -1, -1)
     assert _tv(ex.first_tokens_distribution(pair, gamma, N, BROKEN_RESIDUAL_P, start), target) >= 0.02
     for rule, want in ((STANDARD, "pass"), (BROKEN_RESIDUAL_P, "fail")):
-        toks = mc.sample_first_tokens(pair, gamma, N, n, rule=rule, seed=11, start_state=start)
+        toks = mc.sample_first_tokens(pair, gamma, N, n, rule=rule, seed=11, start_state=start, method=method)
         ev = stats.chisquare_gof(name, np.bincount(toks @ weights, minlength=pair.V ** N), target,
                                  alpha=ALPHA, tolerance_w=0.03)
         assert ev.outcome == want, (rule.name, ev)
@@ -139,8 +140,9 @@ def _block_codes(tokens, V):
     return t @ ((V + 1) ** np.arange(t.shape[1], dtype=np.int64))
 
 
+@pytest.mark.parametrize("method", ["fast", "reference"])
 @pytest.mark.parametrize("name", ROW_MAP_PAIRS)
-def test_block_law_from_every_start_state(name):
+def test_block_law_from_every_start_state(name, method):
     """From every start state, 80,000 i.i.d. kernel iterations (γ = 3): chi-square of the
     emitted block as a whole (accepted drafts plus correction or bonus) against the exact
     engine's block distribution; α = 1e-3 / S (Bonferroni over the start states); power 0.9
@@ -158,7 +160,7 @@ def test_block_law_from_every_start_state(name):
         codes, probs = codes[order], np.array(list(law.values()))[order]
         for rule in (STANDARD, BROKEN_SWAPPED_RATIO):
             r = mc.simulate(pair, gamma, n, rule=rule, seed=100 + s, start_state=s, restart=True,
-                            record_tokens=True)
+                            record_tokens=True, method=method)
             got = _block_codes(r.tokens, pair.V)
             pos = np.minimum(np.searchsorted(codes, got), len(codes) - 1)
             known = codes[pos] == got
