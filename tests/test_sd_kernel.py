@@ -65,9 +65,10 @@ def test_seeded_determinism_and_chunking():
     assert a.final_state == d.final_state
 
 
-def test_state_counters_are_consistent_with_tau():
+@pytest.mark.parametrize("method", ["fast", "reference"])
+def test_state_counters_are_consistent_with_tau(method):
     pair = PAIRS["markov1-V3"]()
-    r = mc.simulate(pair, 4, 20000, seed=1, count_states=True)
+    r = mc.simulate(pair, 4, 20000, seed=1, count_states=True, method=method)
     assert r.accepts.sum() == r.tau.sum()
     assert r.attempts.sum() == np.minimum(r.tau + 1, 4).sum()
 
