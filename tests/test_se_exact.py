@@ -44,6 +44,24 @@ def test_contrastive_temperature_and_argmax_limit():
         contrastive(lp, lq, -0.1)
 
 
+def test_ensemble_objects_take_members_in_paper_order():
+    """The Ensemble objects receive members stacked (q, p) (proposal first): CD is
+    softmax(log p − μ log q), never the letters swapped; the n-model weights follow the
+    member order. Exact values on an asymmetric pair."""
+    q, p = np.array([0.6, 0.3, 0.1]), np.array([0.2, 0.3, 0.5])
+    z = np.log(p) - 0.5 * np.log(q)
+    want = np.exp(z) / np.exp(z).sum()
+    got = contrastive_ensemble(0.5)(np.stack([q, p]))
+    assert np.allclose(got, want, rtol=0, atol=1e-14)
+    z2 = (np.log(p) - 0.5 * np.log(q)) / 2.0
+    assert np.allclose(contrastive_ensemble(0.5, 2.0)(np.stack([q, p])), np.exp(z2) / np.exp(z2).sum(),
+                       rtol=0, atol=1e-14)
+    u = np.array([1 / 3, 1 / 3, 1 / 3])
+    assert np.allclose(weighted_n_ensemble([0.5, 0.3, 0.2])(np.stack([q, p, u])), 0.5 * q + 0.3 * p + 0.2 * u,
+                       rtol=0, atol=1e-14)
+    assert np.allclose(weighted_ensemble(0.25)(np.stack([q, p])), 0.25 * q + 0.75 * p, rtol=0, atol=1e-14)
+
+
 def test_user_ensemble_is_validated():
     bad = Ensemble.from_function(lambda m: m[0] * 2.0, name="doubling")
     with pytest.raises(DistributionError, match="doubling"):

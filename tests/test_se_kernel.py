@@ -117,3 +117,38 @@ def test_kernel_matches_chain_dp_at_V50():
     sp = mc.simulate_streams(M, ex.Algorithm("alt", (5, 1)), 32, 20_000, seed=9).speedup([0.15, 1.0])
     z = (sp.mean() - exact) / (sp.std(ddof=1) / np.sqrt(sp.size))
     assert abs(z) < stats.norm.ppf(1 - LEVEL / 2)
+
+
+# the reading that a swapped/ignored switch would silently run instead (power check below)
+_OTHER_READING = {"pseudocode": "text", "text": "pseudocode"}
+
+
+@pytest.mark.parametrize("M,alg", [
+    (THREE, ex.Algorithm("nse", (2, 1, 1))),
+    (THREE, ex.Algorithm("nse", (1, 2, 1), after_reject="text")),
+    (CD, ex.Algorithm("alt", (1, 2), first=1)),
+    (CD, ex.Algorithm("sbe", (1, 3), first=1)),
+], ids=["nse211-pseudocode", "nse121-text", "alt12-first1", "sbe13-first1"])
+def test_kernel_calls_per_token_of_each_member_equal_renewal_reward(M, alg):
+    """Each member's calls per emitted token in the kernel against the exact renewal–reward
+    value (engine's invocations per step / tokens per step). Catches what the first-token law
+    (always r^N) and a two-member speedup cannot: Alg. 2's scorer chosen among tied shortest
+    caches (argmin: the first), its two readings after a rejection, the default proposer
+    ``first``. z-test per member, 32 streams × 20,000 tokens, level 1e-4 (se ≈ 1e-3 per
+    member, so a shift of 0.005 calls/token is caught with power > 0.9); the alternative
+    reading's exact value must lie > 6 se away (the test has the power to tell them apart)."""
+    lr = ex.long_run(ex.Engine(M, alg), np.ones(M.n))
+    exact = lr.invocations_per_step / lr.tokens_per_step
+    res = mc.simulate_streams(M, alg, 32, 20_000, seed=21)
+    per = res.calls / res.tokens[:, None]
+    se = per.std(axis=0, ddof=1) / np.sqrt(per.shape[0])
+    z = (per.mean(axis=0) - exact) / se
+    crit = stats.norm.ppf(1 - LEVEL / 2)
+    assert (np.abs(z) < crit).all(), (z, exact, per.mean(axis=0))
+    assert (se < 2e-3).all()
+    if alg.kind == "nse":
+        other = ex.Algorithm("nse", alg.gammas, after_reject=_OTHER_READING[alg.after_reject])
+    else:
+        other = ex.Algorithm(alg.kind, alg.gammas, first=1 - alg.first)
+    lo = ex.long_run(ex.Engine(M, other), np.ones(M.n))
+    assert np.abs(lo.invocations_per_step / lo.tokens_per_step - exact).max() > 6 * se.max()
