@@ -261,3 +261,11 @@ def test_tunstall_bound_alphabet_counts_positive_mass_only():
     for k in (0, 1, 7):
         assert cf.tunstall_bound(a, k) == pytest.approx(np.log((k + 1) * 2 + 1) / H, rel=1e-14)
         assert cf.tunstall_bound(a, k, alphabet=5) == pytest.approx(np.log((k + 1) * 4 + 1) / H, rel=1e-14)
+
+
+def test_entropy_upper_bounds_literal_values():
+    """eq. 8 (PFR, Li & El Gamal 2018) D + log2(D + 1) + 4 and eq. 7 in Harsha et al.'s form
+    D + 2 log2(D + 1) + C, evaluated by hand (bits)."""
+    assert np.allclose(cf.pfr_upper_bound([0.0, 1.0, 3.0]), [4.0, 6.0, 9.0], rtol=0, atol=1e-14)
+    assert np.allclose(cf.grs_upper_bound([0.0, 1.0, 3.0]), [0.0, 2.0, 7.0], rtol=0, atol=1e-14)
+    assert float(cf.grs_upper_bound(3.0, C=1.5)) == pytest.approx(8.5, abs=1e-14)
