@@ -267,5 +267,5 @@ def test_entropy_upper_bounds_literal_values():
     """eq. 8 (PFR, Li & El Gamal 2018) D + log2(D + 1) + 4 and eq. 7 in Harsha et al.'s form
     D + 2 log2(D + 1) + C, evaluated by hand (bits)."""
     assert np.allclose(cf.pfr_upper_bound([0.0, 1.0, 3.0]), [4.0, 6.0, 9.0], rtol=0, atol=1e-14)
-    assert np.allclose(cf.grs_upper_bound([0.0, 1.0, 3.0]), [0.0, 2.0, 7.0], rtol=0, atol=1e-14)
+    assert np.allclose(cf.grs_upper_bound([0.0, 1.0, 3.0]), [0.0, 3.0, 7.0], rtol=0, atol=1e-14)
     assert float(cf.grs_upper_bound(3.0, C=1.5)) == pytest.approx(8.5, abs=1e-14)
