@@ -285,3 +285,30 @@ def test_cost_report_three_numbers():
     assert rep["se_over_sd"] == pytest.approx(lr.throughput / sd["throughput"], abs=1e-12)
     three = cf.cost_report(1.0, THREE.tables, THREE.r, THREE.order, [1.0, 0.5, 2.0])
     assert three["sd_proposer"] == 1
+
+
+def test_sd_on_ensemble_is_sd_with_the_ensemble_as_target():
+    """SD on the ensemble = standard SD with r the target and q the draft (bonus from r): its
+    long-run tokens per iteration rebuilt independently from the SD exact engine's blocks
+    (iteration-start chain, stationary law, Σν·E[tokens]); the cost model γ·t_q + Σ t_k. The
+    letters swapped (q as target) give another value on this Markov pair."""
+    from spectheory.exact import sd as exact_sd
+    from spectheory.markov import MarkovPair, stationary_distribution
+
+    def long_run(target, draft, g):
+        pair = MarkovPair(target, draft, "check")
+        S = pair.n_states
+        P, e = np.zeros((S, S)), np.zeros(S)
+        for s in range(S):
+            for b in exact_sd.iteration_blocks(pair, g, start_state=s):
+                P[s, b.end_state] += b.prob
+                e[s] += b.prob * len(b.tokens)
+        return float(stationary_distribution(P) @ e)
+
+    for g in (1, 3):
+        tok = long_run(CD.r_source, PAIR.draft, g)
+        got = cf.sd_on_ensemble_chain(CD.r_source, PAIR.draft, g, 0.3, 1.3)
+        assert got["tokens_per_step"] == pytest.approx(tok, abs=1e-12)
+        assert got["time_per_step"] == pytest.approx(g * 0.3 + 1.3, abs=1e-15)
+        assert got["speedup"] == pytest.approx(tok / (g * 0.3 + 1.3) * 1.3, abs=1e-12)
+        assert abs(long_run(PAIR.draft, CD.r_source, g) - tok) > 1e-3
