@@ -137,4 +137,9 @@ MUTANTS = [
          new='if tau == g:',
          why='kernel: the residual=p control runs the correct Eq. 4 residual',
          tests='tests/test_multidraft_mc.py tests/test_multidraft_exact.py tests/test_multidraft_sweep.py tests/test_multidraft_shrink.py tests/test_multidraft_verifier_replay.py'),
+    dict(path='spectheory/_kernels/multidraft.py',
+         old='rho = T.rho[s, n]',
+         new='rho = T.rho[state, n]',
+         why="kernel K-SEQ: ρ looked up in the iteration's start state, not the current position's",
+         tests='tests/test_multidraft_mc.py tests/test_multidraft_exact.py tests/test_multidraft_sweep.py tests/test_multidraft_shrink.py tests/test_multidraft_verifier_replay.py'),
 ]
