@@ -101,7 +101,8 @@ def pair_key(kind: str, p: dict) -> tuple:
 
 
 @lru_cache(maxsize=32)
-def _pair(key: tuple):
+def cached_pair(key: tuple):
+    """The pair of a :func:`pair_key` key (built once per process)."""
     if len(key) == 1:
         return instances.get(key[0])
     from spectheory.pairs import aligned_pair, perturbed_pair
@@ -113,7 +114,7 @@ def _pair(key: tuple):
 
 def pair_from(kind: str, p: dict):
     """The :class:`~spectheory.markov.MarkovPair` the pair parameters of ``p`` describe (cached)."""
-    return _pair(pair_key(kind, p))
+    return cached_pair(pair_key(kind, p))
 
 
 def families() -> list[str]:

@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..sweep import job
-from . import PAIR_SPEC, REQUIRED, _pair, choice, integer, pair_key, parse
+from . import PAIR_SPEC, REQUIRED, cached_pair, choice, integer, pair_key, parse
 
 STRATEGIES = ("batch", "sequence", "optimal", "specinfer")
 
@@ -39,7 +39,7 @@ def _stream(pkey: tuple, rule: str, n_positions: int, stream_seed: int):
     from spectheory.montecarlo import ersd as mc
     from spectheory.rng import derive_seed
     from spectheory.rules.ersd import RULES
-    pair = _pair(pkey)
+    pair = cached_pair(pkey)
     idx, _ = mc.index_stream(pair, RULES[rule], n_positions, m=pair.V,
                              seed=np.random.default_rng(derive_seed(stream_seed, "fig_ersd", rule)))
     return pair, idx, T.fit_zero_order(idx, pair.V)

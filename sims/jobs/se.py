@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..sweep import job
-from . import PAIR_SPEC, REQUIRED, _pair, choice, forbid, integer, pair_key, parse, real
+from . import PAIR_SPEC, REQUIRED, cached_pair, choice, forbid, integer, pair_key, parse, real
 
 SPEC = {
     **PAIR_SPEC,
@@ -50,7 +50,7 @@ def ensemble_key(kind: str, p: dict) -> tuple:
 def _models(pkey: tuple, ekey: tuple):
     from spectheory.ensembles import contrastive_ensemble, weighted_ensemble
     from spectheory.exact.se import SEModels
-    pair = _pair(pkey)
+    pair = cached_pair(pkey)
     ens = weighted_ensemble(ekey[1]) if ekey[0] == "we" else contrastive_ensemble(ekey[1], ekey[2])
     return SEModels.build([pair.draft, pair.target], ens, ens.name)
 
