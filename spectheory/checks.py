@@ -67,3 +67,57 @@ def check_real_array(values, name: str, *, lo: float | None = None, hi: float | 
 def check_state(state, n_states: int, name: str = "start_state") -> int:
     """A state index in [0, n_states) (negative indices are refused, not wrapped)."""
     return check_int(state, name, min=0, max=n_states - 1)
+
+
+def check_type(value, types, name: str, hint: str = ""):
+    """``value`` must be an instance of ``types`` (a class or tuple of classes); TypeError
+    naming the argument, the expected class(es) and what was given otherwise."""
+    if not isinstance(value, types):
+        ts = types if isinstance(types, tuple) else (types,)
+        want = " or ".join(t.__name__ for t in ts)
+        raise TypeError(f"{name} must be a {want}{hint}, got {type(value).__name__}")
+    return value
+
+
+def check_costs(costs, name: str = "costs", *, n: int | None = None) -> np.ndarray:
+    """Per-member call costs: a non-empty 1-D array of finite values ≥ 0, not all zero (a
+    throughput divides by the total), of length ``n`` when given."""
+    if np.ndim(costs) != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of per-member costs, got {costs!r}")
+    t = check_real_array(costs, name, lo=0.0)
+    if n is not None and t.shape != (n,):
+        raise ValueError(f"{name}: give one cost per member ({n}), got {t.shape[0]}")
+    if t.size == 0 or t.sum() <= 0:
+        raise ValueError(f"{name} must have a positive total (a throughput divides by it), got {costs!r}")
+    return t
+
+
+def check_log_base(base, name: str = "base") -> float:
+    """A logarithm base: finite, > 0 and ≠ 1."""
+    b = check_real(base, name, lo=0.0, lo_open=True)
+    if b == 1.0:
+        raise ValueError(f"{name} must not be 1 (log base 1 is undefined), got {base!r}")
+    return b
+
+
+#: Largest number of sequences an exact first-tokens law enumerates (V**n_tokens).
+MAX_SEQUENCES = 1 << 24
+
+
+def check_enumerable(V: int, length: int, name: str = "n_tokens", limit: int = MAX_SEQUENCES) -> int:
+    """``V**length`` sequences must fit an exact enumeration; returns ``length``."""
+    if V ** length > limit:
+        raise ValueError(f"V**{name} = {V}**{length} sequences is too many to enumerate (limit {limit})")
+    return length
+
+
+def check_order_states(S: int, V: int, name: str = "tables") -> int:
+    """The order n ≥ 0 of a Markov state space of ``S = V**n`` states (``next = (s·V + x) mod S``
+    is only a context update when S is a power of V)."""
+    n, s = 0, 1
+    while s < S:
+        s *= V
+        n += 1
+    if s != S or V < 1:
+        raise ValueError(f"{name} has {S} states, not a power of V = {V} (an order-n Markov state space has V**n)")
+    return n
