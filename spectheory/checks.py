@@ -74,8 +74,8 @@ def check_type(value, types, name: str, hint: str = ""):
     naming the argument, the expected class(es) and what was given otherwise."""
     if not isinstance(value, types):
         ts = types if isinstance(types, tuple) else (types,)
-        want = " or ".join(t.__name__ for t in ts)
-        raise TypeError(f"{name} must be a {want}{hint}, got {type(value).__name__}")
+        want = " or ".join(("an " if t.__name__[0] in "AEIOU" else "a ") + t.__name__ for t in ts)
+        raise TypeError(f"{name} must be {want}{hint}, got {type(value).__name__}")
     return value
 
 
@@ -121,3 +121,35 @@ def check_order_states(S: int, V: int, name: str = "tables") -> int:
     if s != S or V < 1:
         raise ValueError(f"{name} has {S} states, not a power of V = {V} (an order-n Markov state space has V**n)")
     return n
+
+
+def check_subprobability(values, name: str, *, atol: float = 1e-9) -> np.ndarray:
+    """A non-empty 1-D vector of probabilities in [0, 1] with total ≤ 1 (a law that may leave
+    mass to an implicit last outcome, e.g. an acceptance-index distribution)."""
+    a = np.asarray(values, dtype=np.float64) if not isinstance(values, str) else None
+    if a is None or a.ndim != 1 or a.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D vector of probabilities, got {values!r}")
+    a = check_real_array(a, name, lo=0.0, hi=1.0)
+    if a.sum() > 1.0 + atol:
+        raise ValueError(f"{name} must have total mass ≤ 1, got {a.sum()!r}")
+    return a
+
+
+def check_int_array(values, name: str, *, min: int | None = None, max: int | None = None,
+                    ndim: int | None = None) -> np.ndarray:
+    """An int64 array of integer values (floats with integral values accepted, bools refused)
+    in [min, max], of ``ndim`` dimensions when given."""
+    a = np.asarray(values)
+    if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)
+                                or (a.size == 0 and a.dtype == object)):
+        raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
+    if np.issubdtype(a.dtype, np.floating) and not (np.isfinite(a).all() and (a == np.round(a)).all()):
+        raise ValueError(f"{name} must hold integers, got non-integral values")
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got shape {a.shape}")
+    a = a.astype(np.int64)
+    if a.size and min is not None and a.min() < min:
+        raise ValueError(f"{name} must be ≥ {min}, got {a.min()}")
+    if a.size and max is not None and a.max() > max:
+        raise ValueError(f"{name} must be ≤ {max}, got {a.max()}")
+    return a
