@@ -69,12 +69,18 @@ def check_state(state, n_states: int, name: str = "start_state") -> int:
     return check_int(state, name, min=0, max=n_states - 1)
 
 
+def _article(word: str) -> str:
+    """'an' before a vowel sound (an ERSDRule, an SDRule), else 'a'."""
+    acronym = len(word) > 1 and word[:2].isupper()
+    return "an" if word[0] in "AEIOU" or (acronym and word[0] in "FHLMNRSX") else "a"
+
+
 def check_type(value, types, name: str, hint: str = ""):
     """``value`` must be an instance of ``types`` (a class or tuple of classes); TypeError
     naming the argument, the expected class(es) and what was given otherwise."""
     if not isinstance(value, types):
         ts = types if isinstance(types, tuple) else (types,)
-        want = " or ".join(("an " if t.__name__[0] in "AEIOU" else "a ") + t.__name__ for t in ts)
+        want = " or ".join(_article(t.__name__) + " " + t.__name__ for t in ts)
         raise TypeError(f"{name} must be {want}{hint}, got {type(value).__name__}")
     return value
 
@@ -153,3 +159,8 @@ def check_int_array(values, name: str, *, min: int | None = None, max: int | Non
     if a.size and max is not None and a.max() > max:
         raise ValueError(f"{name} must be ≤ {max}, got {a.max()}")
     return a
+
+
+def check_level(alpha, name: str = "alpha") -> float:
+    """A test level (or family-wise error rate) in the open interval (0, 1)."""
+    return check_real(alpha, name, lo=0.0, hi=1.0, lo_open=True, hi_open=True)

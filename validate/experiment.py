@@ -36,6 +36,14 @@ class Run:
         return sorted(cats)
 
 
+def check_run(run) -> Run:
+    """``run`` must be a loaded run directory (:func:`load_run`)."""
+    if not isinstance(run, Run):
+        raise TypeError(f"run must be a validate.experiment.Run (load one with load_run(run_dir)), "
+                        f"got {type(run).__name__}")
+    return run
+
+
 def load_run(run_dir) -> Run:
     """Read every trace and SD run under ``run_dir`` (a clear error if it is not a run)."""
     d = Path(run_dir)
