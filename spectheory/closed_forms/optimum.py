@@ -53,10 +53,10 @@ def lp_optimum(tree: BlockTree, K: int, *, return_plan: bool = False):
     match = np.cumprod(same, axis=2).sum(axis=2)  # common-prefix length of two blocks
     qs = np.flatnonzero(tree.Q[g] > 0)
     ps = np.flatnonzero(tree.P[g] > 0)
+    nX, nY = len(qs) ** K, len(ps)
+    if nX * nY > MAX_VARIABLES:  # before the K-fold product is materialised
+        raise ValueError(f"LP with {nX * nY} variables is too large (limit {MAX_VARIABLES})")
     X = np.array(list(itertools.product(qs, repeat=K)), dtype=np.int64).reshape(-1, K)
-    nX, nY = len(X), len(ps)
-    if nX * nY > MAX_VARIABLES:
-        raise ValueError(f"LP with {nX * nY} variables is too large")
     qX = np.prod(tree.Q[g][X], axis=1)
     tau = match[X][:, :, ps].max(axis=1).astype(float)
     rows = np.concatenate([np.repeat(np.arange(nX), nY), nX + np.tile(np.arange(nY), nX)])
