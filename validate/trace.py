@@ -37,6 +37,18 @@ _STAT_KEYS = ("beta", "tv", "kl_pq", "kl_qp", "entropy_p", "entropy_q", "p_token
               "beta_slice", "p_rest", "q_rest")
 
 
+def check_sampling(temperature, top_k=None, top_p=None) -> None:
+    """The sampling setup shared by capture, real SD and replay: temperature finite and ≥ 0
+    (0 = greedy), top_k an integer ≥ 1, top_p in (0, 1] (None: no filter)."""
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, (int, float, np.number)) \
+            or not (temperature >= 0 and np.isfinite(temperature)):
+        raise ValueError(f"temperature must be finite and ≥ 0, got {temperature!r}")
+    if top_k is not None:
+        check_int(top_k, "top_k", min=1)
+    if top_p is not None:
+        check_real(top_p, "top_p", lo=0.0, hi=1.0, lo_open=True)
+
+
 def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None,
                    top_p: float | None = None) -> np.ndarray:
     """Sampling distribution(s) from logits, float64, rows of shape (..., V).
@@ -51,8 +63,7 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
         raise DistributionError(f"logits must be a non-empty array over the vocabulary (..., V), got shape {z.shape}")
     if z.ndim == 1:
         return sampling_probs(z[None], temperature, top_k=top_k, top_p=top_p)[0]
-    if not (temperature >= 0 and np.isfinite(temperature)):
-        raise ValueError(f"temperature must be finite and ≥ 0, got {temperature!r}")
+    check_sampling(temperature, top_k, top_p)
     if np.isnan(z).any() or np.isposinf(z).any():
         raise DistributionError("logits contain NaN or +inf")
     if np.isneginf(z).all(axis=-1).any():
@@ -62,7 +73,7 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
         np.put_along_axis(out, z.argmax(axis=-1)[..., None], 1.0, axis=-1)
         return out
     if top_k is not None:
-        k = min(check_int(top_k, "top_k", min=1), z.shape[-1])
+        k = min(int(top_k), z.shape[-1])
         kth = -np.partition(-z, k - 1, axis=-1)[..., k - 1:k]
         z = np.where(z >= kth, z, -np.inf)
     z = z / temperature
@@ -70,7 +81,6 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
     e = np.exp(z)
     p = e / e.sum(axis=-1, keepdims=True)
     if top_p is not None:
-        check_real(top_p, "top_p", lo=0.0, hi=1.0, lo_open=True)
         order = np.argsort(-p, axis=-1, kind="stable")
         ps = np.take_along_axis(p, order, axis=-1)
         before = np.cumsum(ps, axis=-1) - ps  # mass strictly before each sorted token

@@ -13,8 +13,10 @@ from spectheory.distributions import DistributionError, softmax
 from validate import CompactTrace, LogitTrace, compare, replay, sampling_probs, sufficient_statistics, trace_exact_tokens
 from validate.analysis import cost_profile, summarize
 from validate.compare import evidence_from_report
+from validate.capture import capture_logits, capture_trace
 from validate.evidence import logits_evidence, sd_evidence
-from validate.experiment import Run, load_run
+from validate.experiment import Run, check_run, load_run, run_experiment
+from validate.prompts import Prompt
 from validate.lumping import pooled, run_context, sample_lumped
 from validate.replay_ersd import ersd_brackets, evidence_ersd, race_indices, replay_ersd
 from validate.replay_ersd import logits_evidence as ersd_logits_evidence
@@ -47,6 +49,22 @@ RNG = np.random.default_rng(1)
 _TMP = Path(tempfile.mkdtemp(prefix="spectheory-bad-validate-"))
 (_TMP / "junk.npz").write_bytes(b"not an archive")
 np.savez(_TMP / "other.npz", a=np.zeros(2))
+
+
+PROMPT = Prompt("p0", "code", "def f():", (("user", "def f():"),))
+
+
+def _capture(**kw):
+    """capture_trace with no models: every row is refused before a model (or torch) is touched."""
+    args = dict(prompt_ids=[1, 2], max_new_tokens=4)
+    args.update(kw)
+    return capture_trace(None, None, args.pop("prompt_ids"), args.pop("max_new_tokens"), **args)
+
+
+def _experiment(**kw):
+    """run_experiment with no models: refused before the run directory is created."""
+    return run_experiment(_TMP / "never-created", None, None, kw.pop("prompts", [PROMPT]),
+                          kw.pop("encode", lambda p: [1, 2]), **kw)
 
 
 def _ct(**kw):
@@ -199,6 +217,33 @@ ROWS = [
     bad("validate.logits_evidence not a run directory", logits_evidence, _TMP, exc=FileNotFoundError,
         match="not a validate run directory"),
     bad("validate.load_run missing", load_run, _TMP / "nope", exc=FileNotFoundError, match="not a validate run directory"),
+    # --- capture and run directories: refused before torch is imported or a model is called ---
+    bad("validate.capture_logits max_new_tokens=0", capture_logits, None, None, None, "p", 0,
+        match="max_new_tokens must be ≥ 1"),
+    bad("validate.capture_logits temperature=0", capture_logits, None, None, None, "p", 4, 0.0,
+        match=r"temperature must lie in \(0"),
+    bad("validate.capture_logits seed=-1", capture_logits, None, None, None, "p", 4, seed=-1, match="seed must be ≥ 0"),
+    bad("validate.capture_trace max_new_tokens=1.5", _capture, max_new_tokens=1.5, match="max_new_tokens must be an integer"),
+    bad("validate.capture_trace temperature<0", _capture, temperature=-1.0, match="temperature must be finite and ≥ 0"),
+    bad("validate.capture_trace top_k=0", _capture, top_k=0, match="top_k must be ≥ 1"),
+    bad("validate.capture_trace top_p=2", _capture, top_p=2.0, match=r"top_p must lie in \(0, 1\]"),
+    bad("validate.capture_trace seed=-1", _capture, seed=-1, match="seed must be ≥ 0"),
+    bad("validate.capture_trace slice_k=0", _capture, slice_k=0, match="slice_k must be ≥ 1"),
+    bad("validate.capture_trace empty prompt", _capture, prompt_ids=[], match="the prompt must hold at least one token"),
+    bad("validate.capture_trace negative prompt id", _capture, prompt_ids=[-1], match="prompt_ids must be ≥ 0"),
+    bad("validate.capture_trace prompt id ≥ vocab_size", _capture, prompt_ids=[7], vocab_size=6,
+        match="prompt_ids must be ≤ 5"),
+    bad("validate.run_experiment gammas empty", _experiment, gammas=(), match="gammas must be a non-empty sequence"),
+    bad("validate.run_experiment gamma=0", _experiment, gammas=(0,), match="gamma must be ≥ 1"),
+    bad("validate.run_experiment max_new_tokens=0", _experiment, max_new_tokens=0, match="max_new_tokens must be ≥ 1"),
+    bad("validate.run_experiment temperature<0", _experiment, temperature=-1.0, match="temperature must be finite and ≥ 0"),
+    bad("validate.run_experiment top_p=0", _experiment, top_p=0.0, match=r"top_p must lie in \(0, 1\]"),
+    bad("validate.run_experiment seed=-1", _experiment, seed=-1, match="seed must be ≥ 0"),
+    bad("validate.run_experiment slice_k=0", _experiment, slice_k=0, match="slice_k must be ≥ 1"),
+    bad("validate.run_experiment prompts str", _experiment, prompts="p", exc=TypeError,
+        match="prompts must be a list of validate.prompts.Prompt"),
+    bad("validate.run_experiment encode not callable", _experiment, encode=3, exc=TypeError, match="encode must be callable"),
+    bad("validate.check_run str", check_run, "run", exc=TypeError, match="run must be a validate.experiment.Run"),
     # --- command line: spectheory validate (refused before any model is installed or loaded) ---
     bad("validate.cli gammas not ints", run_cli, "validate", "--gammas", "a", exc=CLIError,
         match="--gammas must be comma-separated integers"),
