@@ -52,9 +52,23 @@ def check_probability(value, name: str) -> float:
     return check_real(value, name, lo=0.0, hi=1.0)
 
 
+def as_float_array(values, name: str, error: type = ValueError) -> np.ndarray:
+    """``values`` as a float64 array; ``error`` naming the argument for text, ragged nesting
+    or complex numbers (NumPy would raise an anonymous error, or drop the imaginary part)."""
+    try:
+        a = np.asarray(values)
+        if a.dtype.kind == "c":
+            raise error(f"{name} must be real, got complex values")
+        return np.asarray(a, dtype=np.float64)
+    except (ValueError, TypeError) as err:
+        if isinstance(err, error) and str(err).startswith(name):
+            raise
+        raise error(f"{name} must be a numeric array, got {values!r:.80} ({err})") from None
+
+
 def check_real_array(values, name: str, *, lo: float | None = None, hi: float | None = None) -> np.ndarray:
     """A float64 array of finite values in [lo, hi] (for vectorised closed forms)."""
-    a = np.asarray(values, dtype=np.float64)
+    a = as_float_array(values, name)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, got {values!r}")
     if lo is not None and (a < lo).any():

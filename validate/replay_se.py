@@ -90,6 +90,8 @@ def replay_se(trace: LogitTrace, *, lambdas=DEFAULT_LAMBDAS, mus=DEFAULT_MUS, ga
     for nm, v in (("lambdas", lambdas), ("mus", mus)):
         if isinstance(v, str) or np.ndim(v) != 1:
             raise TypeError(f"{nm} must be a sequence of numbers, got {v!r}")
+    if len(lambdas) + len(mus) == 0:
+        raise ValueError("lambdas and mus are both empty: no ensemble to replay")
     g = check_int(gamma, "γ", min=1, max=trace.T)
     n = check_int(n_mc, "n_mc", min=1)
     temp = trace.temperature if temperature is None else check_real(temperature, "temperature", lo=0.0, lo_open=True)

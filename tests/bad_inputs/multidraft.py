@@ -36,6 +36,8 @@ ROWS = [
     bad("multidraft.kseq_rho 2-D", cf.kseq_rho, [P, P], [Q, Q], 2, exc=DistributionError,
         match="p and q must be 1-D distributions"),
     bad("multidraft.kseq_rho NaN", cf.kseq_rho, [0.5, NAN, 0.5], Q, 2, exc=DistributionError, match="contains NaN"),
+    bad("multidraft.kseq_rho complex", cf.kseq_rho, P, Q.astype(complex), 2, exc=DistributionError,
+        match=r"q \(draft\) must be real"),
     bad("multidraft.kseq_rho K=0", cf.kseq_rho, P, Q, 0, match="K must be ≥ 1"),
     bad("multidraft.kseq_acceptance rho > K", cf.kseq_acceptance, P, Q, 2, 5.0, match=r"ρ \(rho\) must lie in \[1, 2\]"),
     bad("multidraft.kseq_acceptance rho < 1", cf.kseq_acceptance, P, Q, 2, 0.5, match=r"ρ \(rho\) must lie in \[1, 2\]"),
