@@ -279,7 +279,7 @@ def index_transition(pair: MarkovPair, rule, i: int, laws=None) -> np.ndarray:
     """T_i[s, s'] = Σ_{x: next(s,x)=s'} P(I = i, X = x | s), full drafting."""
     laws = laws or _Laws(pair, rule)
     V, S = pair.V, pair.n_states
-    i = check_int(i, "i (acceptance index)", min=1, max=V + 1)
+    i = check_int(i, "i (acceptance index)", min=1)  # i > V: never accepted (zero matrix)
     T = np.zeros((S, S))
     for s in range(S):
         J = laws.full(s)

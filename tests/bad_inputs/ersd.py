@@ -134,7 +134,6 @@ ROWS = [
     bad("ersd.first_tokens start=-1", ex.first_tokens_distribution, PAIR, GSD, TREE, 2, -1, match="start_state must be ≥ 0"),
     bad("ersd.index_transition i=0", ex.index_transition, PAIR, GSD, 0, match=r"i \(acceptance index\) must be ≥ 1"),
     bad("ersd.index_transition i=-1", ex.index_transition, PAIR, GSD, -1, match=r"i \(acceptance index\) must be ≥ 1"),
-    bad("ersd.index_transition i=V+2", ex.index_transition, PAIR, GSD, 5, match=r"i \(acceptance index\) must be ≤ 4"),
     bad("ersd.acceptance_function start=9", ex.acceptance_function, PAIR, GSD, 9, match="start must be ≤ 2"),
     bad("ersd.acceptance_function start=-1", ex.acceptance_function, PAIR, GSD, -1, match="start must be ≥ 0"),
     bad("ersd.acceptance_function start law shape", ex.acceptance_function, PAIR, GSD, [0.5, 0.5], exc=DistributionError,
