@@ -57,13 +57,12 @@ def as_float_array(values, name: str, error: type = ValueError) -> np.ndarray:
     or complex numbers (NumPy would raise an anonymous error, or drop the imaginary part)."""
     try:
         a = np.asarray(values)
-        if a.dtype.kind == "c":
-            raise error(f"{name} must be real, got complex values")
-        return np.asarray(a, dtype=np.float64)
+        out = None if a.dtype.kind == "c" else np.asarray(a, dtype=np.float64)
     except (ValueError, TypeError) as err:
-        if isinstance(err, error) and str(err).startswith(name):
-            raise
         raise error(f"{name} must be a numeric array, got {values!r:.80} ({err})") from None
+    if out is None:
+        raise error(f"{name} must be real, got complex values")
+    return out
 
 
 def check_real_array(values, name: str, *, lo: float | None = None, hi: float | None = None) -> np.ndarray:
@@ -135,10 +134,10 @@ def check_order_states(S: int, V: int, name: str = "tables") -> int:
     """The order n ≥ 0 of a Markov state space of ``S = V**n`` states (``next = (s·V + x) mod S``
     is only a context update when S is a power of V)."""
     n, s = 0, 1
-    while s < S:
+    while s < S and V > 1:
         s *= V
         n += 1
-    if s != S or V < 1:
+    if s != S:
         raise ValueError(f"{name} has {S} states, not a power of V = {V} (an order-n Markov state space has V**n)")
     return n
 
@@ -146,7 +145,7 @@ def check_order_states(S: int, V: int, name: str = "tables") -> int:
 def check_subprobability(values, name: str, *, atol: float = 1e-9) -> np.ndarray:
     """A non-empty 1-D vector of probabilities in [0, 1] with total ≤ 1 (a law that may leave
     mass to an implicit last outcome, e.g. an acceptance-index distribution)."""
-    a = np.asarray(values, dtype=np.float64) if not isinstance(values, str) else None
+    a = as_float_array(values, name) if not isinstance(values, str) else None
     if a is None or a.ndim != 1 or a.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D vector of probabilities, got {values!r}")
     a = check_real_array(a, name, lo=0.0, hi=1.0)

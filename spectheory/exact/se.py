@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..checks import check_costs, check_enumerable, check_int, check_order_states, check_state, check_type
+from ..checks import check_costs, check_enumerable, check_int, check_state, check_type
 from ..distributions import DistributionError, check_distribution
 from ..ensembles import Ensemble, common_tables
 from ..markov import MarkovSource
@@ -65,7 +65,7 @@ class SEModels:
         if r.shape != tabs.shape[1:]:
             raise DistributionError(f"r (ensemble) must have shape (S, V) = {tabs.shape[1:]}, got {r.shape}")
         order = check_int(self.order, "order", min=0)
-        if check_order_states(tabs.shape[1], tabs.shape[2], "member tables") != order:
+        if tabs.shape[1] != tabs.shape[2] ** order:
             raise ValueError(f"member tables have {tabs.shape[1]} states, not V**order = "
                              f"{tabs.shape[2]}**{order}")
         object.__setattr__(self, "tables", tabs)
