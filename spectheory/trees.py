@@ -45,7 +45,8 @@ class Tree:
         try:
             raw = [tuple(v) for v in self.vertices]
         except TypeError:
-            raise TypeError(f"vertices must be a sequence of index paths (tuples of ints), got {self.vertices!r}") from None
+            raise TypeError("vertices must be a sequence of index paths (tuples of ints), "
+                            f"got {self.vertices!r}") from None
         vs = tuple(sorted({tuple(check_int(i, f"index in vertex {v}") for i in v) for v in raw},
                           key=lambda v: (len(v), v)))
         for v in vs:

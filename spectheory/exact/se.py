@@ -415,5 +415,8 @@ def expected_step_tokens(engine: Engine, config=None) -> float:
     check_type(engine, Engine, "engine")
     if config is not None and (not isinstance(config, tuple) or len(config) != 3):
         raise ValueError(f"config must be a configuration (state, ·, ·) of the engine, got {config!r}")
-    cfg = engine.alg.initial_config() if config is None else (check_state(config[0], engine.M.S, "config state"),) + config[1:]
+    if config is None:
+        cfg = engine.alg.initial_config()
+    else:
+        cfg = (check_state(config[0], engine.M.S, "config state"),) + config[1:]
     return float(sum(pr * len(em) for (em, _, _), pr in engine.step_outcomes(cfg).items()))
