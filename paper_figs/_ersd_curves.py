@@ -7,57 +7,42 @@ ERSD, on a first-order Markov source (V = 50, weakly aligned draft).
 that a. "Simulation": iterations started at every position of the simulated texts (Numba
 kernel, exponential races from the core RNG), vertex (i_1..i_d) accepted iff the next d indices
 are i_1..i_d. The Lemma 4.2 bound is minimised over n for each k.
+
+The rule × strategy × k grid runs as a sweep of ``ersd.tree`` and ``ersd.bound`` jobs
+(``sims/jobs/ersd.py``): every job of one rule reads the same index stream (drawn from the
+figure's seed), so theory and simulation use one fitted a and the marginal gains are
+differences along one stream.
 """
 from __future__ import annotations
 
 import numpy as np
+from _cli import pick
 
-from sims import instances as inst
-from spectheory import trees as T
-from spectheory.closed_forms import ersd as cf
-from spectheory.montecarlo import ersd as mc
-from spectheory.rng import derive_seed
-from spectheory.rules import ersd as R
+from sims import sweep as sw
 
 SOURCE = "markov1-V50-weak"
-STRATEGIES = ("batch", "sequence", "optimal tree", "SpecInfer tree")
+#: job strategy → legend label
+STRATEGIES = {"batch": "batch", "sequence": "sequence", "optimal": "optimal tree", "specinfer": "SpecInfer tree"}
+RULES = ("gsd", "ersd")
 K_MAX = 48
 N_FULL, N_QUICK = 200_000, 20_000
 
 
-def build(strategy: str, a, k: int, V: int) -> T.Tree:
-    if strategy == "batch":
-        return T.batch_tree(min(k, V))
-    if strategy == "sequence":
-        return T.sequence_tree(k)
-    if strategy == "SpecInfer tree":
-        return T.specinfer_tree(k)
-    return T.optimal_tree(T.zero_order(a), k, V)
+def jobs(n_positions: int, seed: int, k_max: int = K_MAX) -> list:
+    """The sweep behind both figures (run it with ``_cli.run_grid``)."""
+    common = dict(instance=SOURCE, rule=RULES, n_positions=n_positions, stream_seed=seed)
+    return (sw.grid("ersd.tree", **common, strategy=list(STRATEGIES), k=range(1, k_max + 1))
+            + sw.grid("ersd.bound", **common, k=range(1, k_max + 1)))
 
 
-def curves(n_positions: int, seed: int, k_max: int = K_MAX):
-    """{method: {"a": fitted a, "ks": ks, strategy: (theory, simulation), "bound": lemma 4.2}}."""
-    pair = inst.get(SOURCE)
-    ks = np.arange(1, k_max + 1)
+def curves(rows: list) -> dict:
+    """{rule: {"ks": ks, label: (theory, simulation), "bound": lemma 4.2}} from the rows of :func:`jobs`."""
     out = {}
-    for rule in (R.GSD, R.ERSD):
-        idx, _ = mc.index_stream(pair, rule, n_positions, m=pair.V,
-                                 seed=np.random.default_rng(derive_seed(seed, "fig_ersd", rule.name)))
-        a = T.fit_zero_order(idx, pair.V)
-        res = {"a": a, "ks": ks}
-        for strat in STRATEGIES:
-            th, sim = [], []
-            for k in ks:
-                tree = build(strat, a, int(k), pair.V)
-                th.append(cf.zero_order_expected(a, tree))
-                sim.append(float(mc.tree_outcomes_from_stream(idx, tree).mean()))
-            res[strat] = (np.array(th), np.array(sim))
-        bound = []
-        f = T.zero_order(a)
-        for k in ks:
-            tree = T.optimal_tree(f, int(k), pair.V)
-            M = max(max(v) for v in tree.vertices)
-            bound.append(cf.lemma42_min_bound(a, int(k), M)[0])
-        res["bound"] = np.array(bound)
-        out[rule.name] = res
+    for rule in RULES:
+        bound = pick(rows, "ersd.bound", rule=rule)
+        res = {"ks": np.array([r["k"] for r in bound]), "bound": np.array([r["lemma42_bound"] for r in bound])}
+        for strat, label in STRATEGIES.items():
+            mine = pick(rows, "ersd.tree", rule=rule, strategy=strat)
+            res[label] = (np.array([r["theory"] for r in mine]), np.array([r["simulation"] for r in mine]))
+        out[rule] = res
     return out

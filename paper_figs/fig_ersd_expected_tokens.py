@@ -11,6 +11,7 @@ logarithmically (opt_tree.log_growth) while batch and sequence plateau.
 Usage::
 
     python paper_figs/fig_ersd_expected_tokens.py [--out PATH] [--quick] [--seed N]
+        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, save_figure  # noqa: E402
-from _ersd_curves import N_FULL, N_QUICK, SOURCE, STRATEGIES, curves  # noqa: E402
+from _cli import figure_parser, run_grid, save_figure  # noqa: E402
+from _ersd_curves import N_FULL, N_QUICK, SOURCE, STRATEGIES, curves, jobs  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_ersd_expected_tokens.png"
 
@@ -34,7 +35,7 @@ def make_figure(data):
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (method, res) in zip(axes, data.items()):
         ks = res["ks"]
-        for strat, col in zip(STRATEGIES, colors):
+        for strat, col in zip(STRATEGIES.values(), colors):
             th, sim = res[strat]
             ax.plot(ks, th, color=col, lw=1.6, label=f"{strat} (theory, 0th-order a)")
             ax.plot(ks, sim, "o", ms=3.5, color=col, mfc="white", mew=1.0, label=f"{strat} (simulation)")
@@ -51,7 +52,7 @@ def make_figure(data):
 
 def main(argv=None) -> int:
     args = figure_parser(__doc__, DEFAULT_OUT, f"{N_QUICK:,} instead of {N_FULL:,} positions per stream set").parse_args(argv)
-    data = curves(N_QUICK if args.quick else N_FULL, args.seed, 24 if args.quick else 48)
+    data = curves(run_grid(jobs(N_QUICK if args.quick else N_FULL, args.seed, 24 if args.quick else 48), args))
     save_figure(make_figure(data), args.out)
     for method, res in data.items():
         th, sim = res["optimal tree"]

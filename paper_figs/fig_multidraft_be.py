@@ -7,11 +7,14 @@ K-SEQ (SpecTr), GBV, SpecTr-GBV (Alg. 1 as printed) with K = 2 drafts, the true 
 K = 2 i.i.d. drafts (LP over all couplings, HiGHS) and Lemma 5.1's bound + 1 (dashed) —
 seed 003's Tables 3 and 5 as a plot. Lines: exact engine; markers: Monte Carlo means of the
 Numba kernels with 95% intervals. (Right) Acceptance rate E[τ]/γ against K at γ = 2 for
-K-SEQ and SpecTr-GBV (seed 003 Fig. 2a), with Lemma 5.1's bound / γ.
+K-SEQ and SpecTr-GBV (seed 003 Fig. 2a), with Lemma 5.1's bound / γ. Every point (exact,
+LP and Monte Carlo) is a job of one sweep (``multidraft.exact``, ``multidraft.mc``;
+``sims/jobs/multidraft.py``).
 
 Usage::
 
     python paper_figs/fig_multidraft_be.py [--out PATH] [--quick] [--seed N]
+        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
@@ -24,20 +27,64 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, save_figure  # noqa: E402
-import numpy as np  # noqa: E402
+from _cli import figure_parser, pick, run_grid, save_figure, value  # noqa: E402
 
-from spectheory.closed_forms import multidraft as cf  # noqa: E402
-from spectheory.closed_forms.optimum import lp_optimum  # noqa: E402
-from spectheory.exact import multidraft as ex  # noqa: E402
-from spectheory.montecarlo import multidraft as mc  # noqa: E402
-from spectheory.pairs import aligned_pair  # noqa: E402
-from spectheory.rng import derive_seed  # noqa: E402
-from spectheory.rules import multidraft as R  # noqa: E402
+from sims import sweep as sw  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_multidraft_be.png"
 K_BE = 2
 GAMMA_K = 2
+#: rows of the figure: (alignment, the pair's parameters: aligned_pair(3, 1, alignment, seed))
+PAIRS = tuple((align, dict(V=3, order=1, alignment=align, pair_seed=40 + row))
+              for row, align in enumerate(("weak", "strong")))
+#: left panel, exact lines: (label, method, K)
+BE_LINES = (("SD", "sd", 1), (f"K-SEQ (K={K_BE})", "k-seq", K_BE), ("GBV", "gbv", 1),
+            (f"SpecTr-GBV (K={K_BE})", "spectr-gbv", K_BE), (f"optimum (LP, K={K_BE})", "lp-optimum", K_BE),
+            ("Lemma 5.1 bound", "lemma51-bound", K_BE))
+MC_RULES = ("spectr-gbv", "k-seq")
+#: right panel, exact lines against K at γ = GAMMA_K: (label, method)
+K_LINES = (("K-SEQ", "k-seq"), ("SpecTr-GBV", "spectr-gbv"), ("Lemma 5.1 bound / γ", "lemma51-bound"))
+
+
+def grid_jobs(gammas, Ks, n: int) -> list:
+    """Every point of the figure: exact/LP lines (both panels) and the Monte Carlo markers."""
+    jobs = []
+    for _, pair in PAIRS:
+        for _, method, K in BE_LINES:
+            jobs += sw.grid("multidraft.exact", **pair, method=method, K=K, gamma=gammas)
+        jobs += sw.grid("multidraft.exact", **pair, method=[m for _, m in K_LINES], gamma=GAMMA_K, K=Ks)
+        jobs += sw.grid("multidraft.mc", **pair, rule=MC_RULES, K=K_BE, gamma=gammas, n_runs=n)
+    return jobs
+
+
+def make_figure(rows: list, gammas, Ks):
+    """``rows``: the table of :func:`grid_jobs` (run by ``_cli.run_grid``)."""
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    for row, (align, pair) in enumerate(PAIRS):
+        ax = axes[row, 0]
+        for name, method, K in BE_LINES:
+            ys = [value(rows, "multidraft.exact", "expected_tau", **pair, method=method, K=K, gamma=g) + 1
+                  for g in gammas]
+            ax.plot(gammas, ys, "--" if "bound" in name else "-", marker="o" if "LP" in name else None,
+                    label=name, lw=1.5)
+        for r in pick(rows, "multidraft.mc", **pair):
+            ax.errorbar(r["gamma"], r["mean_tokens"], yerr=1.96 * r["se_tokens"], fmt="x", color="k", capsize=3)
+        ax.set_xlabel("draft length γ")
+        ax.set_ylabel("block efficiency E[τ] + 1")
+        ax.set_title(f"{align}ly aligned pair (V = 3, order 1)")
+        ax.set_xticks(gammas)
+        ax.legend(fontsize=7)
+        ax = axes[row, 1]
+        for name, method in K_LINES:
+            ax.plot(Ks, [value(rows, "multidraft.exact", "expected_tau", **pair, method=method, gamma=GAMMA_K, K=K)
+                         / GAMMA_K for K in Ks], "--" if "bound" in name else "-o", label=name)
+        ax.set_xlabel("number of drafts K")
+        ax.set_ylabel(f"acceptance rate E[τ]/γ (γ = {GAMMA_K})")
+        ax.set_xticks(Ks)
+        ax.legend(fontsize=8)
+    fig.suptitle("Multi-draft verification (seed 003): exact engine (lines), Monte Carlo (×, 95% CI)")
+    fig.tight_layout()
+    return fig
 
 
 def main(argv=None) -> Path:
@@ -45,45 +92,7 @@ def main(argv=None) -> Path:
     gammas = (1, 2) if a.quick else (1, 2, 3)
     Ks = (1, 2, 3) if a.quick else (1, 2, 3, 4, 5)
     n = 3_000 if a.quick else 100_000
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
-    for row, align in enumerate(("weak", "strong")):
-        pair = aligned_pair(3, 1, align, seed=40 + row)
-        ax = axes[row, 0]
-        curves = {"SD": [], f"K-SEQ (K={K_BE})": [], "GBV": [], f"SpecTr-GBV (K={K_BE})": [],
-                  f"optimum (LP, K={K_BE})": [], "Lemma 5.1 bound": []}
-        for g in gammas:
-            tree = cf.block_tree(pair, g, 0)
-            curves["SD"].append(cf.sd_expected_tau(tree) + 1)
-            curves[f"K-SEQ (K={K_BE})"].append(ex.expected_tau(tree, K_BE, R.KSEQ) + 1)
-            curves["GBV"].append(ex.expected_tau(tree, 1, R.GBV) + 1)
-            curves[f"SpecTr-GBV (K={K_BE})"].append(ex.expected_tau(tree, K_BE, R.SPECTR_GBV) + 1)
-            curves[f"optimum (LP, K={K_BE})"].append(lp_optimum(tree, K_BE) + 1)
-            curves["Lemma 5.1 bound"].append(cf.lemma51_bound(tree, K_BE) + 1)
-        for name, ys in curves.items():
-            ax.plot(gammas, ys, "--" if "bound" in name else "-", marker="o" if "LP" in name else None,
-                    label=name, lw=1.5)
-        for name, rule, K in (("SpecTr-GBV", R.SPECTR_GBV, K_BE), ("K-SEQ", R.KSEQ, K_BE)):
-            for g in gammas:
-                res = mc.simulate(pair, g, K, n, 1, rule=rule, seed=derive_seed(a.seed, align, name, str(g)))
-                m, se = res.tau.mean() + 1, res.tau.std(ddof=1) / np.sqrt(n)
-                ax.errorbar(g, m, yerr=1.96 * se, fmt="x", color="k", capsize=3)
-        ax.set_xlabel("draft length γ")
-        ax.set_ylabel("block efficiency E[τ] + 1")
-        ax.set_title(f"{align}ly aligned pair (V = 3, order 1)")
-        ax.set_xticks(gammas)
-        ax.legend(fontsize=7)
-        ax = axes[row, 1]
-        tree = cf.block_tree(pair, GAMMA_K, 0)
-        for name, rule in (("K-SEQ", R.KSEQ), ("SpecTr-GBV", R.SPECTR_GBV)):
-            ax.plot(Ks, [ex.expected_tau(tree, K, rule) / GAMMA_K for K in Ks], "-o", label=name)
-        ax.plot(Ks, [cf.lemma51_bound(tree, K) / GAMMA_K for K in Ks], "--", label="Lemma 5.1 bound / γ")
-        ax.set_xlabel("number of drafts K")
-        ax.set_ylabel(f"acceptance rate E[τ]/γ (γ = {GAMMA_K})")
-        ax.set_xticks(Ks)
-        ax.legend(fontsize=8)
-    fig.suptitle("Multi-draft verification (seed 003): exact engine (lines), Monte Carlo (×, 95% CI)")
-    fig.tight_layout()
-    return save_figure(fig, a.out, dpi=110)
+    return save_figure(make_figure(run_grid(grid_jobs(gammas, Ks, n), a), gammas, Ks), a.out, dpi=110)
 
 
 if __name__ == "__main__":

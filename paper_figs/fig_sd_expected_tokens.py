@@ -6,7 +6,7 @@ for draft lengths γ ∈ {1, 2, 4, 8}. Curves: the closed form (1 − α^{γ+1})
 (``spectheory.montecarlo.sd.simulate``, ``restart=True``) on order-0 pairs built so that
 Σ_x min(p(x), q(x)) = α exactly (p = (1 − α/2, α/2), q = (α/2, 1 − α/2)), with 95% normal
 confidence intervals. The grid (α × γ) runs as a sweep (``sims.sweep``, job kind ``sd.mc``):
-in this process by default, on local worker processes with ``--workers N``, or on a Dask
+in this process by default, on local worker processes with ``--jobs N``, or on a Dask
 cluster with ``--scheduler ADDRESS``; each point's seed derives from (seed, α, γ, n), so the
 figure is the same whichever runs it. (Right) Walltime improvement over autoregressive decoding,
 (1 − α^{γ+1})/((1 − α)(γc + 1)) (CLAIMS ``sd.walltime``), against γ at α = 0.8 for cost ratios
@@ -15,7 +15,7 @@ c ∈ {0.01, 0.05, 0.1, 0.2}; stars mark the optimal draft length γ* of each c.
 Usage::
 
     python paper_figs/fig_sd_expected_tokens.py [--out PATH] [--quick] [--seed N]
-        [--workers N | --scheduler ADDRESS] [--table PATH]
+        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, save_figure  # noqa: E402
+from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
 import numpy as np  # noqa: E402
 
 from spectheory.closed_forms import sd as cf  # noqa: E402
@@ -43,7 +43,6 @@ COSTS = (0.01, 0.05, 0.1, 0.2)
 ALPHA_RIGHT = 0.8
 GAMMA_MAX_RIGHT = 24
 N_FULL, N_QUICK = 100_000, 3_000
-Z95 = 1.959963984540054
 
 
 def two_point_pair(alpha: float):
@@ -56,23 +55,16 @@ def two_point_pair(alpha: float):
     return pair
 
 
-def monte_carlo(n_iter: int, seed: int, executor=None, table=None):
-    """{γ: (alphas, means, ci half-widths)} of tokens emitted per iteration: the α × γ grid
-    as a sweep of ``sd.mc`` jobs (i.i.d. iterations on the two-point pair of each α)."""
+def mc_jobs(n_iter: int) -> list:
+    """The α × γ grid of ``sd.mc`` jobs (i.i.d. iterations on the two-point pair of each α)."""
     for a in ALPHAS_MC:
         two_point_pair(a)  # asserts Σ min(p, q) = α for the pair the job builds
-    jobs = sw.grid("sd.mc", gamma=GAMMAS, alpha=ALPHAS_MC, n_iterations=[n_iter], restart=[True])
-    rows = sw.run_sweep(jobs, table, executor=executor or sw.SerialExecutor(), base_seed=seed, progress=False)
-    out = {}
-    for g in GAMMAS:
-        mine = [r for r in rows if r["gamma"] == g]
-        out[g] = (np.array([r["alpha"] for r in mine]), np.array([r["mean_tokens"] for r in mine]),
-                  Z95 * np.array([r["se_tokens"] for r in mine]))
-    return out
+    return sw.grid("sd.mc", gamma=GAMMAS, alpha=ALPHAS_MC, n_iterations=[n_iter], restart=[True])
 
 
-def make_figure(n_iter: int, seed: int, executor=None, table=None):
-    mc = monte_carlo(n_iter, seed, executor, table)
+def make_figure(rows: list, n_iter: int):
+    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
+    mc = {g: points(rows, "sd.mc", "alpha", "mean_tokens", "se_tokens", gamma=g) for g in GAMMAS}
     fig, (axl, axr) = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
@@ -121,14 +113,10 @@ def make_figure(n_iter: int, seed: int, executor=None, table=None):
 
 
 def main(argv=None) -> int:
-    ap = figure_parser(__doc__, DEFAULT_OUT, f"{N_QUICK:,} instead of {N_FULL:,} MC iterations per point")
-    ap.add_argument("--workers", type=int, default=1, help="local worker processes for the MC grid")
-    ap.add_argument("--scheduler", default=None, help="Dask scheduler address for the MC grid")
-    ap.add_argument("--table", type=Path, default=None, help="keep the MC grid's table here (JSONL, resumable)")
-    args = ap.parse_args(argv)
+    args = figure_parser(__doc__, DEFAULT_OUT, f"{N_QUICK:,} instead of {N_FULL:,} MC iterations per point"
+                         ).parse_args(argv)
     n_iter = N_QUICK if args.quick else N_FULL
-    with sw.executor_for(scheduler=args.scheduler, workers=args.workers) as ex:
-        fig, info = make_figure(n_iter, args.seed, ex, args.table)
+    fig, info = make_figure(run_grid(mc_jobs(n_iter), args), n_iter)
     save_figure(fig, args.out)
     cov, tot = info["ci_coverage"]
     print(f"MC 95% CIs covering the closed form: {cov}/{tot}")

@@ -4,11 +4,13 @@ Caption. Speculative Ensemble (Alg. 1, γq = γ, γp = 1) on i.i.d. V = 50 pairs
 settings as in Fig. 6: (a) WE λ = 0.5, comparable models (c = 0.8); (b) CD μ = 0.1, T = 0,
 small proposer (c = 0.15); (c) CD μ = 0.1, T = 1 (c = 0.15). Solid: exact long-run speedup
 of the alternating process (renewal–reward, closed_forms.se.alternating_speedup_iid); dashed:
-the Thm 3.6 formula; points: Numba Monte Carlo, mean over streams ± 95% CI.
+the Thm 3.6 formula; points: Numba Monte Carlo, mean over streams ± 95% CI; the setting × γ
+grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
 
 Usage::
 
     python paper_figs/fig_se_speedup_gamma.py [--out PATH] [--quick] [--seed N]
+        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
@@ -21,43 +23,43 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, save_figure  # noqa: E402
+from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
 import numpy as np  # noqa: E402
 
+from sims import sweep as sw  # noqa: E402
+from sims.jobs import se as se_jobs  # noqa: E402
 from spectheory.closed_forms import se as cf  # noqa: E402
-from spectheory.ensembles import contrastive_ensemble, weighted_ensemble  # noqa: E402
-from spectheory.exact.se import Algorithm, SEModels  # noqa: E402
-from spectheory.montecarlo.se import simulate_streams  # noqa: E402
-from spectheory.pairs import perturbed_pair  # noqa: E402
-from spectheory.rng import derive_seed  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_se_speedup_gamma.png"
 GAMMAS = tuple(range(1, 9))
 STREAMS, TOKENS_FULL, TOKENS_QUICK = 32, 50_000, 2_000
-Z95 = 1.959963984540054
-WE_PAIR = perturbed_pair(50, 0, how="mix", strength=0.3, seed=4)
-CD_PAIR = perturbed_pair(50, 0, how="mix", strength=0.4, concentration=0.3, seed=5)
-SETTINGS = (("(a) WE λ=0.5, c=0.8", WE_PAIR, weighted_ensemble(0.5), 0.8),
-            ("(b) CD μ=0.1, T=0, c=0.15", CD_PAIR, contrastive_ensemble(0.1, 0.0), 0.15),
-            ("(c) CD μ=0.1, T=1, c=0.15", CD_PAIR, contrastive_ensemble(0.1, 1.0), 0.15))
+WE_PAIR = dict(V=50, order=0, strength=0.3, pair_seed=4)
+CD_PAIR = dict(V=50, order=0, strength=0.4, concentration=0.3, pair_seed=5)
+#: (title, the setting's se.mc parameters: pair, ensemble, cost ratio c)
+SETTINGS = (("(a) WE λ=0.5, c=0.8", dict(**WE_PAIR, ensemble="we", lam=0.5, c=0.8)),
+            ("(b) CD μ=0.1, T=0, c=0.15", dict(**CD_PAIR, ensemble="cd", mu=0.1, temperature=0.0, c=0.15)),
+            ("(c) CD μ=0.1, T=1, c=0.15", dict(**CD_PAIR, ensemble="cd", mu=0.1, temperature=1.0, c=0.15)))
 
 
-def make_figure(tokens: int, seed: int):
+def mc_jobs(tokens: int) -> list:
+    """The setting × γ grid of ``se.mc`` jobs (γq = γ, γp = 1)."""
+    return [j for _, setting in SETTINGS
+            for j in sw.grid("se.mc", **setting, gamma_q=GAMMAS, gamma_p=1, n_streams=STREAMS,
+                             tokens_per_stream=tokens)]
+
+
+def make_figure(rows: list, tokens: int):
+    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.0), constrained_layout=True)
     covered = total = 0
     g = np.array(GAMMAS)
-    for ax, (title, pair, ens, c) in zip(axes, SETTINGS):
-        M = SEModels.build([pair.draft, pair.target], ens, title)
+    for ax, (title, setting) in zip(axes, SETTINGS):
+        c = setting["c"]
+        M = se_jobs.models(setting)
         aq, ap = float(M.acceptance(0)[0]), float(M.acceptance(1)[0])
         proc = np.array([cf.alternating_speedup_iid(aq, ap, int(x), 1, c) for x in g])
         thm = np.array([cf.thm3_6_speedup(aq, int(x), 1, c) for x in g])
-        pts = []
-        for x in g:
-            res = simulate_streams(M, Algorithm("alt", (int(x), 1)), STREAMS, tokens,
-                                   seed=np.random.default_rng(derive_seed(seed, "fig_se_gamma", title, f"{x}")))
-            sp = res.speedup([c, 1.0])
-            pts.append((sp.mean(), Z95 * sp.std(ddof=1) / np.sqrt(sp.size)))
-        pts = np.array(pts)
+        pts = np.column_stack(points(rows, "se.mc", "gamma_q", "mean_speedup", "se_speedup", **setting)[1:])
         covered += int(np.sum(np.abs(pts[:, 0] - proc) <= pts[:, 1]))
         total += g.size
         ax.plot(g, proc, "-", color="tab:blue", lw=1.8, label="SE process (renewal–reward)")
@@ -76,7 +78,8 @@ def make_figure(tokens: int, seed: int):
 def main(argv=None) -> int:
     args = figure_parser(__doc__, DEFAULT_OUT, f"{TOKENS_QUICK:,} instead of {TOKENS_FULL:,} tokens per stream"
                          ).parse_args(argv)
-    fig, info = make_figure(TOKENS_QUICK if args.quick else TOKENS_FULL, args.seed)
+    tokens = TOKENS_QUICK if args.quick else TOKENS_FULL
+    fig, info = make_figure(run_grid(mc_jobs(tokens), args), tokens)
     save_figure(fig, args.out)
     print(f"MC 95% CIs covering the process curve: {info['covered']}/{info['total']}")
     return 0

@@ -6,11 +6,13 @@ Caption. Speculative Ensemble (Alg. 1) on an i.i.d. V = 50 pair of comparable mo
 Solid curves: the exact long-run speedup of the alternating process over the vanilla ensemble
 (closed_forms.se.alternating_speedup_iid, renewal–reward over the alternation's three
 configurations). Dashed: the paper's Thm 3.6 one-cycle formula (q first, α = α_q). Points:
-Numba Monte Carlo (montecarlo.se.simulate_streams), mean over independent streams ± 95% CI.
+Numba Monte Carlo (montecarlo.se.simulate_streams), mean over independent streams ± 95% CI;
+the λ × proposer grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
 
 Usage::
 
     python paper_figs/fig_se_speedup_lambda.py [--out PATH] [--quick] [--seed N]
+        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
@@ -23,27 +25,25 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, save_figure  # noqa: E402
+from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
 import numpy as np  # noqa: E402
 
+from sims import sweep as sw  # noqa: E402
+from sims.jobs import se as se_jobs  # noqa: E402
 from spectheory.closed_forms import se as cf  # noqa: E402
-from spectheory.ensembles import weighted_ensemble  # noqa: E402
-from spectheory.exact.se import Algorithm, SEModels  # noqa: E402
-from spectheory.montecarlo.se import simulate_streams  # noqa: E402
-from spectheory.pairs import perturbed_pair  # noqa: E402
-from spectheory.rng import derive_seed  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_se_speedup_lambda.png"
 C = 0.8
 GAMMA = 3
 LAMBDAS_MC = (0.1, 0.3, 0.5, 0.7, 0.9)
 STREAMS, TOKENS_FULL, TOKENS_QUICK = 32, 50_000, 2_000
-Z95 = 1.959963984540054
-PAIR = perturbed_pair(50, 0, how="mix", strength=0.3, seed=4)
+PAIR = dict(V=50, order=0, strength=0.3, pair_seed=4)   # i.i.d. V = 50, draft = target mixed with noise
+#: the two proposers: q first (γq = GAMMA, γp = 1) and p first (γq = 1, γp = GAMMA)
+PROPOSERS = {"q": dict(gamma_q=GAMMA, gamma_p=1, first="q"), "p": dict(gamma_q=1, gamma_p=GAMMA, first="p")}
 
 
-def models(lam: float) -> SEModels:
-    return SEModels.build([PAIR.draft, PAIR.target], weighted_ensemble(lam), f"WE λ={lam:g}")
+def models(lam: float):
+    return se_jobs.models({**PAIR, "ensemble": "we", "lam": lam})
 
 
 def curves(lams):
@@ -58,22 +58,19 @@ def curves(lams):
     return np.array(q_first), np.array(p_first), np.array(formula)
 
 
-def monte_carlo(tokens: int, seed: int):
-    out = {"q": [], "p": []}
-    for lam in LAMBDAS_MC:
-        M = models(lam)
-        for who, alg in (("q", Algorithm("alt", (GAMMA, 1), first=0)), ("p", Algorithm("alt", (1, GAMMA), first=1))):
-            res = simulate_streams(M, alg, STREAMS, tokens,
-                                   seed=np.random.default_rng(derive_seed(seed, "fig_se_lambda", who, f"{lam}")))
-            sp = res.speedup([C, 1.0])
-            out[who].append((sp.mean(), Z95 * sp.std(ddof=1) / np.sqrt(sp.size)))
-    return {k: np.array(v) for k, v in out.items()}
+def mc_jobs(tokens: int) -> list:
+    """The λ × proposer grid of ``se.mc`` jobs."""
+    return [j for alg in PROPOSERS.values()
+            for j in sw.grid("se.mc", **PAIR, ensemble="we", lam=LAMBDAS_MC, **alg, c=C,
+                             n_streams=STREAMS, tokens_per_stream=tokens)]
 
 
-def make_figure(tokens: int, seed: int):
+def make_figure(rows: list, tokens: int):
+    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
     grid = np.linspace(0.02, 0.98, 97)
     qf, pf, thm = curves(grid)
-    mc = monte_carlo(tokens, seed)
+    mc = {who: np.column_stack(points(rows, "se.mc", "lam", "mean_speedup", "se_speedup", **alg)[1:])
+          for who, alg in PROPOSERS.items()}
     fig, ax = plt.subplots(figsize=(7, 4.4), constrained_layout=True)
     ax.fill_between(grid, 1.0, np.maximum(qf, pf), color="0.85", label="best of the two proposers")
     ax.plot(grid, qf, color="tab:blue", lw=1.8, label=f"q first (γq={GAMMA}, γp=1): process")
@@ -97,7 +94,8 @@ def make_figure(tokens: int, seed: int):
 def main(argv=None) -> int:
     args = figure_parser(__doc__, DEFAULT_OUT, f"{TOKENS_QUICK:,} instead of {TOKENS_FULL:,} tokens per stream"
                          ).parse_args(argv)
-    fig, info = make_figure(TOKENS_QUICK if args.quick else TOKENS_FULL, args.seed)
+    tokens = TOKENS_QUICK if args.quick else TOKENS_FULL
+    fig, info = make_figure(run_grid(mc_jobs(tokens), args), tokens)
     save_figure(fig, args.out)
     print(f"MC 95% CIs covering the process curve: {info['covered']}/{info['total']}")
     return 0

@@ -6,11 +6,13 @@ Speculative Ensemble (Alg. 1, γq = 5, γp = 1) over the vanilla ensemble (renew
 closed_forms.se.alternating_speedup_iid); dotted: SD on the ensemble (q proposes γ = 5, the
 ensemble verifies with a bonus from r; one call of each member per iteration); dashed: the
 Thm 3.6 formula; thin: SE with γq = γp = 1 (never slower, Cor 3.7; at T = 0 the proposer's
-acceptance is low and γq = 5 is slower than the vanilla ensemble). Points: Numba Monte Carlo of SE, mean over streams ± 95% CI.
+acceptance is low and γq = 5 is slower than the vanilla ensemble). Points: Numba Monte Carlo of SE, mean over streams ± 95% CI;
+the μ × T grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
 
 Usage::
 
     python paper_figs/fig_se_speedup_mu.py [--out PATH] [--quick] [--seed N]
+        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
@@ -23,28 +25,30 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, save_figure  # noqa: E402
+from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
 import numpy as np  # noqa: E402
 
+from sims import sweep as sw  # noqa: E402
+from sims.jobs import se as se_jobs  # noqa: E402
 from spectheory.closed_forms import sd as cf_sd  # noqa: E402
 from spectheory.closed_forms import se as cf  # noqa: E402
-from spectheory.ensembles import contrastive_ensemble  # noqa: E402
-from spectheory.exact.se import Algorithm, SEModels  # noqa: E402
-from spectheory.montecarlo.se import simulate_streams  # noqa: E402
-from spectheory.pairs import perturbed_pair  # noqa: E402
-from spectheory.rng import derive_seed  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_se_speedup_mu.png"
 C, GAMMA = 0.15, 5
 TEMPS = (0.0, 1.0)
 MUS_MC = (0.1, 0.2, 0.3, 0.4, 0.5)
 STREAMS, TOKENS_FULL, TOKENS_QUICK = 32, 50_000, 2_000
-Z95 = 1.959963984540054
-PAIR = perturbed_pair(50, 0, how="mix", strength=0.4, concentration=0.3, seed=5)
+PAIR = dict(V=50, order=0, strength=0.4, concentration=0.3, pair_seed=5)
 
 
-def models(mu: float, T: float) -> SEModels:
-    return SEModels.build([PAIR.draft, PAIR.target], contrastive_ensemble(mu, T), f"CD μ={mu:g} T={T:g}")
+def models(mu: float, T: float):
+    return se_jobs.models({**PAIR, "ensemble": "cd", "mu": mu, "temperature": T})
+
+
+def mc_jobs(tokens: int) -> list:
+    """The T × μ grid of ``se.mc`` jobs (SE, γq = GAMMA, γp = 1)."""
+    return sw.grid("se.mc", **PAIR, ensemble="cd", temperature=TEMPS, mu=MUS_MC, gamma_q=GAMMA, gamma_p=1,
+                   c=C, n_streams=STREAMS, tokens_per_stream=tokens)
 
 
 def curves(mus, T):
@@ -59,7 +63,8 @@ def curves(mus, T):
     return np.array(se), np.array(sd), np.array(thm), np.array(se1)
 
 
-def make_figure(tokens: int, seed: int):
+def make_figure(rows: list, tokens: int):
+    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
     grid = np.linspace(0.02, 0.6, 59)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True, sharey=True)
     covered = total = 0
@@ -69,13 +74,7 @@ def make_figure(tokens: int, seed: int):
         ax.plot(grid, se, color="tab:red", lw=1.8, label=f"SE (γq={GAMMA}, γp=1): process")
         ax.plot(grid, thm, color="tab:red", lw=1.1, ls="--", label="Thm 3.6 formula")
         ax.plot(grid, sd, color="tab:purple", lw=1.5, ls=":", label=f"SD on the ensemble (γ={GAMMA})")
-        pts = []
-        for mu in MUS_MC:
-            res = simulate_streams(models(mu, T), Algorithm("alt", (GAMMA, 1)), STREAMS, tokens,
-                                   seed=np.random.default_rng(derive_seed(seed, "fig_se_mu", f"{T}", f"{mu}")))
-            sp = res.speedup([C, 1.0])
-            pts.append((sp.mean(), Z95 * sp.std(ddof=1) / np.sqrt(sp.size)))
-        pts = np.array(pts)
+        pts = np.column_stack(points(rows, "se.mc", "mu", "mean_speedup", "se_speedup", temperature=T)[1:])
         ax.errorbar(MUS_MC, pts[:, 0], yerr=pts[:, 1], fmt="o", color="tab:red", mfc="white", capsize=3,
                     label=f"SE Monte Carlo ± 95% CI ({STREAMS}×{tokens:,})")
         covered += int(np.sum(np.abs(pts[:, 0] - np.interp(MUS_MC, grid, se)) <= pts[:, 1]))
@@ -92,7 +91,8 @@ def make_figure(tokens: int, seed: int):
 def main(argv=None) -> int:
     args = figure_parser(__doc__, DEFAULT_OUT, f"{TOKENS_QUICK:,} instead of {TOKENS_FULL:,} tokens per stream"
                          ).parse_args(argv)
-    fig, info = make_figure(TOKENS_QUICK if args.quick else TOKENS_FULL, args.seed)
+    tokens = TOKENS_QUICK if args.quick else TOKENS_FULL
+    fig, info = make_figure(run_grid(mc_jobs(tokens), args), tokens)
     save_figure(fig, args.out)
     print(f"MC 95% CIs covering the process curve: {info['covered']}/{info['total']}")
     return 0

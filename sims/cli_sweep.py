@@ -28,7 +28,8 @@ def parse_axis(spec: str) -> tuple[str, list]:
 
 @app.command()
 def sweep(
-    kind: str = typer.Argument(..., help="Job kind: sd.mc, sd.exact, or an importable 'module:function'."),
+    kind: str = typer.Argument(..., help="Job kind: sd.mc, sd.exact, se.mc, ersd.tree, ersd.bound, multidraft.mc, "
+                              "multidraft.exact (docs/engine.md), or an importable 'module:function'."),
     grid: Optional[List[str]] = typer.Option(None, "--grid", "-g",
                                              help="An axis of the grid, NAME=V1,V2,... (repeat the option)."),
     reps: int = typer.Option(1, "--reps", help="Replicates (independent seeds) per grid point."),

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -59,12 +60,30 @@ def validate(
     if ctx.invoked_subcommand is not None:
         return
     from validate.models import ModelError
-    from validate.prompts import PromptSetError
+    from validate.prompts import PromptSetError, check_prompt_set
     g = _ints(gammas, "--gammas")
     if n < 1 or max_new_tokens < 1:
         raise typer.BadParameter("--n and --max-new-tokens must be ≥ 1")
-    if temperature < 0:
-        raise typer.BadParameter("--temperature must be ≥ 0", param_hint="--temperature")
+    if not (temperature >= 0 and math.isfinite(temperature)):
+        raise typer.BadParameter("--temperature must be finite and ≥ 0", param_hint="--temperature")
+    # every argument is checked here, before a model is installed, downloaded or loaded
+    for opt, v in (("--top-k", top_k), ("--slice-k", slice_k), ("--threads", threads)):
+        if v is not None and v < 1:
+            raise typer.BadParameter(f"{opt} must be ≥ 1, got {v}", param_hint=opt)
+    if top_p is not None and not 0 < top_p <= 1:
+        raise typer.BadParameter(f"--top-p must lie in (0, 1], got {top_p}", param_hint="--top-p")
+    if seed < 0:
+        raise typer.BadParameter(f"--seed must be ≥ 0, got {seed}", param_hint="--seed")
+    if (target is None) != (draft is None):
+        raise typer.BadParameter("give both --target and --draft, or neither (default Qwen pair)")
+    names = [s.strip() for s in prompts.split(",") if s.strip()]
+    if not names:
+        raise typer.BadParameter("name at least one prompt set", param_hint="--prompts")
+    try:
+        for name in names:
+            check_prompt_set(name)
+    except PromptSetError as e:
+        raise typer.BadParameter(str(e), param_hint="--prompts") from None
     try:
         _run(target, draft, prompts, n, g, max_new_tokens, temperature, top_k, top_p, seed, out, device,
              threads, slice_k, sd, chat, progress)

@@ -26,6 +26,11 @@ def get(name: str) -> MarkovPair:
     return MarkovPair(pair.target, pair.draft, name, pair.params)
 
 
+def names() -> list[str]:
+    """Every built-in instance name."""
+    return list(_BUILDERS)
+
+
 def _shift_rows(source: MarkovSource, shift: int) -> MarkovSource:
     """The same source with its table stored in a cyclically shifted row order and
     ``row_of_state`` pointing into it (same conditional law in every state)."""

@@ -16,7 +16,10 @@ through any :class:`concurrent.futures.Executor`.
 
 A job kind is a function ``fn(params: dict, seed: numpy.random.SeedSequence) -> dict`` of
 JSON scalars, registered with :func:`job` under a name (``"sd.mc"``) or given as an importable
-``"module:function"`` string (what a remote Dask worker can import).
+``"module:function"`` string (what a remote Dask worker can import). ``sd.*`` kinds are built in
+(below); the other families' kinds live in ``sims/jobs/<family>.py`` (``se.mc``, ``ersd.tree``,
+``ersd.bound``, ``multidraft.mc``, ``multidraft.exact``), imported by :func:`resolve` the first
+time one of their names is asked for (in whichever process runs the job).
 """
 from __future__ import annotations
 
@@ -61,8 +64,14 @@ def resolve(kind) -> Callable:
     if ":" in kind:
         mod, _, fn = kind.partition(":")
         return getattr(importlib.import_module(mod), fn)
-    raise KeyError(f"unknown job kind {kind!r}; registered: {', '.join(sorted(JOBS))} "
-                   "(or give 'module:function')")
+    from . import jobs
+    family = kind.partition(".")[0]
+    if family in jobs.families():
+        importlib.import_module(f"{jobs.__name__}.{family}")  # registers the family's kinds
+        if kind in JOBS:
+            return JOBS[kind]
+    raise KeyError(f"unknown job kind {kind!r}; registered: {', '.join(sorted(JOBS))}; families with "
+                   f"more kinds: {', '.join(jobs.families())} (or give 'module:function')")
 
 
 def kind_name(kind) -> str:

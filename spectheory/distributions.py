@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import as_float_array
+
 #: Largest |sum - 1| accepted for a row before it is called non-normalised.
 SUM_ATOL = 1e-6
 
@@ -28,7 +30,7 @@ def check_distribution(p, *, name: str = "p", atol: float = SUM_ATOL) -> np.ndar
     Raises :class:`DistributionError` for an empty or 0-d array, NaN or infinite
     entries, negative entries, or a row whose sum differs from 1 by more than ``atol``.
     """
-    arr = np.asarray(p, dtype=np.float64)
+    arr = as_float_array(p, name, DistributionError)
     if arr.ndim == 0:
         raise DistributionError(f"{name} must be an array over the vocabulary, got a scalar")
     if arr.shape[-1] == 0:

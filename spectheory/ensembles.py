@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .checks import check_real, check_real_array
+from .checks import check_int, check_real, check_real_array, check_type
 from .distributions import DistributionError, check_distribution, softmax
 from .markov import MarkovSource, lift_order
 
@@ -40,6 +40,8 @@ def weighted_n(dists, weights) -> np.ndarray:
     """n-model weighted ensemble ``Σ_i w_i p_i``; ``dists`` has shape (n, ..., V), the
     weights are non-negative and sum to 1."""
     d = check_distribution(np.asarray(dists, dtype=np.float64), name="member distributions")
+    if d.ndim < 2:
+        raise DistributionError(f"member distributions must be stacked as (n, ..., V), got shape {d.shape}")
     w = check_real_array(weights, "weights", lo=0.0)
     if w.ndim != 1 or w.shape[0] != d.shape[0]:
         raise ValueError(f"need one weight per member: {d.shape[0]} members, weights of shape {w.shape}")
@@ -103,6 +105,8 @@ class Ensemble:
             raise ValueError(f"level must be 'prob' or 'logits', got {self.level!r}")
         if not callable(self.fn):
             raise TypeError("fn must be callable")
+        if self.n_members is not None:
+            check_int(self.n_members, "n_members", min=1)
 
     @classmethod
     def from_function(cls, fn: Callable, *, name: str = "user", n_members: int | None = None,
@@ -148,18 +152,29 @@ def contrastive_ensemble(mu: float, temperature: float = 1.0) -> Ensemble:
 def ensemble_source(sources: Sequence[MarkovSource], ens: Ensemble) -> MarkovSource:
     """The ensemble of Markov sources as a Markov source: one r row per state of the common
     state space (sources of lower order are lifted to the highest order)."""
-    if len(sources) < 2:
-        raise ValueError("an ensemble needs at least two member sources")
-    V = sources[0].V
-    if any(s.V != V for s in sources):
-        raise DistributionError("member sources must share the vocabulary")
+    _check_sources(sources)
+    check_type(ens, Ensemble, "ens", " (wrap a function with Ensemble.from_function)")
     order = max(s.order for s in sources)
     lifted = [s if s.order == order else lift_order(s, order) for s in sources]
     rows = ens(np.stack([s.table for s in lifted]))
     return MarkovSource(rows, order)
 
 
+def _check_sources(sources) -> None:
+    """Member sources: a sequence of ≥ 2 MarkovSources over one vocabulary."""
+    if isinstance(sources, MarkovSource) or not isinstance(sources, Sequence):
+        raise TypeError(f"sources must be a sequence of MarkovSources, got {type(sources).__name__}")
+    if len(sources) < 2:
+        raise ValueError(f"an ensemble needs at least two member sources, got {len(sources)}")
+    for i, s in enumerate(sources):
+        check_type(s, MarkovSource, f"sources[{i}]")
+    Vs = [s.V for s in sources]
+    if len(set(Vs)) > 1:
+        raise DistributionError(f"member sources must share the vocabulary, got V = {Vs}")
+
+
 def common_tables(sources: Sequence[MarkovSource]) -> np.ndarray:
     """Dense (n, S, V) tables of the member sources on their common (highest-order) state space."""
+    _check_sources(sources)
     order = max(s.order for s in sources)
     return np.stack([(s if s.order == order else lift_order(s, order)).table for s in sources])

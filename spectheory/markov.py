@@ -16,15 +16,13 @@ from functools import cached_property
 import numpy as np
 
 from .distributions import DistributionError, check_distribution
-from .checks import check_int, check_state
+from .checks import MAX_SEQUENCES, check_int, check_state
 from .rng import check_random_state
 
 #: Largest state space for which dense S×S matrices are built.
 DENSE_STATE_LIMIT = 4096
 #: Largest number of states of a source (row_of_state is materialised).
 MAX_STATES = 1 << 26
-#: Largest number of sequences ``sequence_probs`` enumerates.
-MAX_SEQUENCES = 1 << 24
 
 
 def next_state(state, token, V: int, n_states: int):

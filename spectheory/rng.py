@@ -10,9 +10,17 @@ def check_random_state(seed) -> np.random.Generator:
     """``None | int | SeedSequence | Generator`` → ``np.random.Generator`` (PCG64)."""
     if isinstance(seed, np.random.Generator):
         return seed
+    _check_seed_sign(seed)
     if seed is None or isinstance(seed, (int, np.integer, np.random.SeedSequence)):
         return np.random.default_rng(seed)
     raise TypeError(f"seed must be None, an int, a SeedSequence or a Generator, got {type(seed).__name__}")
+
+
+def _check_seed_sign(seed) -> None:
+    if isinstance(seed, (bool, np.bool_)):
+        raise TypeError(f"seed must be None, an int, a SeedSequence or a Generator, got a bool ({seed!r})")
+    if isinstance(seed, (int, np.integer)) and seed < 0:
+        raise ValueError(f"seed must be ≥ 0, got {seed}")
 
 
 def derive_seed(seed: int, *labels: str) -> np.random.SeedSequence:
@@ -37,6 +45,7 @@ def stream_states(seed, n_streams: int) -> np.ndarray:
     elif isinstance(seed, np.random.SeedSequence):
         ss = seed
     elif seed is None or isinstance(seed, (int, np.integer)):
+        _check_seed_sign(seed)
         ss = np.random.SeedSequence(seed)
     else:
         raise TypeError(f"seed must be None, an int, a SeedSequence or a Generator, got {type(seed).__name__}")

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from .checks import check_int
+from .checks import check_int, check_int_array, check_subprobability, check_type
 
 Path = tuple
 
@@ -42,7 +42,13 @@ class Tree:
     name: str = "tree"
 
     def __post_init__(self):
-        vs = tuple(sorted({tuple(int(i) for i in v) for v in self.vertices}, key=lambda v: (len(v), v)))
+        try:
+            raw = [tuple(v) for v in self.vertices]
+        except TypeError:
+            raise TypeError("vertices must be a sequence of index paths (tuples of ints), "
+                            f"got {self.vertices!r}") from None
+        vs = tuple(sorted({tuple(check_int(i, f"index in vertex {v}") for i in v) for v in raw},
+                          key=lambda v: (len(v), v)))
         for v in vs:
             if len(v) == 0:
                 raise ValueError("the root () is implicit; do not list it as a vertex")
@@ -120,7 +126,7 @@ def specinfer_tree(k: int) -> Tree:
 def zero_order(a) -> Callable[[Path], float]:
     """0th-order acceptance function ``f(v) = Π_j a(i_j)``; ``a[i−1]`` = P(index = i). Extra
     entries of ``a`` (e.g. a last 'never accepted' cell) are never used as indices."""
-    a = np.asarray(a, dtype=np.float64)
+    a = check_subprobability(a, "a (acceptance-index distribution)")
 
     def f(v: Path) -> float:
         out = 1.0
@@ -141,7 +147,7 @@ def _child_value(f, v, val, i):
 def fit_zero_order(indices, n_indices: int) -> np.ndarray:
     """Empirical acceptance-index distribution from observed indices (1..n_indices, and
     ``n_indices + 1`` for 'no index accepted'): a vector of length ``n_indices + 1``."""
-    idx = np.asarray(indices, dtype=np.int64).ravel()
+    idx = check_int_array(indices, "indices").ravel()
     n = check_int(n_indices, "n_indices", min=1)
     if idx.size == 0:
         raise ValueError("no observed indices to fit")
@@ -152,6 +158,8 @@ def fit_zero_order(indices, n_indices: int) -> np.ndarray:
 
 def tree_value(f: Callable[[Path], float], tree: Tree) -> float:
     """``Σ_v f(v)``: expected accepted tokens; E[generated] is one more (seed Eq. 4)."""
+    _check_f(f)
+    check_type(tree, Tree, "tree", " (spectheory.trees)")
     a = getattr(f, "a", None)
     if a is None:
         return float(sum(f(v) for v in tree.vertices))
@@ -166,6 +174,11 @@ def expected_generated(f: Callable[[Path], float], tree: Tree) -> float:
     return 1.0 + tree_value(f, tree)
 
 
+def _check_f(f) -> None:
+    if not callable(f):
+        raise TypeError(f"f (acceptance function) must be callable path -> probability, got {type(f).__name__}")
+
+
 def optimal_tree(f: Callable[[Path], float], k: int, n_indices: int, *, ordered: bool = False) -> Tree:
     """Seed Alg. 3: grow the tree k times by the candidate vertex with the highest acceptance
     probability, kept in a priority queue; candidates are the children (indices 1..n_indices)
@@ -178,6 +191,7 @@ def optimal_tree(f: Callable[[Path], float], k: int, n_indices: int, *, ordered:
     keeps indices 1..b): the queue starts with (1,) and a taken vertex pushes its first child and
     its next sibling only (queue ≤ k + 1, O(k log k)); optimal among sibling-closed trees when f
     also decreases from a sibling to the next."""
+    _check_f(f)
     k = check_int(k, "k", min=0)
     n = check_int(n_indices, "n_indices", min=1)
     if ordered:
@@ -207,6 +221,7 @@ def optimal_tree(f: Callable[[Path], float], k: int, n_indices: int, *, ordered:
 def breadth_first_tree(f: Callable[[Path], float], k: int, n_indices: int) -> Tree:
     """Negative control for ``opt_tree.greedy``: grows the *shallowest* candidate first (ties by
     higher f) — a valid tree builder that is not greedy in f."""
+    _check_f(f)
     k = check_int(k, "k", min=0)
     n = check_int(n_indices, "n_indices", min=1)
     heap = [(1, -f((i,)), (i,)) for i in range(1, n + 1)]
@@ -253,6 +268,7 @@ def all_trees(k: int, n_indices: int, *, ordered: bool = False):
 def exhaustive_optimal(f: Callable[[Path], float], k: int, n_indices: int, *,
                        ordered: bool = False) -> tuple[Tree, float, int]:
     """Brute force over :func:`all_trees`: (best tree, its Σ f, number of trees searched)."""
+    _check_f(f)
     best, best_val, count = None, -np.inf, 0
     for vs in all_trees(k, n_indices, ordered=ordered):
         count += 1

@@ -1,11 +1,11 @@
 """Sweeps (sims.sweep, `spectheory sweep`) and `verify --jobs`: the table does not depend on
 the executor or the order, a rerun resumes, a local Dask cluster gives the serial table."""
-import json
 import random
 
 import pytest
 from typer.testing import CliRunner
 
+from _sweeps import assert_dask_gives_the_serial_table
 from sims import sweep as sw
 from sims.cli import app
 
@@ -59,16 +59,8 @@ def test_rerun_resumes_from_the_table(tmp_path):
 
 
 def test_local_dask_cluster_gives_the_serial_table(tmp_path):
-    distributed = pytest.importorskip("dask.distributed")
     jobs = _small_grid() + sw.grid("sd.exact", instance=["markov1-V3-mix0.4"], gamma=[1, 2])
-    a, b = tmp_path / "serial.jsonl", tmp_path / "dask.jsonl"
-    sw.run_sweep(jobs, a, executor=sw.SerialExecutor(), progress=False)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster:
-        with sw.dask_executor(cluster) as ex:
-            sw.run_sweep(jobs, b, executor=ex, progress=False)
-    assert a.read_text() == b.read_text()
-    rows = [json.loads(x) for x in a.read_text().splitlines()]
+    rows = assert_dask_gives_the_serial_table(jobs, tmp_path)
     assert {r["kind"] for r in rows} == {"sd.mc", "sd.exact"}
 
 

@@ -40,6 +40,12 @@ def _mean_se(x):
 def cost_profile(traces, sd_runs) -> dict:
     """Mean call seconds: target one-token (autoregressive), draft one-token, target call by
     number of tokens scored, verifier."""
+    from .specdec import SDRun
+    from .trace import CompactTrace
+    for nm, seq, cls in (("traces", traces, CompactTrace), ("sd_runs", sd_runs, SDRun)):
+        if isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__") \
+                or not all(isinstance(x, cls) for x in seq):
+            raise TypeError(f"{nm} must be a list of {cls.__name__}, got {seq!r:.60}")
     probes = np.concatenate([r.ar_probe_s for r in sd_runs]) if sd_runs else np.zeros(0)
     if np.isfinite(probes).any():
         # every time from the SD runs: timed together, under the same machine conditions
@@ -65,6 +71,8 @@ def cost_profile(traces, sd_runs) -> dict:
 
 def summarize(run) -> list[dict]:
     """One row per (category, γ), plus category ``all``; see the module docstring."""
+    from .experiment import check_run
+    check_run(run)
     rows = []
     cats = run.categories + (["all"] if len(run.categories) > 1 else [])
     for cat in cats:

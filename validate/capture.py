@@ -144,11 +144,12 @@ def capture_logits(target_model, draft_model, tokenizer, prompt: str, max_new_to
     family often pad their output layers to different widths). Stops early at EOS (the EOS
     position is kept).
     """
+    from spectheory.checks import check_int, check_real
+    check_int(max_new_tokens, "max_new_tokens", min=1)          # arguments first: no torch import,
+    check_real(temperature, "temperature", lo=0.0, lo_open=True)  # no model call on bad input
+    if seed is not None:
+        check_int(seed, "seed", min=0)
     torch = _require_torch()
-    if int(max_new_tokens) != max_new_tokens or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be an integer ≥ 1, got {max_new_tokens!r}")
-    if not (temperature > 0 and np.isfinite(temperature)):
-        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
     V = len(tokenizer)
     gen = torch.Generator().manual_seed(int(seed)) if seed is not None else None
     ids = tokenizer(prompt, return_tensors="pt").input_ids
@@ -202,13 +203,22 @@ def capture_trace(target_model, draft_model, prompt_ids, max_new_tokens: int, te
     (progress bars).
     """
     from .hf import CachedLM, common_vocab, require_torch
-    from .trace import DEFAULT_TOP_K, CompactTrace, sampling_probs, sufficient_statistics
-    require_torch()
-    if int(max_new_tokens) != max_new_tokens or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be an integer ≥ 1, got {max_new_tokens!r}")
-    prompt_ids = [int(i) for i in prompt_ids]
+    from spectheory.checks import check_int, check_int_array
+
+    from .trace import DEFAULT_TOP_K, CompactTrace, check_sampling, sampling_probs, sufficient_statistics
+    # every argument is checked before torch is imported or a model is called
+    check_int(max_new_tokens, "max_new_tokens", min=1)
+    check_sampling(temperature, top_k, top_p)
+    check_int(seed, "seed", min=0)
+    if slice_k is not None:
+        check_int(slice_k, "slice_k", min=1)
+    if vocab_size is not None:
+        check_int(vocab_size, "vocab_size", min=1)
+    prompt_ids = [int(i) for i in check_int_array(prompt_ids, "prompt_ids", min=0, max=None if vocab_size is None
+                                                  else vocab_size - 1).ravel()]
     if not prompt_ids:
         raise ValueError("the prompt must hold at least one token")
+    require_torch()
     V = common_vocab(target_model, draft_model) if vocab_size is None else int(vocab_size)
     slice_k = DEFAULT_TOP_K if slice_k is None else int(slice_k)
     rng = np.random.default_rng(seed)

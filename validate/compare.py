@@ -8,6 +8,7 @@ import math
 
 from sims import stats
 from sims.evidence import Evidence
+from spectheory.checks import check_level, check_real
 from spectheory.closed_forms.sd import walltime_improvement
 from spectheory.rules.sd import STANDARD, SDRule
 
@@ -26,8 +27,12 @@ def evidence_from_report(rep: ReplayReport, c: float, *, alpha: float = 1e-3,
     and a z-test of the Monte Carlo replay against the trace-exact value.
     sd.walltime: formula vs trace-exact tokens / (γc + 1) (info).
     """
+    if not isinstance(rep, ReplayReport):
+        raise TypeError(f"rep must be a ReplayReport (from validate.replay.replay), got {type(rep).__name__}")
     if not (c >= 0 and math.isfinite(c)):
         raise ValueError(f"cost ratio c must be finite and ≥ 0, got {c!r}")
+    check_level(alpha)
+    check_real(tolerance, "tolerance", lo=0.0, lo_open=True)
     ctx = f"T={rep.T}, γ={rep.gamma}, temperature={rep.temperature:g}, rule={rep.rule}, seed={rep.seed!r}"
     name = f"{rep.name} γ={rep.gamma}"
     return {
@@ -55,5 +60,6 @@ def compare(trace: LogitTrace, gamma: int, c: float, *, temperature: float | Non
             n_mc: int = DEFAULT_N_MC, seed=0, rule: SDRule = STANDARD,
             alpha: float = 1e-3) -> dict[str, list[Evidence]]:
     """Replay ``trace`` (:func:`validate.replay.replay`) and return its evidence keyed by claim id."""
+    check_level(alpha)
     rep = replay(trace, gamma, temperature=temperature, n_mc=n_mc, seed=seed, rule=rule)
     return evidence_from_report(rep, c, alpha=alpha)

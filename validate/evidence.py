@@ -29,9 +29,10 @@ import numpy as np
 
 from sims import stats
 from sims.evidence import Evidence
+from spectheory.checks import check_level, check_real
 
 from .analysis import summarize
-from .experiment import Run, load_run
+from .experiment import Run, check_run, load_run
 
 
 def _ctx(run: Run, g) -> str:
@@ -41,6 +42,9 @@ def _ctx(run: Run, g) -> str:
 
 
 def sd_evidence(run: Run, alpha: float = 1e-3, tolerance: float = 0.01) -> dict[str, list[Evidence]]:
+    check_run(run)
+    check_level(alpha)
+    check_real(tolerance, "tolerance", lo=0.0, lo_open=True)
     out: dict[str, list[Evidence]] = {"sd.acceptance": [], "sd.expected_tokens": [], "sd.walltime": []}
     for g, runs in sorted(run.sd.items()):
         ctx = _ctx(run, g)
@@ -103,6 +107,7 @@ def family_modules():
 
 def logits_evidence(run_dir, alpha: float = 1e-3) -> dict[str, list[Evidence]]:
     """All ``logits`` evidence for a run directory, keyed by claim id (SD plus every family's)."""
+    check_level(alpha)
     run = run_dir if isinstance(run_dir, Run) else load_run(run_dir)
     out = sd_evidence(run, alpha)
     for mod in family_modules():

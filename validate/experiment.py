@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .specdec import SDRun
 from .trace import CompactTrace
 
@@ -34,6 +36,14 @@ class Run:
     def categories(self) -> list[str]:
         cats = {t.category for t in self.traces} | {r.meta.get("category", "") for rs in self.sd.values() for r in rs}
         return sorted(cats)
+
+
+def check_run(run) -> Run:
+    """``run`` must be a loaded run directory (:func:`load_run`)."""
+    if not isinstance(run, Run):
+        raise TypeError(f"run must be a validate.experiment.Run (load one with load_run(run_dir)), "
+                        f"got {type(run).__name__}")
+    return run
 
 
 def load_run(run_dir) -> Run:
@@ -69,8 +79,25 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
     applied). config: extra entries for run.json (model names...). Seeds: prompt i uses
     ``seed + i`` for capture and for SD at every γ.
     """
+    from spectheory.checks import check_int
+
     from .capture import capture_trace
+    from .prompts import Prompt
     from .specdec import speculative_decode
+    from .trace import check_sampling
+    # every argument is checked before the run directory or run.json is written
+    if isinstance(gammas, (str, bytes)) or np.ndim(gammas) != 1 or len(gammas) == 0:
+        raise ValueError(f"gammas must be a non-empty sequence of draft lengths, got {gammas!r}")
+    for g in gammas:
+        check_int(g, "gamma", min=1)
+    check_int(max_new_tokens, "max_new_tokens", min=1)
+    check_sampling(temperature, top_k, top_p)
+    check_int(seed, "seed", min=0)
+    check_int(slice_k, "slice_k", min=1)
+    if not isinstance(prompts, (list, tuple)) or not all(isinstance(p, Prompt) for p in prompts):
+        raise TypeError("prompts must be a list of validate.prompts.Prompt (load them with load_prompts)")
+    if not callable(encode):
+        raise TypeError(f"encode must be callable prompt -> token ids, got {type(encode).__name__}")
     d = Path(run_dir)
     d.mkdir(parents=True, exist_ok=True)
     cfg = dict(format=RUN_FORMAT, gammas=list(gammas), max_new_tokens=int(max_new_tokens),

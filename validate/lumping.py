@@ -54,6 +54,8 @@ class Pooled:
 
 def pooled(run) -> Pooled | None:
     """Stack every trace of ``run`` (None if it has no traces; traces must share k)."""
+    from .experiment import check_run
+    check_run(run)
     traces = list(run.traces)
     if not traces:
         return None
@@ -73,6 +75,10 @@ def pooled(run) -> Pooled | None:
 
 
 def run_context(run, pool: Pooled) -> str:
+    from .experiment import check_run
+    check_run(run)
+    if not isinstance(pool, Pooled):
+        raise TypeError(f"pool must be a Pooled (from pooled(run)), got {type(pool).__name__}")
     c = run.config
     return (f"real run {run.path.name}: {len(pool.bounds)} traces, {pool.N} positions, top-{pool.k} slice + "
             f"lumped leftover; temperature={c.get('temperature')}, top_k={c.get('top_k')}, top_p={c.get('top_p')}")
@@ -80,6 +86,13 @@ def run_context(run, pool: Pooled) -> str:
 
 def sample_lumped(Q: np.ndarray, n: int, rng) -> np.ndarray:
     """(N, n) outcome indices, x ~ Q[t] (inverse CDF per row)."""
+    from spectheory.checks import check_int, check_type
+    from spectheory.distributions import normalize
+    if np.ndim(Q) != 2:
+        raise ValueError(f"Q must be an (N, k+1) array of lumped distributions, got shape {np.shape(Q)}")
+    Q = normalize(Q, name="Q (lumped distributions)")
+    n = check_int(n, "n", min=1)
+    check_type(rng, np.random.Generator, "rng")
     cdf = np.cumsum(Q, axis=1)
     cdf /= cdf[:, -1:]
     u = rng.random((Q.shape[0], n))

@@ -137,16 +137,25 @@ def _from_file(path: Path, n: int) -> list[Prompt]:
     return out[:n]
 
 
+def check_prompt_set(name: str) -> str:
+    """The canonical key of prompt set ``name`` (or the path of a prompt file); PromptSetError
+    naming the known sets otherwise. Reads nothing, downloads nothing."""
+    if Path(name).is_file():
+        return name
+    key = ALIASES.get(name.lower(), name.lower())
+    if key not in PROMPT_SETS:
+        raise PromptSetError(f"unknown prompt set {name!r}; known: {', '.join(PROMPT_SETS)}, "
+                             "or a .jsonl/.txt file of prompts")
+    return key
+
+
 def load_prompts(name: str, n: int | None = None, *, cache: Path | None = None) -> list[Prompt]:
     """The first ``n`` prompts (all if None) of the set ``name`` (module docstring)."""
     from .models import cache_dir
     n = 10 ** 9 if n is None else int(n)
     if Path(name).is_file():
         return _from_file(Path(name), n)
-    key = ALIASES.get(name.lower(), name.lower())
-    if key not in PROMPT_SETS:
-        raise PromptSetError(f"unknown prompt set {name!r}; known: {', '.join(PROMPT_SETS)}, "
-                             "or a .jsonl/.txt file of prompts")
+    key = check_prompt_set(name)
     cache = Path(cache) if cache is not None else cache_dir()
     return {"human-eval": _human_eval, "mt-bench": _mt_bench, "shakespeare": _shakespeare}[key](cache, n)
 

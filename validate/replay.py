@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spectheory.closed_forms.sd import acceptance, expected_tokens
+from spectheory.checks import check_real, check_real_array, check_type
 from spectheory.rng import check_random_state
 from spectheory.rules.sd import STANDARD, SDRule
 
@@ -91,7 +92,9 @@ class ReplayReport:
 def trace_exact_tokens(beta, gamma: int) -> np.ndarray:
     """``e_t = 1 + Σ_{k=1}^{γ} Π_{j=0}^{k−1} β_{t+j}`` for t = 0..T−γ (CLAIMS sd.expected_tokens,
     with β varying along the trace; see the module docstring)."""
-    b = np.asarray(beta, dtype=np.float64)
+    if np.ndim(beta) != 1:
+        raise ValueError(f"beta must be a 1-D array of per-position acceptances, got shape {np.shape(beta)}")
+    b = check_real_array(beta, "beta", lo=0.0, hi=1.0)
     _check_gamma(gamma, b.shape[0])
     win = np.lib.stride_tricks.sliding_window_view(b, gamma)  # (T−γ+1, γ)
     return 1.0 + np.cumprod(win, axis=1).sum(axis=1)
@@ -121,6 +124,9 @@ def replay(trace: LogitTrace | CompactTrace, gamma: int, *, temperature: float |
     fresh draws (all drafts are drawn, τ counts the leading accepts: same law as stopping).
     An iteration emits τ + 1 tokens (correction or bonus), τ = γ without bonus for a no-bonus rule.
     """
+    check_type(rule, SDRule, "rule", " (spectheory.rules.sd)")
+    if temperature is not None:
+        temperature = check_real(temperature, "temperature", lo=0.0, lo_open=True)
     if isinstance(trace, LogitTrace):
         trace = trace.compact(temperature)
     elif not isinstance(trace, CompactTrace):

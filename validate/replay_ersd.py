@@ -25,7 +25,8 @@ import numpy as np
 from sims import stats
 from sims.evidence import Evidence
 from spectheory import trees as T
-from spectheory.checks import check_int
+from spectheory.checks import check_int, check_level, check_real, check_type
+from spectheory.distributions import DistributionError, check_pair
 from spectheory.closed_forms import ersd as cf
 from spectheory.divergences import harmonic_mean_term, total_variation
 from spectheory.rng import check_random_state
@@ -61,6 +62,11 @@ class ERSDReplay:
 def race_indices(p: np.ndarray, q: np.ndarray, n: int, rng) -> np.ndarray:
     """ERSD acceptance indices of n independent races at one context (rank of X_p among the
     draft race's arrivals; V + 1 when q(X_p) = 0)."""
+    p, q = check_pair(p, q, names=("p (target)", "q (draft)"))
+    if p.ndim != 1:
+        raise DistributionError(f"p and q must be 1-D distributions over the vocabulary, got shape {p.shape}")
+    n = check_int(n, "n", min=1)
+    check_type(rng, np.random.Generator, "rng")
     V = p.shape[0]
     E = rng.exponential(size=(n, V))
     with np.errstate(divide="ignore"):
@@ -109,6 +115,9 @@ def replay_ersd(trace: LogitTrace, *, k: int = 16, m: int = 16, n_mc: int = 400,
 
 def evidence_ersd(rep: ERSDReplay, *, alpha: float = 1e-3, tolerance: float = 0.01) -> dict[str, list[Evidence]]:
     """``logits`` evidence for ersd.lemma3_1 and zero_order.underestimates from one replay."""
+    check_type(rep, ERSDReplay, "rep", " (from replay_ersd)")
+    check_level(alpha)
+    check_real(tolerance, "tolerance", lo=0.0, lo_open=True)
     ctx = f"T={rep.T}, temperature={rep.temperature:g}, n_mc={rep.n_mc}, seed={rep.seed!r}"
     se_null = float(np.sqrt(np.sum(rep.exact * (1 - rep.exact)) / rep.n_mc) / rep.T)
     worst_lo = float(np.min(rep.exact - rep.bound))
@@ -137,6 +146,20 @@ def evidence_ersd(rep: ERSDReplay, *, alpha: float = 1e-3, tolerance: float = 0.
 
 # --- compact traces of a run directory (spectheory verify --logits RUN_DIR) ----------------------
 
+def _check_slices(sp, sq, *per_position):
+    """(N, k) slices and (N,) per-position statistics: finite probabilities of matching shapes."""
+    from spectheory.checks import check_real_array
+    sp = check_real_array(sp, "sp (target slice)", lo=0.0, hi=1.0 + 1e-5)
+    sq = check_real_array(sq, "sq (draft slice)", lo=0.0, hi=1.0 + 1e-5)
+    if sp.ndim != 2 or sp.shape != sq.shape:
+        raise ValueError(f"sp and sq must be (N, k) slices of one shape, got {sp.shape} and {sq.shape}")
+    out = [check_real_array(x, f"per-position statistic {i}", lo=-1e-5, hi=1.0 + 1e-5) for i, x in enumerate(per_position)]
+    for i, x in enumerate(out):
+        if x.shape != (sp.shape[0],):
+            raise ValueError(f"per-position statistic {i} must have shape ({sp.shape[0]},), got {x.shape}")
+    return (sp, sq, *out)
+
+
 def ersd_brackets(sp, sq, p_rest, q_rest, beta, beta_slice) -> dict:
     """Rigorous per-position brackets of ERSD's exact first-token acceptance E and of the
     Poisson-matching bound H from a top-k slice and exact leftovers (sp, sq: (N, k) slices).
@@ -148,6 +171,7 @@ def ersd_brackets(sp, sq, p_rest, q_rest, beta, beta_slice) -> dict:
     H = Σ pq/(p+q): h(p,q) = pq/(p+q) is concave and 1-homogeneous, hence superadditive, so the
     leftover adds between 0 and h(p_rest, q_rest).
     """
+    sp, sq, p_rest, q_rest, beta, beta_slice = _check_slices(sp, sq, p_rest, q_rest, beta, beta_slice)
     N, k = sp.shape
     e_lo, e_hi, h_sl = np.zeros(N), np.zeros(N), np.zeros(N)
     for t in range(N):
@@ -187,6 +211,8 @@ def logits_evidence(run, alpha: float = 1e-3, *, k: int = 16, m: int = 16, n_mc:
       is the context of every drafted position (not ERSD's own drafts).
     """
     from .lumping import pooled, run_context
+    check_level(alpha)
+    check_real(tolerance, "tolerance", lo=0.0, lo_open=True)
     pool = pooled(run)
     if pool is None:
         return {}

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spectheory.checks import check_int
+from spectheory.checks import check_int, check_level, check_type
 from spectheory.closed_forms import multidraft as cf
 from spectheory.closed_forms.optimum import gamma1_optimum_fast
 from spectheory.verifiers.multidraft import block_h
@@ -56,6 +56,7 @@ class MultiDraftReplay:
 
 
 def replay_multidraft(trace: LogitTrace, gamma: int, K: int, *, temperature: float | None = None) -> MultiDraftReplay:
+    check_type(trace, LogitTrace, "trace")
     gamma = check_int(gamma, "gamma", min=1)
     K = check_int(K, "K", min=1)
     p, q = trace.probs(temperature)
@@ -89,6 +90,16 @@ def gamma1_brackets(P, Q, sp, sq, st, K: int) -> dict:
     Lemma 5.1's bound Σ_x A(x), from the lumped pair (P, Q), the raw slices (sp, sq) and the
     exact statistics ``st`` (see :func:`logits_evidence` for the argument)."""
     K = check_int(K, "K", min=1)
+    from .replay_ersd import _check_slices
+    missing = [k for k in ("beta", "beta_slice", "p_rest", "q_rest") if k not in st]
+    if missing:
+        raise ValueError(f"st must hold the exact statistics {missing} (a CompactTrace's stats)")
+    P = np.asarray(P, dtype=np.float64)
+    Q = np.asarray(Q, dtype=np.float64)
+    sp, sq, *_ = _check_slices(sp, sq, st["beta"], st["beta_slice"], st["p_rest"], st["q_rest"])
+    if P.shape != Q.shape or P.shape != (sp.shape[0], sp.shape[1] + 1):
+        raise ValueError(f"P and Q must be the lumped (N, k+1) = {(sp.shape[0], sp.shape[1] + 1)} pair, "
+                         f"got {P.shape} and {Q.shape}")
     opt_hi = np.array([gamma1_optimum_fast(P[t], Q[t], K) for t in range(P.shape[0])])
     rest_min = np.maximum(st["beta"] - st["beta_slice"], 0.0)
     a_sl = cf.A(sp, sq, K).sum(axis=1)
@@ -126,6 +137,7 @@ def logits_evidence(run, alpha: float = 1e-3, *, Ks=DEFAULT_KS) -> dict[str, lis
     distribution, of which the lumped pair gives only a lower bound (W is subadditive).
     """
     from .lumping import pooled, run_context
+    check_level(alpha)
     pool = pooled(run)
     if pool is None:
         return {}

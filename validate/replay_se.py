@@ -25,7 +25,7 @@ import numpy as np
 
 from sims import stats
 from sims.evidence import Evidence
-from spectheory.checks import check_int, check_real
+from spectheory.checks import check_int, check_level, check_real, check_real_array, check_type
 from spectheory.ensembles import contrastive, weighted
 from spectheory.rng import check_random_state
 from spectheory.rules.se import STANDARD, SERule
@@ -73,7 +73,9 @@ class SEReplay:
 
 def trace_exact_tokens_no_bonus(alpha, gamma: int) -> np.ndarray:
     """``e_t = Σ_{k=0}^{γ−1} Π_{j<k} α_{t+j}`` for t = 0..T−γ (no bonus token)."""
-    a = np.asarray(alpha, dtype=np.float64)
+    if np.ndim(alpha) != 1:
+        raise ValueError(f"alpha must be a 1-D array of per-position acceptances, got shape {np.shape(alpha)}")
+    a = check_real_array(alpha, "alpha (per-position acceptance)", lo=0.0, hi=1.0)
     g = check_int(gamma, "γ", min=1, max=a.shape[0])
     win = np.lib.stride_tricks.sliding_window_view(a, g)[:, :g - 1]
     return 1.0 + np.cumprod(win, axis=1).sum(axis=1) if g > 1 else np.ones(a.shape[0])
@@ -84,6 +86,12 @@ def replay_se(trace: LogitTrace, *, lambdas=DEFAULT_LAMBDAS, mus=DEFAULT_MUS, ga
     """SE's α and expected tokens for a grid of λ (WE) and μ (CD) on ``trace``."""
     if not isinstance(trace, LogitTrace):
         raise TypeError(f"expected a LogitTrace, got {type(trace).__name__}")
+    check_type(rule, SERule, "rule", " (spectheory.rules.se)")
+    for nm, v in (("lambdas", lambdas), ("mus", mus)):
+        if isinstance(v, str) or np.ndim(v) != 1:
+            raise TypeError(f"{nm} must be a sequence of numbers, got {v!r}")
+    if len(lambdas) + len(mus) == 0:
+        raise ValueError("lambdas and mus are both empty: no ensemble to replay")
     g = check_int(gamma, "γ", min=1, max=trace.T)
     n = check_int(n_mc, "n_mc", min=1)
     temp = trace.temperature if temperature is None else check_real(temperature, "temperature", lo=0.0, lo_open=True)
@@ -114,6 +122,9 @@ def replay_se(trace: LogitTrace, *, lambdas=DEFAULT_LAMBDAS, mus=DEFAULT_MUS, ga
 
 def evidence(rep: SEReplay, *, alpha: float = 1e-3, tolerance: float = 0.01) -> dict[str, list[Evidence]]:
     """``logits`` evidence for se.acceptance and se.thm3_2 (plus Thm 3.1 rows as info)."""
+    check_type(rep, SEReplay, "rep", " (from replay_se)")
+    check_level(alpha)
+    check_real(tolerance, "tolerance", lo=0.0, lo_open=True)
     ctx = f"T={rep.T}, γ={rep.gamma}, temperature={rep.temperature:g}, rule={rep.rule}, n_mc={rep.n_mc}"
     acc, thm32, thm31 = [], [], []
     for s in rep.settings:
@@ -179,6 +190,9 @@ def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DE
     Thm 3.1 against the trace-exact tokens per cycle.
     """
     from .lumping import pooled, run_context, sample_lumped
+    check_level(alpha)
+    check_real(tolerance, "tolerance", lo=0.0, lo_open=True)
+    check_type(rule, SERule, "rule", " (spectheory.rules.se)")
     pool = pooled(run)
     if pool is None:
         return {}

@@ -22,15 +22,31 @@ from pathlib import Path
 
 import numpy as np
 
-from spectheory.distributions import DistributionError
+from spectheory.checks import check_int, check_int_array, check_real
+from spectheory.distributions import DistributionError, check_distribution
 
 #: ``format`` key written by :meth:`CompactTrace.save`.
 TRACE_FORMAT = "spectheory.trace/2"
 #: Default size of the stored top-k slice.
 DEFAULT_TOP_K = 256
 
+#: Rounding slack on stored statistics (float32 slices, 1 − Σ leftovers).
+_STAT_ATOL = 1e-5
+_PROB_KEYS = ("beta", "tv", "p_token", "q_token", "beta_slice", "p_rest", "q_rest")
 _STAT_KEYS = ("beta", "tv", "kl_pq", "kl_qp", "entropy_p", "entropy_q", "p_token", "q_token",
               "beta_slice", "p_rest", "q_rest")
+
+
+def check_sampling(temperature, top_k=None, top_p=None) -> None:
+    """The sampling setup shared by capture, real SD and replay: temperature finite and ≥ 0
+    (0 = greedy), top_k an integer ≥ 1, top_p in (0, 1] (None: no filter)."""
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, (int, float, np.number)) \
+            or not (temperature >= 0 and np.isfinite(temperature)):
+        raise ValueError(f"temperature must be finite and ≥ 0, got {temperature!r}")
+    if top_k is not None:
+        check_int(top_k, "top_k", min=1)
+    if top_p is not None:
+        check_real(top_p, "top_p", lo=0.0, hi=1.0, lo_open=True)
 
 
 def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None,
@@ -43,10 +59,11 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
     transform is applied to target and draft (the sampling distributions SD verifies).
     """
     z = np.asarray(logits, dtype=np.float64)
+    if z.ndim == 0 or z.shape[-1] == 0:
+        raise DistributionError(f"logits must be a non-empty array over the vocabulary (..., V), got shape {z.shape}")
     if z.ndim == 1:
         return sampling_probs(z[None], temperature, top_k=top_k, top_p=top_p)[0]
-    if not (temperature >= 0 and np.isfinite(temperature)):
-        raise ValueError(f"temperature must be finite and ≥ 0, got {temperature!r}")
+    check_sampling(temperature, top_k, top_p)
     if np.isnan(z).any() or np.isposinf(z).any():
         raise DistributionError("logits contain NaN or +inf")
     if np.isneginf(z).all(axis=-1).any():
@@ -56,8 +73,6 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
         np.put_along_axis(out, z.argmax(axis=-1)[..., None], 1.0, axis=-1)
         return out
     if top_k is not None:
-        if int(top_k) != top_k or top_k < 1:
-            raise ValueError(f"top_k must be an integer ≥ 1, got {top_k!r}")
         k = min(int(top_k), z.shape[-1])
         kth = -np.partition(-z, k - 1, axis=-1)[..., k - 1:k]
         z = np.where(z >= kth, z, -np.inf)
@@ -66,8 +81,6 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
     e = np.exp(z)
     p = e / e.sum(axis=-1, keepdims=True)
     if top_p is not None:
-        if not 0 < top_p <= 1:
-            raise ValueError(f"top_p must lie in (0, 1], got {top_p!r}")
         order = np.argsort(-p, axis=-1, kind="stable")
         ps = np.take_along_axis(p, order, axis=-1)
         before = np.cumsum(ps, axis=-1) - ps  # mass strictly before each sorted token
@@ -101,15 +114,15 @@ def sufficient_statistics(p, q, tokens, top_k: int = DEFAULT_TOP_K) -> dict:
         raise DistributionError(f"mismatched vocabularies: p has V={p.shape[1]}, q has V={q.shape[1]}")
     if p.shape[0] != q.shape[0]:
         raise DistributionError(f"mismatched lengths: p has T={p.shape[0]}, q has T={q.shape[0]}")
+    check_distribution(p, name="p")
+    check_distribution(q, name="q")
     T, V = p.shape
     tok = np.asarray(tokens)
     if tok.shape != (T,) or (T and not np.issubdtype(tok.dtype, np.integer)):
         raise DistributionError(f"tokens must be {T} integer ids, got shape {tok.shape} dtype {tok.dtype}")
     if T and (tok.min() < 0 or tok.max() >= V):
         raise DistributionError(f"tokens must lie in [0, {V})")
-    k = min(int(top_k), V)
-    if k < 1:
-        raise ValueError(f"top_k must be ≥ 1, got {top_k!r}")
+    k = min(check_int(top_k, "top_k", min=1), V)
     m = np.minimum(p, q)
     beta = m.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -156,8 +169,8 @@ class CompactTrace:
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.tokens = np.asarray(self.tokens, dtype=np.int64)
-        T = self.tokens.shape[0]
+        self.tokens = check_int_array(self.tokens, "tokens", min=0)
+        T = self.tokens.shape[0] if self.tokens.ndim else 0
         if self.tokens.ndim != 1 or T == 0:
             raise DistributionError(f"tokens must be a non-empty 1-D array, got shape {self.tokens.shape}")
         missing = [k for k in _STAT_KEYS if k not in self.stats]
@@ -167,6 +180,13 @@ class CompactTrace:
         for k, v in self.stats.items():
             if v.shape != (T,):
                 raise DistributionError(f"stats[{k!r}] must have shape ({T},), got {v.shape}")
+            if np.isnan(v).any():
+                raise DistributionError(f"stats[{k!r}] contains NaN at position {int(np.flatnonzero(np.isnan(v))[0])}")
+            lo, hi = (-_STAT_ATOL, 1.0 + _STAT_ATOL) if k in _PROB_KEYS else (-_STAT_ATOL, np.inf)
+            if ((v < lo) | (v > hi)).any():
+                t = int(np.flatnonzero((v < lo) | (v > hi))[0])
+                raise DistributionError(f"stats[{k!r}] must lie in [0, {'1' if k in _PROB_KEYS else 'inf'}], "
+                                        f"got {v[t]!r} at position {t}")
         self.slice_ids = np.asarray(self.slice_ids, dtype=np.int32)
         self.slice_p = np.asarray(self.slice_p, dtype=np.float32)
         self.slice_q = np.asarray(self.slice_q, dtype=np.float32)
@@ -174,6 +194,12 @@ class CompactTrace:
                 and self.slice_p.shape == self.slice_ids.shape == self.slice_q.shape):
             raise DistributionError(f"slices must share shape (T={T}, k), got ids {self.slice_ids.shape}, "
                                     f"p {self.slice_p.shape}, q {self.slice_q.shape}")
+        if self.slice_ids.size and self.slice_ids.min() < 0:
+            raise DistributionError(f"slice_ids must be token ids ≥ 0, got {self.slice_ids.min()}")
+        for nm in ("slice_p", "slice_q"):
+            v = getattr(self, nm)
+            if not np.isfinite(v).all() or (v < -_STAT_ATOL).any() or (v > 1 + _STAT_ATOL).any():
+                raise DistributionError(f"{nm} must hold probabilities in [0, 1]")
         self.prompt_ids = np.asarray(self.prompt_ids, dtype=np.int64)
         for nm in ("target_call_s", "draft_call_s"):
             v = getattr(self, nm)
@@ -182,6 +208,7 @@ class CompactTrace:
         self.meta.setdefault("name", "trace")
         self.meta.setdefault("category", "")
         self.meta.setdefault("temperature", 1.0)
+        check_real(self.meta["temperature"], "meta['temperature']", lo=0.0)
 
     # --- views ----------------------------------------------------------------------------
     @property
@@ -253,7 +280,15 @@ class CompactTrace:
     @classmethod
     def load(cls, path) -> "CompactTrace":
         import json
-        with np.load(Path(path), allow_pickle=False) as z:
+        try:
+            z = np.load(Path(path), allow_pickle=False)
+        except FileNotFoundError:
+            raise
+        except (ValueError, OSError) as err:
+            raise ValueError(f"{path}: not a {TRACE_FORMAT} file ({err})") from None
+        with z:
+            if not hasattr(z, "files"):
+                raise ValueError(f"{path}: not a {TRACE_FORMAT} file (a bare .npy array, not an .npz archive)")
             fmt = str(z["format"]) if "format" in z.files else None
             if fmt != TRACE_FORMAT:
                 raise ValueError(f"{path}: not a {TRACE_FORMAT} file (format = {fmt!r})")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import check_int, check_real
+from ..checks import check_int, check_log_base, check_real, check_real_array, check_subprobability
 from ..distributions import check_distribution, check_pair
 from ..divergences import entropy, harmonic_mean_term, kl_divergence, overlap
 
@@ -76,6 +76,7 @@ def tunstall_bound(a, k: int, base: float = np.e, alphabet: int | None = None) -
     positive mass (``alphabet`` overrides). Same log base on both sides; +inf when H(a) = 0."""
     a = check_distribution(a, name="a")
     k = check_int(k, "k", min=0)
+    base = check_log_base(base)
     A = int(np.count_nonzero(a)) if alphabet is None else check_int(alphabet, "alphabet", min=1)
     H = float(entropy(a, base))
     num = np.log((k + 1) * (A - 1) + 1) / np.log(base)
@@ -86,7 +87,9 @@ def tunstall_bound(a, k: int, base: float = np.e, alphabet: int | None = None) -
 
 def lemma42_tilde(a, M: int, n: int) -> np.ndarray:
     """ã_n: a(1..M), then the residual mass r = 1 − Σ_{i≤M} a(i) spread evenly over n indices."""
-    a = np.asarray(a, dtype=np.float64)
+    a = check_subprobability(a, "a (acceptance-index distribution)")
+    M = check_int(M, "M", min=1, max=a.shape[0])
+    n = check_int(n, "n", min=0)
     r = max(0.0, 1.0 - a[:M].sum())
     if n == 0:
         return a[:M].copy()
@@ -96,8 +99,7 @@ def lemma42_tilde(a, M: int, n: int) -> np.ndarray:
 def lemma42_bound(a, k: int, M: int, n: int, base: float = np.e) -> float:
     """Lemma 4.2 (reconstructed): ``log((k+1)(M+n−1)+1) / H(ã_n)``."""
     k = check_int(k, "k", min=0)
-    M = check_int(M, "M", min=1)
-    n = check_int(n, "n", min=0)
+    base = check_log_base(base)
     at = lemma42_tilde(a, M, n)
     if n == 0 and abs(at.sum() - 1) > 1e-12:
         raise ValueError("n = 0 needs zero residual mass")
@@ -111,7 +113,11 @@ def lemma42_min_bound(a, k: int, M: int, n_max: int = 4096, base: float = np.e,
                       require_cap: bool = True) -> tuple[float, int]:
     """min over n of :func:`lemma42_bound` (the seed's plotted bound) and the minimising n.
     ``require_cap``: only n with r/n ≤ a(M) (the lemma's 'each ≤ a(M)'); n = 0 only if r = 0."""
-    a = np.asarray(a, dtype=np.float64)
+    a = check_subprobability(a, "a (acceptance-index distribution)")
+    k = check_int(k, "k", min=0)
+    M = check_int(M, "M", min=1, max=a.shape[0])
+    n_max = check_int(n_max, "n_max", min=1)
+    base = check_log_base(base)
     r = max(0.0, 1.0 - a[:M].sum())
     if r <= 1e-15:
         return lemma42_bound(a, k, M, 0, base), 0
@@ -131,19 +137,20 @@ def lemma42_min_bound(a, k: int, M: int, n_max: int = 4096, base: float = np.e,
 def kl_lower_bound(p, q, base: float = 2.0) -> np.ndarray:
     """eq. 6 (reconstructed): the lower bound D_KL(p‖q) on the acceptance index's entropy."""
     p, q = check_pair(p, q)
+    base = check_log_base(base)
     return kl_divergence(p, q, base)
 
 
 def pfr_upper_bound(D_bits) -> np.ndarray:
     """eq. 8 (reconstructed, Li & El Gamal 2018): ``D + log2(D + 1) + 4`` bits."""
-    D = np.asarray(D_bits, dtype=np.float64)
+    D = check_real_array(D_bits, "D_bits (KL divergence in bits)", lo=0.0)
     return D + np.log2(D + 1.0) + 4.0
 
 
 def grs_upper_bound(D_bits, C: float = 0.0) -> np.ndarray:
     """eq. 7 in the Harsha et al. 2010 form ``D + 2 log2(D + 1) + C`` bits; the seed's constant
     C was lost in extraction (Harsha et al. state O(1)), so C is a parameter."""
-    D = np.asarray(D_bits, dtype=np.float64)
+    D = check_real_array(D_bits, "D_bits (KL divergence in bits)", lo=0.0)
     check_real(C, "C")
     return D + 2.0 * np.log2(D + 1.0) + C
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from ..checks import check_int, check_state
+from ..checks import check_int, check_real, check_state, check_type
+from ..distributions import DistributionError, check_distribution, check_pair
 from ..markov import MarkovPair, next_state
 
 #: Refuse block trees with more nodes than this at the deepest level.
@@ -27,9 +28,25 @@ MAX_LEAVES = 200_000
 
 # --- K-SEQ (Sun et al. 2023, SpecTr; seed Sec. 3.2) -------------------------------------------
 
+def _check_pq(p, q):
+    p, q = check_pair(p, q, names=("p (target)", "q (draft)"))
+    if p.ndim != 1:
+        raise DistributionError(f"p and q must be 1-D distributions over the vocabulary, got shape {p.shape}")
+    return p, q
+
+
+def _check_rho(rho, K: int | None = None) -> float:
+    return check_real(rho, "ρ (rho)", lo=1.0, hi=None if K is None else float(K))
+
+
+def _beta(p, q, rho):
+    return float(np.minimum(q, p / rho).sum())
+
+
 def kseq_beta(p, q, rho: float) -> float:
-    """β(ρ) = Σ_x min(q(x), p(x)/ρ) (seed Sec. 3.2, translated)."""
-    return float(np.minimum(np.asarray(q, float), np.asarray(p, float) / rho).sum())
+    """β(ρ) = Σ_x min(q(x), p(x)/ρ) (seed Sec. 3.2, translated); ρ ≥ 1."""
+    p, q = _check_pq(p, q)
+    return _beta(p, q, _check_rho(rho))
 
 
 def kseq_rho(p, q, K: int) -> float:
@@ -42,16 +59,15 @@ def kseq_rho(p, q, K: int) -> float:
     Otherwise brentq on [1, K] (xtol 1e-15, rtol 4e-16).
     """
     K = check_int(K, "K", min=1)
-    p = np.asarray(p, dtype=np.float64)
-    q = np.asarray(q, dtype=np.float64)
+    p, q = _check_pq(p, q)
     if K == 1:
         return 1.0
 
     def f(rho):
-        b = kseq_beta(p, q, rho)
+        b = _beta(p, q, rho)
         return 1.0 - (1.0 - b) ** K - rho * b
 
-    b1 = kseq_beta(p, q, 1.0)
+    b1 = _beta(p, q, 1.0)
     if b1 <= 0.0 or f(1.0) <= 0.0:
         return 1.0
     fK = f(float(K))
@@ -62,16 +78,20 @@ def kseq_rho(p, q, K: int) -> float:
 
 def kseq_acceptance(p, q, K: int, rho: float | None = None) -> float:
     """P(some of K candidates accepted) = 1 − (1 − β(ρ))^K (= ρβ(ρ) at the root)."""
-    rho = kseq_rho(p, q, K) if rho is None else rho
-    return float(1.0 - (1.0 - kseq_beta(p, q, rho)) ** K)
+    K = check_int(K, "K", min=1)
+    p, q = _check_pq(p, q)
+    rho = kseq_rho(p, q, K) if rho is None else _check_rho(rho, K)
+    return float(1.0 - (1.0 - _beta(p, q, rho)) ** K)
 
 
 def kseq_residual(p, q, rho: float) -> np.ndarray:
     """K-SEQ residual ``(p − ρ·min(q, p/ρ)) / (1 − ρβ(ρ)) = norm(max(p − ρq, 0))``; falls back
     to p when it has no mass (then rejection has probability 0)."""
-    w = np.maximum(np.asarray(p, float) - rho * np.asarray(q, float), 0.0)
+    p, q = _check_pq(p, q)
+    rho = _check_rho(rho)
+    w = np.maximum(p - rho * q, 0.0)
     s = w.sum()
-    return w / s if s > 0 else np.asarray(p, float) / np.sum(p)
+    return w / s if s > 0 else p
 
 
 # --- block trees -------------------------------------------------------------------------------
@@ -105,6 +125,7 @@ def block_tree(pair: MarkovPair, gamma: int, start_state: int = 0, target_overri
     """Block joints of ``pair`` from ``start_state``. ``target_override``: list of (V**j, V)
     conditionals replacing the target's at depths j = 0..len−1 (the distribution
     modification of Alg. 2 carried into the next iteration)."""
+    check_type(pair, MarkovPair, "pair")
     gamma = check_int(gamma, "gamma", min=1)
     check_state(start_state, pair.n_states)
     V, S = pair.V, pair.n_states
@@ -113,6 +134,8 @@ def block_tree(pair: MarkovPair, gamma: int, start_state: int = 0, target_overri
     cp = _markov_conditionals(pair.target, V, S, start_state, gamma)
     cq = _markov_conditionals(pair.draft, V, S, start_state, gamma)
     if target_override is not None:
+        if len(target_override) > gamma + 1:
+            raise ValueError(f"target_override gives {len(target_override)} depths, more than γ + 1 = {gamma + 1}")
         for j, rows in enumerate(target_override):
             cp[j] = np.asarray(rows, dtype=np.float64)
     return tree_from_conditionals(cp, cq)
@@ -120,8 +143,18 @@ def block_tree(pair: MarkovPair, gamma: int, start_state: int = 0, target_overri
 
 def tree_from_conditionals(condP, condQ) -> BlockTree:
     """Block tree from per-depth conditionals (lists of (V**i, V) arrays, i = 0..γ)."""
+    if len(condP) == 0 or len(condP) != len(condQ):
+        raise ValueError(f"condP and condQ must be non-empty lists of per-depth conditionals of one "
+                         f"length (γ + 1), got {len(condP)} and {len(condQ)}")
+    condP = [np.asarray(c, dtype=np.float64) for c in condP]
+    condQ = [np.asarray(c, dtype=np.float64) for c in condQ]
     gamma = len(condP) - 1
-    V = condP[0].shape[1]
+    V = condP[0].shape[-1] if condP[0].ndim else 0
+    for i in range(gamma + 1):
+        for nm, c in (("condP", condP[i]), ("condQ", condQ[i])):
+            if c.shape != (V ** i, V):
+                raise DistributionError(f"{nm}[{i}] must have shape (V**{i}, V) = {(V ** i, V)}, got {c.shape}")
+            check_distribution(c, name=f"{nm}[{i}]")
     P, Q = [np.ones(1)], [np.ones(1)]
     for i in range(gamma):
         P.append((P[-1][:, None] * condP[i]).ravel())
@@ -131,15 +164,18 @@ def tree_from_conditionals(condP, condQ) -> BlockTree:
 
 def iid_tree(p, q, gamma: int) -> BlockTree:
     """Block tree of an order-0 pair (same p, q at every position)."""
-    p = np.asarray(p, float)
-    q = np.asarray(q, float)
+    p, q = _check_pq(p, q)
+    gamma = check_int(gamma, "gamma", min=1)
     V = p.shape[0]
+    if V ** gamma > MAX_LEAVES:
+        raise ValueError(f"V**γ = {V ** gamma} blocks is too many for an exact block tree")
     return tree_from_conditionals([np.tile(p, (V ** i, 1)) for i in range(gamma + 1)],
                                   [np.tile(q, (V ** i, 1)) for i in range(gamma + 1)])
 
 
 def W(P, Q, K: int):
     """``p(x^i)(1 − m(x^i))^K = p·max(1 − q/p, 0)^K`` elementwise (0 where p = 0)."""
+    K = check_int(K, "K", min=1)
     P = np.asarray(P, float)
     Q = np.asarray(Q, float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -154,6 +190,7 @@ def A(P, Q, K: int):
 
 def has_prob(Q, K: int):
     """``P(some of K i.i.d. drafts has prefix x^i) = 1 − (1 − q(x^i))^K``."""
+    K = check_int(K, "K", min=1)
     return 1.0 - (1.0 - np.asarray(Q, float)) ** K
 
 
@@ -179,8 +216,9 @@ def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = N
     the unclipped ``ν_i = p(x^i)/q(x^i)``, and ``α(x^γ) = min(ν_γ, 1)`` — which is Sun et al.
     2024b's block verification, not the greedy one; kept as the alternative reading.
     """
+    check_type(tree, BlockTree, "tree")
     K = check_int(K, "K", min=1)
-    e = K if power is None else power  # exponent of (1 − m); a broken variant changes it
+    e = K if power is None else check_int(power, "power", min=1)  # exponent of (1 − m); a broken variant changes it
     g = tree.gamma
     V = tree.V
     h = [None]
@@ -215,6 +253,9 @@ def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = N
 
 def residual_weights(tree: BlockTree, i: int, code: int, K: int) -> np.ndarray:
     """Unnormalised Eq. 4 residual after block (i, code): ``W(x^i, x)`` over x (i < γ)."""
+    check_type(tree, BlockTree, "tree")
+    i = check_int(i, "i (depth)", min=0, max=tree.gamma - 1)
+    code = check_int(code, "code (block)", min=0, max=tree.V ** i - 1)
     V = tree.V
     sl = slice(code * V, code * V + V)
     return W(tree.P[i + 1][sl], tree.Q[i + 1][sl], K)
@@ -222,6 +263,7 @@ def residual_weights(tree: BlockTree, i: int, code: int, K: int) -> np.ndarray:
 
 def lemma51_bound(tree: BlockTree, K: int) -> float:
     """Lemma 5.1 / Thm 5.3: ``Σ_{i=1}^{γ} Σ_{x^i} A(x^i)``."""
+    check_type(tree, BlockTree, "tree")
     return float(sum(A(tree.P[i], tree.Q[i], K).sum() for i in range(1, tree.gamma + 1)))
 
 
@@ -231,11 +273,13 @@ def lemma51_bound_pair(pair: MarkovPair, gamma: int, K: int, start_state: int = 
 
 def gbv_optimum(tree: BlockTree) -> float:
     """``Σ_{i=1}^{γ} Σ_{x^i} min(p(x^i), q(x^i))`` (gbv.optimal; Remark 5.2 at K = 1)."""
+    check_type(tree, BlockTree, "tree")
     return float(sum(np.minimum(tree.P[i], tree.Q[i]).sum() for i in range(1, tree.gamma + 1)))
 
 
 def sd_expected_tau(tree: BlockTree) -> float:
     """Token-level SD: ``E[τ] = Σ_i Σ_{x^i} Π_{j≤i} min(p, q)(x_j | x^{j−1})``."""
+    check_type(tree, BlockTree, "tree")
     tot, run = 0.0, np.ones(1)
     for i in range(tree.gamma):
         run = (run[:, None] * np.minimum(tree.condP[i], tree.condQ[i])).ravel()
@@ -246,10 +290,12 @@ def sd_expected_tau(tree: BlockTree) -> float:
 def bound_limit_gap(tree: BlockTree, K: int) -> float:
     """γ' − Bound(K) where γ' = Σ_i Σ_{x^i: q(x^i)>0} p(x^i): the K → ∞ limit of the bound
     (= γ exactly when q covers p's support)."""
+    check_type(tree, BlockTree, "tree")
     lim = sum(tree.P[i][tree.Q[i] > 0].sum() for i in range(1, tree.gamma + 1))
     return float(lim - lemma51_bound(tree, K))
 
 
 def bound_limit(tree: BlockTree) -> float:
     """``lim_{K→∞} Bound(K) = Σ_i Σ_{x^i: q(x^i) > 0} p(x^i)`` (= γ iff q covers p's support)."""
+    check_type(tree, BlockTree, "tree")
     return float(sum(tree.P[i][tree.Q[i] > 0].sum() for i in range(1, tree.gamma + 1)))

@@ -19,8 +19,9 @@ import itertools
 import numpy as np
 from scipy import optimize, sparse
 
-from ..checks import check_int
-from .multidraft import BlockTree
+from ..checks import check_int, check_type
+from ..rng import check_random_state
+from .multidraft import BlockTree, _check_pq
 
 #: Largest LP (number of variables) solved.
 MAX_VARIABLES = 300_000
@@ -29,8 +30,7 @@ MAX_VARIABLES = 300_000
 def gamma1_optimum(p, q, K: int) -> float:
     """``min over subsets H of p(H) + 1 − q(H)^K`` (exhaustive over 2^V subsets; V ≤ 20)."""
     K = check_int(K, "K", min=1)
-    p = np.asarray(p, float)
-    q = np.asarray(q, float)
+    p, q = _check_pq(p, q)
     V = p.shape[0]
     if V > 20:
         raise ValueError("the subset minimum is exhaustive: V ≤ 20")
@@ -44,6 +44,7 @@ def lp_optimum(tree: BlockTree, K: int, *, return_plan: bool = False):
 
     Variables π(X, Y) for draft tuples X in the support of q^{⊗K} and Y in the support of
     p; equality constraints on both marginals. Returns the optimum (and the plan)."""
+    check_type(tree, BlockTree, "tree")
     K = check_int(K, "K", min=1)
     V, g = tree.V, tree.gamma
     codes = np.arange(V ** g)
@@ -52,10 +53,10 @@ def lp_optimum(tree: BlockTree, K: int, *, return_plan: bool = False):
     match = np.cumprod(same, axis=2).sum(axis=2)  # common-prefix length of two blocks
     qs = np.flatnonzero(tree.Q[g] > 0)
     ps = np.flatnonzero(tree.P[g] > 0)
+    nX, nY = len(qs) ** K, len(ps)
+    if nX * nY > MAX_VARIABLES:  # before the K-fold product is materialised
+        raise ValueError(f"LP with {nX * nY} variables is too large (limit {MAX_VARIABLES})")
     X = np.array(list(itertools.product(qs, repeat=K)), dtype=np.int64).reshape(-1, K)
-    nX, nY = len(X), len(ps)
-    if nX * nY > MAX_VARIABLES:
-        raise ValueError(f"LP with {nX * nY} variables is too large")
     qX = np.prod(tree.Q[g][X], axis=1)
     tau = match[X][:, :, ps].max(axis=1).astype(float)
     rows = np.concatenate([np.repeat(np.arange(nX), nY), nX + np.tile(np.arange(nY), nX)])
@@ -81,8 +82,7 @@ def gamma1_optimum_fast(p, q, K: int) -> float:
     piecewise linear; φ(s) − s^K is concave on each piece of φ, so the minimum sits at a
     breakpoint — a prefix of that order. Tokens with q = 0 only add p and are never taken."""
     K = check_int(K, "K", min=1)
-    p = np.asarray(p, float)
-    q = np.asarray(q, float)
+    p, q = _check_pq(p, q)
     keep = q > 0
     pk, qk = p[keep], q[keep]
     order = np.argsort(pk / qk, kind="stable")
@@ -100,7 +100,10 @@ def cic_search(tree: BlockTree, *, restarts: int = 20, iters: int = 30, seed=0) 
     feasible. Starts: r2 ≡ q (independent of y) and r1 a random coupling with marginal q —
     feasible. A heuristic: it finds couplings, it cannot prove there is no better one.
     Returns (best E[τ], {"r1", "r2", "blocks"})."""
-    rng = np.random.default_rng(seed)
+    check_type(tree, BlockTree, "tree")
+    restarts = check_int(restarts, "restarts", min=1)
+    iters = check_int(iters, "iters", min=0)
+    rng = check_random_state(seed)
     V, g = tree.V, tree.gamma
     codes = np.arange(V ** g)
     digits = np.stack([(codes // V ** (g - 1 - j)) % V for j in range(g)], axis=1)

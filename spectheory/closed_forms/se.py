@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import check_int, check_real, check_real_array
+from ..checks import (check_costs, check_int, check_order_states, check_real, check_real_array, check_state,
+                      check_type)
+from ..distributions import DistributionError, check_distribution, check_pair
 from ..divergences import total_variation
-from ..markov import MarkovPair, MarkovSource, stationary_distribution, token_to_state_matrix
+from ..markov import MarkovPair, MarkovSource, _check_stochastic, stationary_distribution, token_to_state_matrix
 from ..rules.se import STANDARD, SERule
 
 
@@ -40,7 +42,8 @@ def _alpha(a):
 
 
 def acceptance(q, r) -> np.ndarray:
-    """Eq. 7: ``1 − ½ Σ|q − r|`` = 1 − TV(q, r)."""
+    """Eq. 7: ``1 − ½ Σ|q − r|`` = 1 − TV(q, r); q and r distributions of the same shape."""
+    q, r = check_pair(q, r, names=("q", "r"))
     return 1.0 - total_variation(q, r)
 
 
@@ -110,7 +113,7 @@ def alternating_speedup_iid(alpha_q, alpha_p, gamma_q: int, gamma_p: int, c: flo
 
 def vanilla_throughput(costs) -> float:
     """Tokens per unit time of the vanilla ensemble: every member called once per token."""
-    t = check_real_array(costs, "costs", lo=0.0)
+    t = check_costs(costs)
     return 1.0 / float(t.sum())
 
 
@@ -121,7 +124,9 @@ def stationary(K: np.ndarray, start: int = 0) -> np.ndarray:
     configurations reachable from it, solved directly (πK = π, Σπ = 1, one equation replaced);
     falls back to :func:`spectheory.markov.stationary_distribution` if that system is singular
     (several recurrent classes) or gives a negative entry."""
+    K = _check_stochastic(K, "K (configuration transition matrix)")
     m = K.shape[0]
+    start = check_state(start, m, "start")
     seen = np.zeros(m, dtype=bool)
     seen[start] = True
     frontier = [start]
@@ -175,12 +180,23 @@ def long_run_chain(tables, r, gammas, costs, *, kind: str = "alt", first: int = 
     """
     tables = np.asarray(tables, dtype=np.float64)
     if tables.ndim != 3 or tables.shape[0] != 2:
-        raise ValueError("tables must have shape (2, S, V)")
-    if kind not in ("sbe", "alt"):
-        raise ValueError("kind must be 'sbe' or 'alt'")
-    g = [check_int(x, "γ", min=1) for x in gammas]
-    t = check_real_array(costs, "costs", lo=0.0)
+        raise ValueError(f"tables must have shape (2, S, V), got {tables.shape}")
+    check_distribution(tables, name="tables")
     _, S, V = tables.shape
+    check_order_states(S, V, "tables")
+    r = np.asarray(r, dtype=np.float64)
+    check_distribution(r, name="r (ensemble)")
+    if r.shape != (S, V):
+        raise DistributionError(f"r (ensemble) must have shape (S, V) = {(S, V)}, got {r.shape}")
+    if kind not in ("sbe", "alt"):
+        raise ValueError(f"kind must be 'sbe' or 'alt', got {kind!r}")
+    if np.ndim(gammas) != 1 or len(gammas) != 2:
+        raise ValueError(f"gammas must be two proposal lengths (γ_q, γ_p), got {gammas!r}")
+    g = [check_int(x, "γ", min=1) for x in gammas]
+    t = check_costs(costs, n=2)
+    first = check_int(first, "first (default proposer)", min=0, max=1)
+    check_type(rule, SERule, "rule", " (spectheory.rules.se)")
+    start_state = check_state(start_state, S)
     acc, res = _rule_tables(tables, r, rule)
     A, D, Rm, P = [], [], [], []
     for k in range(2):
@@ -252,10 +268,11 @@ def cost_report(se_throughput: float, tables, r, order: int, costs, *, sd_gamma:
     ensemble (the cheapest member proposes ``sd_gamma`` tokens, the ensemble verifies; exact
     long run on the chain) and of SE (``se_throughput``, from :func:`long_run_chain`, the
     exact engines' ``long_run`` or the Monte Carlo's ``StreamResult.throughput``)."""
-    t = check_real_array(costs, "costs", lo=0.0)
     tables = np.asarray(tables, dtype=np.float64)
-    if t.shape != (tables.shape[0],):
-        raise ValueError(f"give one cost per member ({tables.shape[0]})")
+    check_distribution(tables, name="tables")
+    if tables.ndim != 3:
+        raise ValueError(f"tables must have shape (n, S, V), got {tables.shape}")
+    t = check_costs(costs, n=tables.shape[0])
     se_thr = check_real(se_throughput, "se_throughput", lo=0.0)
     k = int(np.argmin(t))
     sd = sd_on_ensemble_chain(MarkovSource(np.asarray(r, dtype=np.float64), order),

@@ -78,6 +78,8 @@ class BlockVerifier:
             raise ValueError(f"adapter must be one of {ADAPTERS}, got {self.adapter!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}")
+        if not isinstance(self.batched, (bool, np.bool_)):
+            raise TypeError(f"batched must be a bool, got {self.batched!r}")
         if self.framework not in FRAMEWORKS:
             raise ValueError(f"framework must be one of {FRAMEWORKS}, got {self.framework!r}")
         if self.framework == "torch":
@@ -92,6 +94,8 @@ class BlockVerifier:
 
     def represent(self, rows, which: str) -> np.ndarray:
         """Exact probability rows (float64) → what the verifier takes, as a NumPy array."""
+        if which not in LOGIT_SHIFT:
+            raise ValueError(f"which must be one of {tuple(LOGIT_SHIFT)}, got {which!r}")
         rows = np.asarray(rows, dtype=np.float64)
         if self.adapter == "probs":
             if self.dtype == "float64":

@@ -42,16 +42,23 @@ PROBE_CONTROLS = ("accept=min(1,q/p)", "accept-u≤ratio", "unguarded-residual")
 STAT_CONTROLS = tuple(c for c in CONTROLS if any(c[0] in chk.controls for chk in CHECKS))
 
 
-def _check_args(n, gammas, instances, alpha):
+def _check_args(n, gammas, instances, alpha, seed=0, control_n=None):
     from ..checks import check_int, check_real
     n = check_int(n, "n", min=50)
+    if isinstance(gammas, str) or np.ndim(gammas) != 1:
+        raise TypeError(f"gammas must be a sequence of draft lengths, e.g. (1, 3), got {gammas!r}")
     gammas = tuple(check_int(g, "gamma", min=1, max=4) for g in gammas)
     if not gammas:
         raise ValueError("gammas must name at least one draft length")
+    if isinstance(instances, str):
+        raise TypeError(f"instances must be a sequence of instance names, e.g. ({instances!r},), got a str")
     instances = tuple(instances)  # may be empty: probes only
     for name in instances:
         inst.get(name)  # KeyError with the known names
     check_real(alpha, "alpha", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    check_int(seed, "seed", min=0)
+    if control_n is not None:
+        check_int(control_n, "control_n", min=1)
     return n, gammas, instances
 
 
@@ -196,7 +203,7 @@ def check_block_verifier(fn, *, adapter: str = "probs", dtype: str = "float64", 
     """
     verifier = fn if isinstance(fn, BlockVerifier) else BlockVerifier(
         fn, adapter=adapter, dtype=dtype, batched=batched, framework=framework, name=name or "")
-    n, gammas, instances = _check_args(n, gammas, instances, alpha)
+    n, gammas, instances = _check_args(n, gammas, instances, alpha, seed, control_n)
     n_tests = _n_tests(gammas, instances, False)
     a = alpha / max(1, n_tests)
     cn = control_n or max(n // 4, 1000)
@@ -234,6 +241,8 @@ def step_from_block_verifier(fn, *, name: str = ""):
     the reference rules (and the controls) through :func:`check_decoding_step`."""
     from .adapters import softmax_in
     from .forced import inverse_cdf
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable block verifier fn(p, q, draft, rng), got {type(fn).__name__}")
 
     def make_step(target_lm, draft_lm, gamma, rng):
         def step(context):
@@ -263,7 +272,9 @@ def check_decoding_step(make_step, *, lm: str = "callable", dtype: str = "float3
     those that need to see the drafts; no probes."""
     if not callable(make_step):
         raise TypeError("make_step must be callable: make_step(target_lm, draft_lm, gamma, rng) -> step")
-    n, gammas, instances = _check_args(n, gammas, instances, alpha)
+    if lm not in ("callable", "torch"):
+        raise ValueError(f"lm must be 'callable' or 'torch', got {lm!r}")
+    n, gammas, instances = _check_args(n, gammas, instances, alpha, seed, control_n)
     n_tests = _n_tests(gammas, instances, True)
     a = alpha / max(1, n_tests)
     cn = control_n or max(n // 4, 1000)

@@ -23,12 +23,18 @@ def _logits_table(source: MarkovSource, dtype) -> np.ndarray:
         return np.log(source.table).astype(DTYPES[dtype])
 
 
+def _check_source(source, dtype) -> None:
+    if not isinstance(source, MarkovSource):
+        raise TypeError(f"source must be a MarkovSource, got {type(source).__name__}")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
+
+
 class MarkovLM:
     """Callable fake LM over a :class:`~spectheory.markov.MarkovSource` (see module docstring)."""
 
     def __init__(self, source: MarkovSource, dtype: str = "float32"):
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
+        _check_source(source, dtype)
         self.source = source
         self.vocab_size = source.V
         self.logits_table = _logits_table(source, dtype)
@@ -47,6 +53,7 @@ class MarkovLM:
 
 def markov_torch_lm(source: MarkovSource, dtype: str = "float32"):
     """A ``torch.nn.Module`` fake causal LM: ``model(input_ids).logits`` is (B, T, V)."""
+    _check_source(source, dtype)
     import torch
 
     table = torch.as_tensor(_logits_table(source, "float64")).to(

@@ -26,8 +26,12 @@ def _below_one(dtype) -> float:
 
 
 def inverse_cdf(weights, u: float, *, what: str = "probabilities") -> int:
-    """Smallest index i with cumsum(w)[i] > u·Σw; weights must be finite, ≥ 0, sum > 0."""
+    """Smallest index i with cumsum(w)[i] > u·Σw; weights must be finite, ≥ 0, sum > 0, u in [0, 1)."""
     w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or w.size == 0:
+        raise ValueError(f"{what} must be a non-empty 1-D vector, got shape {w.shape}")
+    if not 0.0 <= u < 1.0:
+        raise ValueError(f"u must be a uniform in [0, 1), got {u!r}")
     cdf = np.cumsum(w)
     total = cdf[-1]
     if not (np.isfinite(total) and w.min() >= 0):
@@ -141,12 +145,18 @@ def _uniform_array(rng, shape, np_dtype):
     return (rng.integers(0, 2 ** 11, size=shape) * 2.0 ** -11).astype(np.float32)
 
 
-@contextlib.contextmanager
 def torch_uniforms(rng):
     """Within the block, ``torch.rand``, ``torch.rand_like`` and ``torch.multinomial`` draw from
     ``rng`` (a NumPy Generator or :class:`ForcedUniforms`). ``torch.multinomial`` keeps torch's
     checks (NaN/inf/negative or zero-sum weights raise ``RuntimeError``) and samples by inverse
     CDF; only ``num_samples=1`` is supported."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator or ForcedUniforms, got {type(rng).__name__}")
+    return _torch_uniforms(rng)
+
+
+@contextlib.contextmanager
+def _torch_uniforms(rng):
     import torch
 
     np_of = {torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16,

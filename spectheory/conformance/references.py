@@ -37,6 +37,10 @@ def rule_verifier(rule: SDRule = STANDARD, *, strict: bool = True, bonus_row: in
     """A block verifier following ``rule``; the keyword switches insert the classic bugs:
     ``strict=False`` accepts on ``u ≤ ratio``, ``bonus_row=-1`` draws the bonus from the row
     before the bonus position, ``guard_residual=False`` divides a zero-mass residual (NaN)."""
+    if not isinstance(rule, SDRule):
+        raise TypeError(f"rule must be an SDRule (spectheory.rules.sd), got {type(rule).__name__}")
+    if bonus_row not in (0, -1) or isinstance(bonus_row, bool):
+        raise ValueError(f"bonus_row must be 0 (the bonus position) or -1 (the broken control), got {bonus_row!r}")
 
     def verify(p, q, draft, rng):
         p = np.asarray(p, dtype=np.float64)

@@ -6,8 +6,17 @@ from __future__ import annotations
 from sims.report import fmt
 
 
+def _check_report(report, need_run: bool = False) -> None:
+    keys = "'claims' and 'run'" if need_run else "'claims'"
+    if not isinstance(report, dict) or not isinstance(report.get("claims"), list) \
+            or (need_run and not isinstance(report.get("run"), dict)):
+        raise ValueError(f"report must be a conformance report dict (schema spectheory.report/1, with {keys}) "
+                         f"as returned by check_block_verifier, got {type(report).__name__}")
+
+
 def summary_rows(report: dict) -> list[dict]:
     """Per check: verdict, tests, smallest p, sample sizes, worst detectable vs tolerance."""
+    _check_report(report)
     rows = []
     for c in report["claims"]:
         graded = [e for e in c["evidence"] if e["outcome"] != "info"]
@@ -27,6 +36,7 @@ def summary_rows(report: dict) -> list[dict]:
 
 def print_report(report: dict, console=None, probes: bool = True) -> None:
     """Terminal table of a conformance report (rich)."""
+    _check_report(report, need_run=True)
     from rich.console import Console
     from rich.table import Table
     if console is None:

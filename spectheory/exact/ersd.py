@@ -24,7 +24,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..distributions import check_pair
+from ..checks import check_enumerable, check_int, check_state, check_type
+from ..distributions import DistributionError, check_distribution, check_pair
 from ..markov import MarkovPair, next_state, stationary_distribution
 from ..rules.ersd import ERSD, GSD, ERSDRule, GSDRule
 from ..trees import Tree
@@ -35,6 +36,13 @@ GSD_MAX_V = 7
 ERSD_MAX_V = 12
 
 
+def _check_pq(p, q):
+    p, q = check_pair(p, q, names=("p (target)", "q (draft)"))
+    if p.ndim != 1:
+        raise DistributionError(f"p and q must be 1-D distributions over the vocabulary, got shape {p.shape}")
+    return p, q
+
+
 # --- GSD (seed Alg. 4) --------------------------------------------------------------------------
 
 def gsd_outcomes(p, q, m: int, rule: GSDRule = GSD) -> tuple[np.ndarray, np.ndarray]:
@@ -43,9 +51,10 @@ def gsd_outcomes(p, q, m: int, rule: GSDRule = GSD) -> tuple[np.ndarray, np.ndar
     accepted one and it is x), i = 1..m; ``R[x]`` = P(all m rejected, emitted token x).
     Recursive rejection: alternative i is accepted w.p. min(1, r_i(x)/q̃_i(x)) with r_1 = p,
     r_{i+1} = norm(max(r_i − q̃_i, 0)), q̃_i the verifier's draft law (``rule.q_update``)."""
-    p, q = check_pair(p, q, names=("p (target)", "q (draft)"))
+    p, q = _check_pq(p, q)
+    check_type(rule, GSDRule, "rule", " (spectheory.rules.ersd)")
     V = p.shape[0]
-    m = int(min(m, np.count_nonzero(q)))
+    m = min(check_int(m, "m (alternatives)", min=0), int(np.count_nonzero(q)))
     A = np.zeros((max(m, 0), V))
     R = np.zeros(V)
 
@@ -82,7 +91,8 @@ def gsd_outcomes(p, q, m: int, rule: GSDRule = GSD) -> tuple[np.ndarray, np.ndar
 def gsd_index_law(p, q, rule: GSDRule = GSD) -> np.ndarray:
     """``J[i−1, x]`` = P(I = i, X = x) for i = 1..V with full drafting; row V: no alternative
     accepted (only possible where p puts mass outside supp q)."""
-    p = np.asarray(p, dtype=np.float64)
+    p, q = _check_pq(p, q)
+    check_type(rule, GSDRule, "rule", " (spectheory.rules.ersd)")
     V = p.shape[0]
     if V > GSD_MAX_V:
         raise ValueError(f"exact GSD enumeration needs V ≤ {GSD_MAX_V}, got V = {V}")
@@ -127,7 +137,8 @@ def ersd_index_law(p, q, rule: ERSDRule = ERSD) -> np.ndarray:
     """``J[i−1, x]`` = P(target winner X_p = x and x is the i-th arrival of the draft race),
     i = 1..V; row V: X_p = x with q(x) = 0 (never drafted). Shared races (``rule.shared``) or
     independent ones (then J[i−1, x] = p(x)·P(x is the i-th arrival of an independent race))."""
-    p, q = check_pair(p, q, names=("p (target)", "q (draft)"))
+    p, q = _check_pq(p, q)
+    check_type(rule, ERSDRule, "rule", " (spectheory.rules.ersd)")
     V = p.shape[0]
     if V > ERSD_MAX_V:
         raise ValueError(f"exact exponential-race integral needs V ≤ {ERSD_MAX_V}, got V = {V}")
@@ -165,8 +176,7 @@ class _Laws:
     """Per-state cache of outcome laws for one (pair, rule)."""
 
     def __init__(self, pair: MarkovPair, rule):
-        if not isinstance(pair, MarkovPair):
-            raise TypeError(f"expected a MarkovPair, got {type(pair).__name__}")
+        check_type(pair, MarkovPair, "pair")
         if not isinstance(rule, (GSDRule, ERSDRule)):
             raise TypeError(f"rule must be a GSDRule or an ERSDRule, got {type(rule).__name__}")
         self.pair, self.rule = pair, rule
@@ -202,12 +212,18 @@ class _Laws:
 
 def vertex_law(pair: MarkovPair, rule, state: int, kept: tuple):
     """Outcome law at one vertex: ``({i: P(I = i, X = ·)} for kept i, P(stop, X = ·))``."""
-    return _Laws(pair, rule).vertex(state, tuple(kept))
+    laws = _Laws(pair, rule)
+    if isinstance(kept, (str, bytes)) or np.ndim(kept) != 1:
+        raise TypeError(f"kept must be a sequence of 1-based acceptance indices, got {kept!r}")
+    kept = tuple(check_int(i, "kept index", min=1) for i in kept)
+    return laws.vertex(state, kept)
 
 
 def iteration_blocks(pair: MarkovPair, rule, tree: Tree, start_state: int = 0, laws=None) -> list:
     """Every emitted block of one tree-drafting iteration: (tokens, prob, end state)."""
     laws = laws or _Laws(pair, rule)
+    check_type(tree, Tree, "tree", " (spectheory.trees)")
+    start_state = check_state(start_state, pair.n_states)
     V, S = pair.V, pair.n_states
     out = []
     stack = [((), (), 1.0, start_state)]
@@ -231,8 +247,11 @@ def first_tokens_distribution(pair: MarkovPair, rule, tree: Tree, n_tokens: int,
     """Exact law of the first ``n_tokens`` generated tokens over as many iterations as it takes
     (flat over V**n_tokens, first token most significant): equals
     ``pair.target.sequence_probs(n_tokens, start_state)`` iff the method is lossless."""
-    V = pair.V
     laws = _Laws(pair, rule)
+    V = pair.V
+    check_type(tree, Tree, "tree", " (spectheory.trees)")
+    n_tokens = check_enumerable(V, check_int(n_tokens, "n_tokens", min=1))
+    start_state = check_state(start_state, pair.n_states)
 
     @lru_cache(maxsize=None)
     def blocks(s):
@@ -260,6 +279,7 @@ def index_transition(pair: MarkovPair, rule, i: int, laws=None) -> np.ndarray:
     """T_i[s, s'] = Σ_{x: next(s,x)=s'} P(I = i, X = x | s), full drafting."""
     laws = laws or _Laws(pair, rule)
     V, S = pair.V, pair.n_states
+    i = check_int(i, "i (acceptance index)", min=1)  # i > V: never accepted (zero matrix)
     T = np.zeros((S, S))
     for s in range(S):
         J = laws.full(s)
@@ -277,9 +297,11 @@ def acceptance_function(pair: MarkovPair, rule, start=0):
     S = pair.n_states
     mass0 = np.zeros(S)
     if np.ndim(start) == 0:
-        mass0[int(start)] = 1.0
+        mass0[check_state(start, S, "start")] = 1.0
     else:
-        mass0 = np.asarray(start, dtype=np.float64)
+        mass0 = check_distribution(start, name="start (law over the context states)")
+        if mass0.shape != (S,):
+            raise DistributionError(f"start (law over the context states) must have shape ({S},), got {mass0.shape}")
     Ts = {}
 
     @lru_cache(maxsize=None)
@@ -300,6 +322,7 @@ def acceptance_function(pair: MarkovPair, rule, start=0):
 def vertex_acceptance(pair: MarkovPair, rule, tree: Tree, start=0) -> dict:
     """Exact P(v accepted) for every vertex of ``tree`` (seed Eq. 3)."""
     f = acceptance_function(pair, rule, start)
+    check_type(tree, Tree, "tree", " (spectheory.trees)")
     return {v: f(v) for v in tree.vertices}
 
 
@@ -310,6 +333,7 @@ def expected_generated(pair: MarkovPair, rule, tree: Tree, start=0) -> float:
 
 def stationary_start(pair: MarkovPair) -> np.ndarray:
     """Stationary law of the target's context states (where a long text's iterations start)."""
+    check_type(pair, MarkovPair, "pair")
     return stationary_distribution(pair.target.transition_matrix())
 
 

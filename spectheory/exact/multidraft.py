@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import check_int, check_state
+from ..checks import check_enumerable, check_int, check_state, check_type
 from ..closed_forms import multidraft as cf
 from ..markov import MarkovPair, next_state
 from ..rules.multidraft import SPECTR_GBV, MultiDraftRule
@@ -42,10 +42,19 @@ def _decode(code: int, depth: int, V: int) -> tuple:
     return tuple(reversed(out))
 
 
+def _check_tree_rule(tree, rule, algorithm: str | None = None) -> None:
+    check_type(tree, cf.BlockTree, "tree")
+    check_type(rule, MultiDraftRule, "rule", " (spectheory.rules.multidraft)")
+    if algorithm is not None and rule.algorithm != algorithm:
+        raise ValueError(f"rule {rule.name!r} is a {rule.algorithm!r} rule; this function runs {algorithm!r} "
+                         "(iteration_outcomes dispatches on rule.algorithm)")
+
+
 # --- SpecTr-GBV (Alg. 1) ---------------------------------------------------------------------
 
 def spectr_gbv_accept_law(tree: cf.BlockTree, K: int, rule: MultiDraftRule = SPECTR_GBV) -> dict:
     """``{(τ, code of t): probability}`` of the final accepted block of Alg. 1."""
+    _check_tree_rule(tree, rule, "spectr_gbv")
     K = check_int(K, "K", min=1)
     V, g = tree.V, tree.gamma
     h = cf.h_tables(tree, K, rule.h_form, rule.power)
@@ -118,7 +127,12 @@ def modification(tree: cf.BlockTree, tau: int, tcode: int, y: int, K: int,
     """Alg. 2: the target conditionals for the next iteration's first γ − τ − 1 depths,
     ``p_new(x | x^{j}) ∝ p(t, y, x^{j}, x)(1 − m(t, y, x^{j}, x))^K`` (joints of this
     iteration's block tree); a row of zero mass keeps the current conditional."""
+    _check_tree_rule(tree, rule)
     V, g = tree.V, tree.gamma
+    tau = check_int(tau, "tau", min=0, max=g)
+    tcode = check_int(tcode, "tcode (accepted block)", min=0, max=V ** tau - 1)
+    y = check_int(y, "y (token)", min=0, max=V - 1)
+    K = check_int(K, "K", min=1)
     n_mod = g - tau - 1
     if n_mod <= 0 or not rule.modify:
         return None
@@ -147,6 +161,7 @@ def _kseq_rho(rule: MultiDraftRule, p, q, n_alive: int, K: int) -> float:
 
 def kseq_outcomes(tree: cf.BlockTree, K: int, rule: MultiDraftRule) -> list[Outcome]:
     """Every (t, y) of one K-SEQ iteration with its exact probability."""
+    _check_tree_rule(tree, rule, "kseq")
     K = check_int(K, "K", min=1)
     V, g = tree.V, tree.gamma
     out: list[Outcome] = []
@@ -190,6 +205,7 @@ def kseq_outcomes(tree: cf.BlockTree, K: int, rule: MultiDraftRule) -> list[Outc
 
 def iteration_outcomes(tree: cf.BlockTree, K: int, rule: MultiDraftRule = SPECTR_GBV) -> list[Outcome]:
     """One iteration's outcomes for any rule (GBV = spectr_gbv with K = 1)."""
+    _check_tree_rule(tree, rule)
     if rule.algorithm == "kseq":
         return kseq_outcomes(tree, K, rule)
     return spectr_gbv_outcomes(tree, K, rule)
@@ -197,6 +213,7 @@ def iteration_outcomes(tree: cf.BlockTree, K: int, rule: MultiDraftRule = SPECTR
 
 def tau_distribution(tree: cf.BlockTree, K: int, rule: MultiDraftRule = SPECTR_GBV) -> np.ndarray:
     """Exact ``P(τ = k)``, k = 0..γ, of one iteration."""
+    _check_tree_rule(tree, rule)
     d = np.zeros(tree.gamma + 1)
     for o in iteration_outcomes(tree, K, rule):
         d[o.tau] += o.prob
@@ -212,6 +229,7 @@ def expected_tau(tree: cf.BlockTree, K: int, rule: MultiDraftRule = SPECTR_GBV) 
 def prefix_acceptance(tree: cf.BlockTree, K: int, rule: MultiDraftRule = SPECTR_GBV) -> list:
     """``P(τ ≥ i and t^i = x^i)`` for every block x^i, i = 1..γ (index 0 unused): the
     quantity of Lemma A.1 (spectr_gbv.sub_block)."""
+    _check_tree_rule(tree, rule)
     V, g = tree.V, tree.gamma
     acc = [None] + [np.zeros(V ** i) for i in range(1, g + 1)]
     if rule.algorithm == "kseq":
@@ -234,9 +252,11 @@ def first_tokens_distribution(pair: MarkovPair, gamma: int, K: int, n_tokens: in
     """Exact law of the first ``n_tokens`` emitted tokens over as many iterations as it
     takes (Alg. 3: drafts redrawn each iteration, Alg. 2's modification carried over), as a
     flat array over V**n_tokens sequences — compare with ``pair.target.sequence_probs``."""
+    check_type(pair, MarkovPair, "pair")
+    check_type(rule, MultiDraftRule, "rule", " (spectheory.rules.multidraft)")
     gamma = check_int(gamma, "gamma", min=1)
     K = check_int(K, "K", min=1)
-    n_tokens = check_int(n_tokens, "n_tokens", min=1)
+    n_tokens = check_enumerable(pair.V, check_int(n_tokens, "n_tokens", min=1))
     check_state(start_state, pair.n_states)
     V, S = pair.V, pair.n_states
     memo: dict = {}
@@ -275,6 +295,7 @@ def one_iteration_tv(tree: cf.BlockTree, K: int, rule: MultiDraftRule = SPECTR_G
     """Theorem 4.2 within one iteration: the law of ``O = (t, y, x^{γ−τ−1})`` with the tail
     drawn from Alg. 2's modified distribution, against ``p(x^γ)``... extended to depth γ.
     Returns (TV, worst sequence, its claimed p, its measured probability)."""
+    _check_tree_rule(tree, rule)
     V, g = tree.V, tree.gamma
     law = np.zeros(V ** g)
     for o in iteration_outcomes(tree, K, rule):

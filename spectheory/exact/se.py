@@ -36,7 +36,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ..checks import check_int, check_real_array
+from ..checks import check_costs, check_enumerable, check_int, check_state, check_type
+from ..distributions import DistributionError, check_distribution
 from ..ensembles import Ensemble, common_tables
 from ..markov import MarkovSource
 from ..rules.se import STANDARD, SERule, other_member
@@ -54,8 +55,25 @@ class SEModels:
     order: int
     name: str = "models"
 
+    def __post_init__(self):
+        tabs = np.asarray(self.tables, dtype=np.float64)
+        if tabs.ndim != 3 or tabs.shape[0] < 2:
+            raise ValueError(f"tables must have shape (n ≥ 2, S, V), got {tabs.shape}")
+        check_distribution(tabs, name="member tables")
+        r = np.asarray(self.r, dtype=np.float64)
+        check_distribution(r, name="r (ensemble)")
+        if r.shape != tabs.shape[1:]:
+            raise DistributionError(f"r (ensemble) must have shape (S, V) = {tabs.shape[1:]}, got {r.shape}")
+        order = check_int(self.order, "order", min=0)
+        if tabs.shape[1] != tabs.shape[2] ** order:
+            raise ValueError(f"member tables have {tabs.shape[1]} states, not V**order = "
+                             f"{tabs.shape[2]}**{order}")
+        object.__setattr__(self, "tables", tabs)
+        object.__setattr__(self, "r", r)
+
     @classmethod
     def build(cls, sources, ens: Ensemble, name: str = "models") -> "SEModels":
+        check_type(ens, Ensemble, "ens", " (wrap a function with Ensemble.from_function)")
         tabs = common_tables(sources)
         r = ens(tabs)
         return cls(tabs, r, max(s.order for s in sources), name)
@@ -78,6 +96,7 @@ class SEModels:
 
     def rule_tables(self, rule: SERule):
         """(acc, res): acceptance probability and resampling law per (member k, state, token)."""
+        check_type(rule, SERule, "rule", " (spectheory.rules.se)")
         n = self.n
         acc = np.empty_like(self.tables)
         res = np.empty_like(self.tables)
@@ -89,6 +108,7 @@ class SEModels:
 
     def acceptance(self, k: int) -> np.ndarray:
         """Per-state α_k(s) = Σ_x min(q_k, r) = 1 − TV(q_k, r) (Eq. 7 with the ½)."""
+        k = check_int(k, "k (member)", min=0, max=self.n - 1)
         return np.minimum(self.tables[k], self.r).sum(axis=-1)
 
 
@@ -104,6 +124,8 @@ class Algorithm:
     def __post_init__(self):
         if self.kind not in ("sbe", "alt", "nse"):
             raise ValueError(f"unknown algorithm {self.kind!r}; use 'sbe', 'alt' or 'nse'")
+        if np.ndim(self.gammas) != 1:
+            raise TypeError(f"gammas must be a sequence of proposal lengths (one per member), got {self.gammas!r}")
         g = tuple(check_int(x, "proposal length γ", min=1) for x in self.gammas)
         object.__setattr__(self, "gammas", g)
         if self.kind in ("sbe", "alt") and len(g) != 2:
@@ -173,6 +195,9 @@ class Engine:
     """Exact step enumeration of one algorithm under one rule on one :class:`SEModels`."""
 
     def __init__(self, models: SEModels, alg: Algorithm, rule: SERule = STANDARD):
+        check_type(models, SEModels, "models")
+        check_type(alg, Algorithm, "alg")
+        check_type(rule, SERule, "rule", " (spectheory.rules.se)")
         if alg.kind != "nse" and models.n != 2:
             raise ValueError(f"{alg.kind} needs exactly two members, got {models.n}")
         if alg.kind == "nse" and len(alg.gammas) != models.n:
@@ -289,7 +314,10 @@ class Engine:
 def first_tokens_distribution(engine: Engine, n_tokens: int, start_state: int = 0) -> np.ndarray:
     """Exact law of the first ``n_tokens`` emitted tokens (flat over V**n, first token most
     significant), comparable with ``engine.M.r_source.sequence_probs(n_tokens, start_state)``."""
+    check_type(engine, Engine, "engine")
     V = engine.M.V
+    n_tokens = check_enumerable(V, check_int(n_tokens, "n_tokens", min=1))
+    start_state = check_state(start_state, engine.M.S)
     memo: dict = {}
 
     def dist(config, n, depth=0):
@@ -316,7 +344,7 @@ def first_tokens_distribution(engine: Engine, n_tokens: int, start_state: int = 
         memo[key] = out
         return out
 
-    return dist(engine.alg.initial_config(start_state), check_int(n_tokens, "n_tokens", min=1))
+    return dist(engine.alg.initial_config(start_state), n_tokens)
 
 
 @dataclass(frozen=True)
@@ -333,6 +361,8 @@ class LongRun:
 
 def config_chain(engine: Engine, start_state: int = 0):
     """Reachable configurations with the step transition matrix, E[tokens] and E[invocations]."""
+    check_type(engine, Engine, "engine")
+    start_state = check_state(start_state, engine.M.S)
     init = engine.alg.initial_config(start_state)
     index = {init: 0}
     order = [init]
@@ -368,9 +398,8 @@ def config_chain(engine: Engine, start_state: int = 0):
 def long_run(engine: Engine, costs, start_state: int = 0) -> LongRun:
     """Exact long-run tokens per unit time of the process (renewal–reward over its
     configurations), with ``costs[k]`` the time of one call of member k."""
-    t = check_real_array(costs, "costs", lo=0.0)
-    if t.shape != (engine.M.n,):
-        raise ValueError(f"give one cost per member ({engine.M.n}), got shape {t.shape}")
+    check_type(engine, Engine, "engine")
+    t = check_costs(costs, n=engine.M.n)
     _, P, toks, invs = config_chain(engine, start_state)
     from ..closed_forms.se import stationary
     nu = stationary(P, start=0)
@@ -383,5 +412,11 @@ def long_run(engine: Engine, costs, start_state: int = 0) -> LongRun:
 
 def expected_step_tokens(engine: Engine, config=None) -> float:
     """E[tokens emitted in one step] from ``config`` (default: the initial configuration)."""
-    cfg = engine.alg.initial_config() if config is None else config
+    check_type(engine, Engine, "engine")
+    if config is not None and (not isinstance(config, tuple) or len(config) != 3):
+        raise ValueError(f"config must be a configuration (state, ·, ·) of the engine, got {config!r}")
+    if config is None:
+        cfg = engine.alg.initial_config()
+    else:
+        cfg = (check_state(config[0], engine.M.S, "config state"),) + config[1:]
     return float(sum(pr * len(em) for (em, _, _), pr in engine.step_outcomes(cfg).items()))

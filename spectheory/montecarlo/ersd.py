@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._kernels import ersd as _k
-from ..checks import check_int, check_state
+from ..checks import check_int, check_int_array, check_state, check_type
 from ..markov import MarkovPair
 from ..rng import stream_states
 from ..trees import Tree
@@ -20,8 +20,7 @@ N_STREAMS = 8
 
 
 def tables(pair: MarkovPair) -> _k.Tables:
-    if not isinstance(pair, MarkovPair):
-        raise TypeError(f"expected a MarkovPair, got {type(pair).__name__}")
+    check_type(pair, MarkovPair, "pair")
     return _k.Tables(np.ascontiguousarray(pair.target.rows), np.ascontiguousarray(pair.draft.rows),
                      np.ascontiguousarray(pair.target.row_of_state), np.ascontiguousarray(pair.draft.row_of_state),
                      int(pair.V), int(pair.n_states))
@@ -34,8 +33,8 @@ def _rule_args(rule):
     return int(rule.code), int(rule.variant), bool(getattr(rule, "shared", True))
 
 
-def _split(n, n_streams):
-    n = check_int(n, "n", min=1)
+def _split(n, n_streams, name="n"):
+    n = check_int(n, name, min=1)
     n_streams = check_int(n_streams, "n_streams", min=1)
     per = -(-n // n_streams)
     return per, n_streams
@@ -45,13 +44,13 @@ def simulate_tree(pair: MarkovPair, rule, tree: Tree, n_iterations: int, *, seed
                   start_state: int = 0, restart: bool = True, n_streams: int = N_STREAMS) -> np.ndarray:
     """Tokens generated per iteration of tree drafting (``n_iterations`` values). ``restart``:
     every iteration starts from ``start_state`` (i.i.d.); else each stream continues its text."""
-    if not isinstance(tree, Tree):
-        raise TypeError("tree must be a spectheory.trees.Tree")
+    T = tables(pair)
+    check_type(tree, Tree, "tree", " (spectheory.trees)")
     check_state(start_state, pair.n_states)
-    per, ns = _split(n_iterations, n_streams)
+    per, ns = _split(n_iterations, n_streams, "n_iterations")
     child, mx = tree.arrays()
     out = np.zeros((ns, per), dtype=np.int32)
-    _k.run_tree(stream_states(seed, ns), int(start_state), bool(restart), tables(pair), child, mx,
+    _k.run_tree(stream_states(seed, ns), int(start_state), bool(restart), T, child, mx,
                 *_rule_args(rule), out)
     return out.ravel()[:int(n_iterations)]
 
@@ -60,12 +59,14 @@ def sample_first_tokens(pair: MarkovPair, rule, tree: Tree, n_tokens: int, n_run
                         start_state: int = 0, n_streams: int = N_STREAMS) -> np.ndarray:
     """(n_runs, n_tokens): the first generated tokens of independent runs from ``start_state``;
     their law is p^{n_tokens} iff the method is lossless (CLAIMS ersd.lossless)."""
+    T = tables(pair)
+    check_type(tree, Tree, "tree", " (spectheory.trees)")
     check_state(start_state, pair.n_states)
     N = check_int(n_tokens, "n_tokens", min=1)
-    per, ns = _split(n_runs, n_streams)
+    per, ns = _split(n_runs, n_streams, "n_runs")
     child, mx = tree.arrays()
     out = np.zeros((ns, per, N), dtype=np.int64)
-    _k.run_first_tokens(stream_states(seed, ns), int(start_state), tables(pair), child, mx,
+    _k.run_first_tokens(stream_states(seed, ns), int(start_state), T, child, mx,
                         *_rule_args(rule), out)
     return out.reshape(-1, N)[:int(n_runs)]
 
@@ -75,13 +76,15 @@ def index_stream(pair: MarkovPair, rule, length: int, *, m: int | None = None, s
     """Acceptance indices along generated texts: ``(idx, states)``, each (n_streams, length).
     Every context keeps indices 1..m (default V; index V + 1 = none of them). ``burn_in``
     positions are dropped so the streams start near stationarity."""
+    T = tables(pair)
     check_state(start_state, pair.n_states)
+    burn_in = check_int(burn_in, "burn_in", min=0)
     m = pair.V if m is None else check_int(m, "m", min=1, max=pair.V)
-    per, ns = _split(length, n_streams)
+    per, ns = _split(length, n_streams, "length")
     total = per + burn_in
     idx = np.zeros((ns, total), dtype=np.int32)
     sts = np.zeros((ns, total), dtype=np.int64)
-    _k.run_index_stream(stream_states(seed, ns), int(start_state), tables(pair), int(m), *_rule_args(rule), idx, sts)
+    _k.run_index_stream(stream_states(seed, ns), int(start_state), T, int(m), *_rule_args(rule), idx, sts)
     return idx[:, burn_in:], sts[:, burn_in:]
 
 
@@ -90,7 +93,10 @@ def tree_outcomes_from_stream(idx: np.ndarray, tree: Tree) -> np.ndarray:
     (positions whose iteration could run past the end are dropped): 1 + #accepted vertices,
     where vertex (i_1..i_d) is accepted at start t iff idx[t..t+d−1] = (i_1..i_d).
     Returns (n_streams, T − depth)."""
-    idx = np.atleast_2d(idx)
+    check_type(tree, Tree, "tree", " (spectheory.trees)")
+    idx = np.atleast_2d(check_int_array(idx, "idx (acceptance indices)", min=1))
+    if idx.ndim != 2:
+        raise ValueError(f"idx (acceptance indices) must be (n_streams, length), got shape {idx.shape}")
     D = tree.depth
     T = idx.shape[1] - D
     if T < 1:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._kernels import multidraft as _k
 from .._kernels.core import build_alias
-from ..checks import check_int, check_state
+from ..checks import check_enumerable, check_int, check_int_array, check_state, check_type
 from ..closed_forms import multidraft as cf
 from ..markov import MarkovPair
 from ..rng import stream_states
@@ -21,6 +21,9 @@ from ..rules.multidraft import SPECTR_GBV, MultiDraftRule
 #: Largest block tree the SpecTr-GBV kernel rebuilds per iteration.
 MAX_TREE = 20_000
 N_STREAMS = 16
+
+#: Largest K-SEQ residual table (states × (K + 1) × V cells) the kernel tables hold.
+MAX_KSEQ_CELLS = 1 << 26
 
 
 @dataclass
@@ -65,10 +68,13 @@ def simulate(pair: MarkovPair, gamma: int, K: int, n_runs: int, n_tokens: int = 
              rule: MultiDraftRule = SPECTR_GBV, seed=None, start_state: int = 0) -> MDResult:
     """``n_runs`` independent runs from ``start_state``, each continued over as many
     iterations (Alg. 3, modification carried) as it takes to emit ``n_tokens`` tokens."""
-    if not isinstance(pair, MarkovPair):
-        raise TypeError(f"expected a MarkovPair, got {type(pair).__name__}")
+    check_type(pair, MarkovPair, "pair")
+    check_type(rule, MultiDraftRule, "rule", " (spectheory.rules.multidraft)")
     gamma = check_int(gamma, "gamma", min=1)
     K = check_int(K, "K", min=1)
+    if rule.algorithm == "kseq" and pair.n_states * (K + 1) * pair.V > MAX_KSEQ_CELLS:
+        raise ValueError(f"K = {K} drafts need {pair.n_states}×{K + 1}×{pair.V} K-SEQ residual cells "
+                         f"(limit {MAX_KSEQ_CELLS})")
     n_runs = check_int(n_runs, "n_runs", min=1)
     n_tokens = check_int(n_tokens, "n_tokens", min=1)
     check_state(start_state, pair.n_states)
@@ -88,6 +94,8 @@ def simulate(pair: MarkovPair, gamma: int, K: int, n_runs: int, n_tokens: int = 
 
 def sequence_counts(tokens: np.ndarray, V: int) -> np.ndarray:
     """Counts of each V**N sequence (first token most significant)."""
-    N = tokens.shape[1]
+    V = check_int(V, "V", min=1)
+    tokens = check_int_array(tokens, "tokens", min=0, max=V - 1, ndim=2)
+    N = check_enumerable(V, tokens.shape[1], "N (tokens per run)")
     idx = tokens @ (V ** np.arange(N - 1, -1, -1))
     return np.bincount(idx, minlength=V ** N)

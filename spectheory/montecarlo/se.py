@@ -19,7 +19,7 @@ import numpy as np
 
 from .._kernels import se as _k
 from .._kernels.core import build_alias
-from ..checks import check_int, check_real_array, check_state
+from ..checks import check_costs, check_int, check_state, check_type
 from ..exact.se import Algorithm, SEModels
 from ..rng import stream_states
 from ..rules.se import STANDARD, SERule
@@ -31,10 +31,9 @@ FIRST_TOKEN_STREAMS = 64
 
 def prepare(models: SEModels, alg: Algorithm, rule: SERule = STANDARD) -> _k.Tables:
     """Alias tables and acceptance table for the kernel."""
-    if not isinstance(models, SEModels):
-        raise TypeError(f"expected SEModels, got {type(models).__name__}")
-    if not isinstance(alg, Algorithm):
-        raise TypeError(f"expected an Algorithm, got {type(alg).__name__}")
+    check_type(models, SEModels, "models")
+    check_type(alg, Algorithm, "alg")
+    check_type(rule, SERule, "rule", " (spectheory.rules.se)")
     n, S, V = models.tables.shape
     if len(alg.gammas) != n:
         raise ValueError(f"give one proposal length per member ({n}), got {len(alg.gammas)}")
@@ -54,10 +53,10 @@ def prepare(models: SEModels, alg: Algorithm, rule: SERule = STANDARD) -> _k.Tab
 def sample_first_tokens(models: SEModels, alg: Algorithm, n_tokens: int, n_runs: int, *,
                         rule: SERule = STANDARD, seed=None, start_state: int = 0) -> np.ndarray:
     """(n_runs, n_tokens) first emitted tokens of independent runs from ``start_state``."""
+    T = prepare(models, alg, rule)
     N = check_int(n_tokens, "n_tokens", min=1)
     R = check_int(n_runs, "n_runs", min=1)
     s0 = check_state(start_state, models.S)
-    T = prepare(models, alg, rule)
     out = np.empty((R, N), dtype=np.int64)
     return _k.se_first_tokens(stream_states(seed, min(R, FIRST_TOKEN_STREAMS)), T, s0, out)
 
@@ -94,9 +93,7 @@ class StreamResult:
         return self.counters[:, 3 + 2 * self.n:3 + 3 * self.n]
 
     def time(self, costs) -> np.ndarray:
-        t = check_real_array(costs, "costs", lo=0.0)
-        if t.shape != (self.n,):
-            raise ValueError(f"give one cost per member ({self.n})")
+        t = check_costs(costs, n=self.n)
         return self.calls @ t
 
     def throughput(self, costs) -> np.ndarray:
@@ -112,6 +109,7 @@ class StreamResult:
         over pooled time) tokens per unit time and their ratios
         (:func:`spectheory.closed_forms.se.cost_report`)."""
         from ..closed_forms.se import cost_report
+        check_type(models, SEModels, "models")
         thr = float(self.tokens.sum() / self.time(costs).sum())
         return cost_report(thr, models.tables, models.r, models.order, costs, sd_gamma=sd_gamma)
 
@@ -120,10 +118,10 @@ def simulate_streams(models: SEModels, alg: Algorithm, n_streams: int, tokens_pe
                      rule: SERule = STANDARD, seed=None, start_state: int = 0) -> StreamResult:
     """``n_streams`` independent streams, each run until it has emitted
     ``tokens_per_stream`` tokens (it may overshoot by one step)."""
+    T = prepare(models, alg, rule)
     R = check_int(n_streams, "n_streams", min=1)
     L = check_int(tokens_per_stream, "tokens_per_stream", min=1)
     s0 = check_state(start_state, models.S)
-    T = prepare(models, alg, rule)
     n = models.n
     counters = np.zeros((R, 3 + 3 * n), dtype=np.int64)
     _k.se_streams(stream_states(seed, R), T, s0, L, counters)

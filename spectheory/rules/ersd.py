@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 METHOD_GSD = 0
 METHOD_ERSD = 1
 
@@ -59,6 +61,8 @@ class GSDRule:
             raise ValueError(f"unknown q_update {self.q_update!r}")
         if self.accept not in ("recursive", "always_first"):
             raise ValueError(f"unknown accept rule {self.accept!r}")
+        if self.method != "gsd":
+            raise ValueError(f"a GSDRule has method 'gsd', got {self.method!r}")
 
     @property
     def code(self) -> int:
@@ -89,6 +93,10 @@ class ERSDRule:
     def __post_init__(self):
         if self.on_reject not in ("target_winner", "resample"):
             raise ValueError(f"unknown on_reject {self.on_reject!r}")
+        if not isinstance(self.shared, (bool, np.bool_)):
+            raise TypeError(f"shared must be a bool, got {self.shared!r}")
+        if self.method != "ersd":
+            raise ValueError(f"an ERSDRule has method 'ersd', got {self.method!r}")
 
     @property
     def code(self) -> int:

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..checks import check_int
+
 
 @dataclass(frozen=True)
 class MultiDraftRule:
@@ -59,8 +61,13 @@ class MultiDraftRule:
                          ("rho", ("solve", "one")), ("rho_k", ("retained", "initial"))):
             if getattr(self, attr) not in ok:
                 raise ValueError(f"{attr} must be one of {ok}, got {getattr(self, attr)!r}")
+        if not isinstance(self.modify, bool):
+            raise TypeError(f"modify must be a bool, got {self.modify!r}")
+        if self.power is not None:
+            check_int(self.power, "power", min=1)
 
     def exponent(self, K: int) -> int:
+        K = check_int(K, "K", min=1)
         return K if self.power is None else self.power
 
 

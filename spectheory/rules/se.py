@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..checks import check_int
+
 VERIFY_ENSEMBLE, VERIFY_MEMBER = 0, 1
 RESIDUAL_ENSEMBLE, RESIDUAL_MEMBER = 0, 1
 BONUS_NONE, BONUS_UNCHECKED = 0, 1
@@ -35,6 +37,8 @@ BONUS_NONE, BONUS_UNCHECKED = 0, 1
 
 def other_member(k: int, n: int) -> int:
     """The member a broken rule uses in place of the ensemble for a proposal of member k."""
+    n = check_int(n, "n (members)", min=2)
+    k = check_int(k, "k (proposer)", min=0, max=n - 1)
     if n == 2:
         return 1 - k
     return n - 1 if k != n - 1 else 0

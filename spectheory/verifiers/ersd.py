@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import check_int
+from ..checks import check_int, check_type
 from ..distributions import DistributionError, check_pair
 from ..rng import check_random_state
 from ..rules.ersd import ERSD, GSD, ERSDRule, GSDRule
@@ -34,6 +34,7 @@ def ersd_verify(p, q, k: int = 1, *, seed=None, rule: ERSDRule = ERSD) -> BatchV
     if p.ndim != 1:
         raise DistributionError("p and q must be 1-D distributions over the vocabulary")
     k = check_int(k, "k", min=1)
+    check_type(rule, ERSDRule, "rule", " (spectheory.rules.ersd)")
     rng = check_random_state(seed)
     E = rng.exponential(size=p.shape[0])
     E2 = E if rule.shared else rng.exponential(size=p.shape[0])
@@ -56,6 +57,9 @@ def gsd_verify(p, q, drafts, *, seed=None, rule: GSDRule = GSD) -> BatchVerdict:
     draw order): alternative i accepted w.p. min(1, r_i(x_i)/q_i(x_i)); on rejection
     r ← norm(max(r − q_i, 0)) and x_i leaves q_i; all rejected → emit a draw from r."""
     p, q = check_pair(np.asarray(p), np.asarray(q), names=("p (target)", "q (draft)"))
+    if p.ndim != 1:
+        raise DistributionError("p and q must be 1-D distributions over the vocabulary")
+    check_type(rule, GSDRule, "rule", " (spectheory.rules.ersd)")
     x = np.asarray(drafts)
     if x.ndim != 1 or (x.size and not np.issubdtype(x.dtype, np.integer)):
         raise DistributionError("drafts must be a 1-D array of integer token ids")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import check_int
+from ..checks import check_int, check_type
 from ..closed_forms import multidraft as cf
 from ..distributions import DistributionError, check_distribution
 from ..rng import check_random_state
@@ -36,6 +36,8 @@ class BlockVerdict:
 def block_h(p, q, drafts, K: int, rule: MultiDraftRule = SPECTR_GBV) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(h, P, Q): Eq. 2/3 acceptance of every sub-block x_k^i (shape (K', γ)) and the joints
     p(x_k^i), q(x_k^i) (shape (K', γ+1)); K is the number of drafts in the formulas."""
+    p, q, drafts = _check_block(p, q, drafts, rule, drafted=False)
+    K = check_int(K, "K", min=1)
     Kd, g1, V = p.shape
     g = g1 - 1
     e = rule.exponent(K)
@@ -55,14 +57,18 @@ def block_h(p, q, drafts, K: int, rule: MultiDraftRule = SPECTR_GBV) -> tuple[np
     return h, P, Q
 
 
-def spectr_gbv_verify(p, q, drafts, *, seed=None, rule: MultiDraftRule = SPECTR_GBV) -> BlockVerdict:
-    """Alg. 1 on K drafts. p: (K, γ+1, V); q: (K, γ, V); drafts: (K, γ) int token ids."""
+def _check_block(p, q, drafts, rule, *, drafted: bool = True):
+    """Validated (p, q, drafts) of one multi-draft verification (see :func:`spectr_gbv_verify`)."""
+    check_type(rule, MultiDraftRule, "rule", " (spectheory.rules.multidraft)")
+    if rule.algorithm != "spectr_gbv":
+        raise ValueError(f"rule {rule.name!r} is a {rule.algorithm!r} rule; spectr_gbv_verify runs SpecTr-GBV")
     p = check_distribution(np.asarray(p, dtype=np.float64), name="p (target)")
     q = check_distribution(np.asarray(q, dtype=np.float64), name="q (draft)")
     x = np.asarray(drafts)
     if x.ndim != 2 or not np.issubdtype(x.dtype, np.integer):
         raise DistributionError("drafts must be a (K, γ) array of integer token ids")
     K, g = x.shape
+    check_int(K, "K (number of drafts)", min=1)
     check_int(g, "γ (draft length)", min=1)
     if p.shape != (K, g + 1, q.shape[-1]) or q.shape != (K, g, p.shape[-1]):
         raise DistributionError(f"for {K} drafts of length {g}: p must be (K, γ+1, V) and q (K, γ, V); "
@@ -70,8 +76,16 @@ def spectr_gbv_verify(p, q, drafts, *, seed=None, rule: MultiDraftRule = SPECTR_
     V = p.shape[-1]
     if x.min() < 0 or x.max() >= V:
         raise DistributionError(f"token ids must lie in [0, {V})")
-    if (q[np.arange(K)[:, None], np.arange(g)[None, :], x] <= 0).any():
+    if drafted and (q[np.arange(K)[:, None], np.arange(g)[None, :], x] <= 0).any():
         raise DistributionError("a drafted token has q = 0: it cannot have been drafted from q")
+    return p, q, x.astype(np.int64)
+
+
+def spectr_gbv_verify(p, q, drafts, *, seed=None, rule: MultiDraftRule = SPECTR_GBV) -> BlockVerdict:
+    """Alg. 1 on K drafts. p: (K, γ+1, V); q: (K, γ, V); drafts: (K, γ) int token ids."""
+    p, q, x = _check_block(p, q, drafts, rule)
+    K, g = x.shape
+    V = p.shape[-1]
     rng = check_random_state(seed)
     h, P, Q = block_h(p, q, x, K, rule)
     tau, f = 0, -1

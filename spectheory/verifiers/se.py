@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import check_int
+from ..checks import check_int, check_type
 from ..distributions import DistributionError, check_distribution
 from ..ensembles import Ensemble
 from ..rng import check_random_state
@@ -37,10 +37,15 @@ def ensemble_verify(members, proposer: int, tokens, ensemble: Ensemble, *, seed=
     Raises :class:`DistributionError` for invalid distributions, shapes that do not match,
     token ids outside the vocabulary or a token the proposer gives zero mass.
     """
+    check_type(ensemble, Ensemble, "ensemble", " (wrap a function with Ensemble.from_function)")
+    check_type(rule, SERule, "rule", " (spectheory.rules.se)")
     m = check_distribution(np.asarray(members, dtype=np.float64), name="member distributions")
     if m.ndim != 3:
         raise DistributionError(f"members must have shape (n, γ, V), got {m.shape}")
     n, gamma, V = m.shape
+    if n < 2:
+        raise DistributionError(f"members must stack ≥ 2 member distributions (n, γ, V), got n = {n}")
+    check_int(gamma, "γ (number of proposed tokens)", min=1)
     k = check_int(proposer, "proposer", min=0, max=n - 1)
     x = np.asarray(tokens)
     if x.ndim != 1 or (x.size and not np.issubdtype(x.dtype, np.integer)):

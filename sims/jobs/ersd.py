@@ -1,0 +1,91 @@
+"""Sweep job kinds of seed 004's drafting trees, GSD and ERSD (``ersd.*``).
+
+Both run on acceptance-index streams of simulated text (:func:`spectheory.montecarlo.ersd.index_stream`,
+Numba kernel): ``n_positions`` positions of the pair (:data:`sims.jobs.PAIR_SPEC`) under ``rule``
+(``gsd``, ``ersd`` or a broken control of :data:`spectheory.rules.ersd.RULES`), drawn from
+``stream_seed`` (default 0) — **not** from the job's own seed, so that every (strategy, k) of one
+(pair, rule, n_positions, stream_seed) sees the same stream (common random numbers: the
+marginal gains E(k) − E(k−1) are differences along one stream). A worker builds each stream
+once (cached). The 0th-order acceptance-index distribution a is fitted from the stream.
+
+* ``ersd.tree``: parameters as above plus ``strategy`` (``batch``, ``sequence``, ``optimal``
+  = Alg. 3 on a, ``specinfer``) and ``k`` (drafted tokens). Results: ``theory`` = 1 + Σ_v Π a(i_j)
+  and ``simulation`` = mean generated tokens of iterations started at every position.
+* ``ersd.bound``: parameters as above plus ``k``. Result ``lemma42_bound``: Lemma 4.2's bound
+  minimised over n (M = the largest index of the optimal tree of k vertices), ``lemma42_n``.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..sweep import job
+from . import PAIR_SPEC, REQUIRED, cached_pair, choice, integer, pair_key, parse
+
+STRATEGIES = ("batch", "sequence", "optimal", "specinfer")
+
+
+def _spec(**extra) -> dict:
+    from spectheory.rules.ersd import RULES
+    return {**PAIR_SPEC, "rule": (choice(*RULES), REQUIRED), "n_positions": (integer(min=1), REQUIRED),
+            "stream_seed": (integer(min=0), 0), "k": (integer(min=1), REQUIRED), **extra}
+
+
+@lru_cache(maxsize=8)
+def _stream(pkey: tuple, rule: str, n_positions: int, stream_seed: int):
+    """(pair, acceptance-index streams, fitted a) of one stream key."""
+    from spectheory import trees as T
+    from spectheory.montecarlo import ersd as mc
+    from spectheory.rng import derive_seed
+    from spectheory.rules.ersd import RULES
+    pair = cached_pair(pkey)
+    idx, _ = mc.index_stream(pair, RULES[rule], n_positions, m=pair.V,
+                             seed=np.random.default_rng(derive_seed(stream_seed, "fig_ersd", rule)))
+    return pair, idx, T.fit_zero_order(idx, pair.V)
+
+
+@lru_cache(maxsize=256)
+def _optimal(skey: tuple, k: int):
+    from spectheory import trees as T
+    pair, _, a = _stream(*skey)
+    return T.optimal_tree(T.zero_order(a), k, pair.V)
+
+
+def _stream_key(kind: str, p: dict) -> tuple:
+    return (pair_key(kind, p), p["rule"], p["n_positions"], p["stream_seed"])
+
+
+def build_tree(strategy: str, k: int, skey: tuple):
+    from spectheory import trees as T
+    V = _stream(*skey)[0].V
+    if strategy == "batch":
+        return T.batch_tree(min(k, V))
+    if strategy == "sequence":
+        return T.sequence_tree(k)
+    if strategy == "specinfer":
+        return T.specinfer_tree(k)
+    return _optimal(skey, k)
+
+
+@job("ersd.tree")
+def ersd_tree(params: dict, seed) -> dict:
+    from spectheory.closed_forms import ersd as cf
+    from spectheory.montecarlo import ersd as mc
+    p = parse("ersd.tree", params, _spec(strategy=(choice(*STRATEGIES), REQUIRED)))
+    skey = _stream_key("ersd.tree", p)
+    _, idx, a = _stream(*skey)
+    tree = build_tree(p["strategy"], p["k"], skey)
+    return {"theory": float(cf.zero_order_expected(a, tree)),
+            "simulation": float(mc.tree_outcomes_from_stream(idx, tree).mean())}
+
+
+@job("ersd.bound")
+def ersd_bound(params: dict, seed) -> dict:
+    from spectheory.closed_forms import ersd as cf
+    p = parse("ersd.bound", params, _spec())
+    skey = _stream_key("ersd.bound", p)
+    a = _stream(*skey)[2]
+    M = max(max(v) for v in _optimal(skey, p["k"]).vertices)
+    value, n = cf.lemma42_min_bound(a, p["k"], M)
+    return {"lemma42_bound": float(value), "lemma42_n": int(n)}
