@@ -152,3 +152,23 @@ def test_kernel_calls_per_token_of_each_member_equal_renewal_reward(M, alg):
         other = ex.Algorithm(alg.kind, alg.gammas, first=1 - alg.first)
     lo = ex.long_run(ex.Engine(M, other), np.ones(M.n))
     assert np.abs(lo.invocations_per_step / lo.tokens_per_step - exact).max() > 6 * se.max()
+
+
+def test_kernel_acceptance_counters_per_proposer():
+    """Attempts and acceptances are counted for the member that proposed the token (not the
+    scorer): on an i.i.d. pair every q_k-proposed token is accepted w.p. α_k = Σ min(q_k, r)
+    (Eq. 7), whatever the state. Alg. 1 γ = (2, 2) so both members propose; z-test per member
+    (binomial se under the claim), 16 streams × 20,000 tokens (> 5,000 attempts each: se < 0.006,
+    while α_q ≈ 0.14 and α_p ≈ 0.80, so counting one member's attempts or acceptances for the other
+    is off by > 50 se), level 1e-4."""
+    from spectheory.pairs import random_pair
+    pair = random_pair(4, 0, 1.0, seed=11)
+    M = ex.SEModels.build([pair.draft, pair.target], contrastive_ensemble(0.4), "cd-iid")
+    res = mc.simulate_streams(M, ex.Algorithm("alt", (2, 2)), 16, 20_000, seed=8)
+    crit = stats.norm.ppf(1 - LEVEL / 2)
+    alphas = [float(M.acceptance(k)[0]) for k in range(2)]
+    assert abs(alphas[0] - alphas[1]) > 0.05
+    for k, a in enumerate(alphas):
+        att, acc = int(res.attempts[:, k].sum()), int(res.accepts[:, k].sum())
+        assert att > 5_000
+        assert abs(acc / att - a) / np.sqrt(a * (1 - a) / att) < crit
