@@ -191,4 +191,9 @@ MUTANTS = [
          new='T[s, next_state(s, x, V, S)] += J[min(i, V), x]',
          why="index transition reads the next index's row (0/1-based slip)",
          tests='tests/test_ersd_exact.py tests/test_ersd_kernel.py tests/test_ersd_claims.py tests/test_ersd_validate.py'),
+    dict(path='spectheory/_kernels/ersd.py',
+         old='        for j in range(out.shape[1]):\n            s = start_state\n            got = 0',
+         new='        s = start_state\n        for j in range(out.shape[1]):\n            got = 0',
+         why="kernel first tokens: each run continues the previous run's text instead of the start state",
+         tests='tests/test_ersd_exact.py tests/test_ersd_kernel.py tests/test_ersd_claims.py tests/test_ersd_validate.py'),
 ]
