@@ -111,6 +111,24 @@ def test_report_schema_and_json(python_report, tmp_path):
     assert "conformance.bonus_by_state" in to_markdown(back)
 
 
+def test_bonferroni_split_over_checks_instances_and_gammas(python_report):
+    """α = 0.01 is split over checks × instances × γ: every Monte Carlo test of the subject and
+    of the controls runs at α / (6 · 4 · 1) here, and at α / (6 · 1 · 2) with two draft lengths."""
+    run = python_report["run"]
+    assert run["alpha_per_test"] == pytest.approx(0.01 / 24, rel=1e-12)
+    assert run["alpha_family"] == pytest.approx(0.01, rel=1e-12)
+    for c in python_report["claims"]:
+        for e in c["evidence"] + [e for k in c["controls"] for e in k["evidence"]]:
+            if e["mode"] == "mc" and e["alpha"] is not None:
+                assert e["alpha"] == pytest.approx(0.01 / 24, rel=1e-12), (c["id"], e["instance"])
+    two = sc.check_block_verifier(python_verifier, n=50, gammas=(1, 2), instances=("iid-V1",), controls=False,
+                                  probes=False)
+    assert two["run"]["mc_tests_in_registry"] == 12
+    assert two["run"]["alpha_per_test"] == pytest.approx(0.01 / 12, rel=1e-12)
+    steps = sc.check_decoding_step(make_python_step, n=50, gammas=(1, 2), instances=("iid-V1",), controls=False)
+    assert steps["run"]["mc_tests_in_registry"] == 12
+
+
 def test_bonus_from_wrong_row_is_caught_by_bonus_by_state():
     """The bonus drawn from p at the last drafted position: invisible on i.i.d. instances,
     caught on the Markov instance by the bonus-law-by-state check (and the first-N law)."""
