@@ -165,6 +165,47 @@ def test_residual_nan_is_caught_by_the_zero_mass_probe(dtype):
     assert _claim(ok, "probes")["verdict"] == "holds"
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_probe_softmax_is_computed_in_the_verifiers_dtype(dtype):
+    """The zero-mass probes predict the verifier's own rounding: BlockVerifier.softmax (and the
+    probabilities a probe feeds a probs-adapter verifier) are computed in the verifier's dtype,
+    so every value is representable there and differs from the float64 softmax somewhere; in
+    that dtype each probe has p ≤ q everywhere and p < q at the drafted token."""
+    from spectheory.conformance.adapters import softmax_in
+    from spectheory.conformance.probes import zero_mass_probes
+    v = BlockVerifier(python_verifier, dtype=dtype)
+    z = np.random.default_rng(0).normal(0.0, 2.0, (20, 5))
+    got = v.softmax(z)
+    np.testing.assert_array_equal(got, got.astype(dtype).astype(np.float64))
+    assert not np.array_equal(got, softmax_in(z, np.float64))
+    probes = zero_mass_probes(v)
+    assert probes
+    for pr in probes:
+        p_in, q_in = v.from_logits(pr.logits[0])[0], v.from_logits(pr.logits[1])[0]
+        x = pr.draft[0]
+        assert (p_in <= q_in).all() and p_in[x] < q_in[x], pr.name
+
+
+def test_drafting_and_verifier_draw_independent_uniforms():
+    """The driver gives the verifier its own generator (a sibling of the drafting one). With
+    q = (½, ½) and γ = 1 the drafted token is 1 iff the drafting uniform is ≥ ½; a verifier that
+    records one uniform per call sees the same indicator in about half of 400 calls (sd 0.025),
+    not in all of them (the same uniforms)."""
+    from spectheory.conformance.driver import run_block_verifier
+    from spectheory.pairs import pair_from_tables
+    pair = pair_from_tables([0.5, 0.5], [0.5, 0.5])
+    for seed in (np.random.SeedSequence(3), 3):
+        seen = []
+
+        def record(p, q, draft, rng):
+            seen.append(rng.random())
+            return [int(draft[0])]
+
+        tr = run_block_verifier(BlockVerifier(record), pair, 1, 400, 1, seed)
+        agree = np.mean((np.array(seen) >= 0.5) == (tr.draft[:, 0] == 1))
+        assert 0.35 < agree < 0.65, (seed, agree)
+
+
 def test_a_crashing_sampler_fails_instead_of_aborting():
     def crashes(p, q, draft, rng):
         raise RuntimeError("boom")
