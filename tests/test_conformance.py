@@ -127,6 +127,7 @@ def test_bonferroni_split_over_checks_instances_and_gammas(python_report):
     assert two["run"]["alpha_per_test"] == pytest.approx(0.01 / 12, rel=1e-12)
     steps = sc.check_decoding_step(make_python_step, n=50, gammas=(1, 2), instances=("iid-V1",), controls=False)
     assert steps["run"]["mc_tests_in_registry"] == 12
+    assert steps["run"]["alpha_per_test"] == pytest.approx(0.01 / 12, rel=1e-12)
 
 
 def test_bonus_from_wrong_row_is_caught_by_bonus_by_state():
@@ -358,6 +359,27 @@ def test_spectheorys_own_verifier_passes_every_probe_and_unforceable_draws_are_n
     r = sc.check_block_verifier(gumbel_sampler, instances=(), controls=False)
     assert r["claims"][0]["verdict"] == "inconclusive"
     assert {e["outcome"] for e in r["claims"][0]["evidence"]} == {"info"}
+
+
+def test_probes_not_applied_when_the_sampler_ignores_the_forced_source():
+    """A sampler drawing from its own generator never sees the forced uniforms: every probe is
+    `info` (not applied), never a pass, and the probes claim is not `holds`."""
+    own = np.random.default_rng(0)
+    r = sc.check_block_verifier(lambda p, q, d, rng: python_verifier(p, q, d, own), instances=(),
+                                controls=False)
+    assert r["claims"][0]["verdict"] == "inconclusive"
+    assert {e["outcome"] for e in r["claims"][0]["evidence"]} == {"info"}
+
+
+def test_probe_control_that_passes_every_probe_downgrades_the_probes(monkeypatch):
+    """Without the zero-mass probes the unguarded-residual control passes every probe: the probes
+    cannot tell it from a correct sampler, so the subject's probes verdict is inconclusive."""
+    from spectheory.conformance import probes
+    monkeypatch.setattr(probes, "zero_mass_probes", lambda verifier, **kw: [])
+    r = sc.check_block_verifier(python_verifier, instances=())
+    c = _claim(r, "probes")
+    assert {k["name"]: k["verdict"] for k in c["controls"]}["unguarded-residual"] != "fails"
+    assert c["verdict"] == "inconclusive" and any("unguarded-residual" in n for n in c["notes"])
 
 
 @pytest.mark.slow
