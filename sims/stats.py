@@ -136,6 +136,18 @@ def chisquare_gof(instance: str, counts, probs, *, alpha: float, tolerance_w: fl
                     outcome=_grade(res.pvalue, alpha, w_det, tolerance_w), note=note)
 
 
+def bernoulli_mean_se(probs, n_each: int) -> float:
+    """Null standard error of a pooled frequency: position t contributes ``n_each`` Bernoulli
+    draws with probability ``probs[t]``, so se = sqrt(Σ_t p_t(1 − p_t)/n_each)/T. Probabilities are
+    clipped to [0, 1] first (a Σ min(p, q) computed in floats can exceed 1 by a few ulps when p = q,
+    which would make the variance negative and the se NaN); all-certain positions give se = 0, and
+    :func:`z_test_mean` then compares exactly."""
+    p = np.clip(np.asarray(probs, dtype=np.float64).ravel(), 0.0, 1.0)
+    if p.size == 0 or int(n_each) < 1:
+        raise ValueError(f"bernoulli_mean_se needs ≥ 1 probability and n_each ≥ 1, got {p.size}, {n_each!r}")
+    return float(np.sqrt(np.sum(p * (1.0 - p)) / int(n_each)) / p.size)
+
+
 def z_test_mean(instance: str, claimed: float, samples=None, *, mean=None, se=None, n=None,
                 alpha: float, tolerance: float, what: str = "mean", note: str = "",
                 mode: str = "mc") -> Evidence:

@@ -111,6 +111,25 @@ def test_report_schema_and_json(python_report, tmp_path):
     assert "conformance.bonus_by_state" in to_markdown(back)
 
 
+def test_bonferroni_split_over_checks_instances_and_gammas(python_report):
+    """α = 0.01 is split over checks × instances × γ: every Monte Carlo test of the subject and
+    of the controls runs at α / (6 · 4 · 1) here, and at α / (6 · 1 · 2) with two draft lengths."""
+    run = python_report["run"]
+    assert run["alpha_per_test"] == pytest.approx(0.01 / 24, rel=1e-12)
+    assert run["alpha_family"] == pytest.approx(0.01, rel=1e-12)
+    for c in python_report["claims"]:
+        for e in c["evidence"] + [e for k in c["controls"] for e in k["evidence"]]:
+            if e["mode"] == "mc" and e["alpha"] is not None:
+                assert e["alpha"] == pytest.approx(0.01 / 24, rel=1e-12), (c["id"], e["instance"])
+    two = sc.check_block_verifier(python_verifier, n=50, gammas=(1, 2), instances=("iid-V1",), controls=False,
+                                  probes=False)
+    assert two["run"]["mc_tests_in_registry"] == 12
+    assert two["run"]["alpha_per_test"] == pytest.approx(0.01 / 12, rel=1e-12)
+    steps = sc.check_decoding_step(make_python_step, n=50, gammas=(1, 2), instances=("iid-V1",), controls=False)
+    assert steps["run"]["mc_tests_in_registry"] == 12
+    assert steps["run"]["alpha_per_test"] == pytest.approx(0.01 / 12, rel=1e-12)
+
+
 def test_bonus_from_wrong_row_is_caught_by_bonus_by_state():
     """The bonus drawn from p at the last drafted position: invisible on i.i.d. instances,
     caught on the Markov instance by the bonus-law-by-state check (and the first-N law)."""
@@ -145,6 +164,47 @@ def test_residual_nan_is_caught_by_the_zero_mass_probe(dtype):
     assert all(e["outcome"] == "pass" for e in ev if e not in zero_mass)
     ok = sc.check_block_verifier(python_verifier, dtype=dtype, instances=(), controls=False)
     assert _claim(ok, "probes")["verdict"] == "holds"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_probe_softmax_is_computed_in_the_verifiers_dtype(dtype):
+    """The zero-mass probes predict the verifier's own rounding: BlockVerifier.softmax (and the
+    probabilities a probe feeds a probs-adapter verifier) are computed in the verifier's dtype,
+    so every value is representable there and differs from the float64 softmax somewhere; in
+    that dtype each probe has p ≤ q everywhere and p < q at the drafted token."""
+    from spectheory.conformance.adapters import softmax_in
+    from spectheory.conformance.probes import zero_mass_probes
+    v = BlockVerifier(python_verifier, dtype=dtype)
+    z = np.random.default_rng(0).normal(0.0, 2.0, (20, 5))
+    got = v.softmax(z)
+    np.testing.assert_array_equal(got, got.astype(dtype).astype(np.float64))
+    assert not np.array_equal(got, softmax_in(z, np.float64))
+    probes = zero_mass_probes(v)
+    assert probes
+    for pr in probes:
+        p_in, q_in = v.from_logits(pr.logits[0])[0], v.from_logits(pr.logits[1])[0]
+        x = pr.draft[0]
+        assert (p_in <= q_in).all() and p_in[x] < q_in[x], pr.name
+
+
+def test_drafting_and_verifier_draw_independent_uniforms():
+    """The driver gives the verifier its own generator (a sibling of the drafting one). With
+    q = (½, ½) and γ = 1 the drafted token is 1 iff the drafting uniform is ≥ ½; a verifier that
+    records one uniform per call sees the same indicator in about half of 400 calls (sd 0.025),
+    not in all of them (the same uniforms)."""
+    from spectheory.conformance.driver import run_block_verifier
+    from spectheory.pairs import pair_from_tables
+    pair = pair_from_tables([0.5, 0.5], [0.5, 0.5])
+    for seed in (np.random.SeedSequence(3), 3):
+        seen = []
+
+        def record(p, q, draft, rng):
+            seen.append(rng.random())
+            return [int(draft[0])]
+
+        tr = run_block_verifier(BlockVerifier(record), pair, 1, 400, 1, seed)
+        agree = np.mean((np.array(seen) >= 0.5) == (tr.draft[:, 0] == 1))
+        assert 0.35 < agree < 0.65, (seed, agree)
 
 
 def test_a_crashing_sampler_fails_instead_of_aborting():
@@ -299,6 +359,27 @@ def test_spectheorys_own_verifier_passes_every_probe_and_unforceable_draws_are_n
     r = sc.check_block_verifier(gumbel_sampler, instances=(), controls=False)
     assert r["claims"][0]["verdict"] == "inconclusive"
     assert {e["outcome"] for e in r["claims"][0]["evidence"]} == {"info"}
+
+
+def test_probes_not_applied_when_the_sampler_ignores_the_forced_source():
+    """A sampler drawing from its own generator never sees the forced uniforms: every probe is
+    `info` (not applied), never a pass, and the probes claim is not `holds`."""
+    own = np.random.default_rng(0)
+    r = sc.check_block_verifier(lambda p, q, d, rng: python_verifier(p, q, d, own), instances=(),
+                                controls=False)
+    assert r["claims"][0]["verdict"] == "inconclusive"
+    assert {e["outcome"] for e in r["claims"][0]["evidence"]} == {"info"}
+
+
+def test_probe_control_that_passes_every_probe_downgrades_the_probes(monkeypatch):
+    """Without the zero-mass probes the unguarded-residual control passes every probe: the probes
+    cannot tell it from a correct sampler, so the subject's probes verdict is inconclusive."""
+    from spectheory.conformance import probes
+    monkeypatch.setattr(probes, "zero_mass_probes", lambda verifier, **kw: [])
+    r = sc.check_block_verifier(python_verifier, instances=())
+    c = _claim(r, "probes")
+    assert {k["name"]: k["verdict"] for k in c["controls"]}["unguarded-residual"] != "fails"
+    assert c["verdict"] == "inconclusive" and any("unguarded-residual" in n for n in c["notes"])
 
 
 @pytest.mark.slow

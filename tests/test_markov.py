@@ -181,3 +181,28 @@ def test_mix_with_noise_weights():
     assert u.min() >= -1e-12
     np.testing.assert_allclose(u.sum(axis=1), 1.0, atol=1e-12)
     assert np.abs(u - p.rows).max() > 0.05  # the noise is not p itself
+
+
+def test_reducible_chain_absorption_is_seen_from_each_transient_start():
+    """States 0, 1 transient, 2 and 3 absorbing: 0 → 1 or 2 (½ each), 1 → 3. Hand-computed
+    long-run laws: from 0, (0, 0, ½, ½); from 1, (0, 0, 0, 1). Classes {2}, {3} closed."""
+    from spectheory.markov import communicating_classes
+    T = np.array([[0.0, 0.5, 0.5, 0.0], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    labels, closed = communicating_classes(T)
+    np.testing.assert_array_equal(closed[labels], [False, False, True, True])
+    np.testing.assert_allclose(stationary_distribution(T, start=0), [0.0, 0.0, 0.5, 0.5], atol=1e-15)
+    np.testing.assert_allclose(stationary_distribution(T, start=1), [0.0, 0.0, 0.0, 1.0], atol=1e-15)
+
+
+def test_state_of_a_long_context_uses_its_most_recent_tokens():
+    src = dirichlet_source(3, 2, seed=0)
+    assert src.state_of_context([2, 0, 1]) == 0 * 3 + 1   # last two tokens (0, 1)
+    assert src.state_of_context([1, 2, 2, 1]) == 2 * 3 + 1
+    assert src.state_of_context([1]) == 1                  # left-padded with 0: (0, 1)
+
+
+def test_ngram_counts_every_token_after_a_full_context():
+    """Stream 0 0 1 0 1, order 1, no smoothing: transitions 0→0, 0→1, 1→0, 0→1 give rows
+    (1/3, 2/3) after 0 and (1, 0) after 1."""
+    src = ngram_source([0, 0, 1, 0, 1], 2, 1, smoothing=0.0)
+    np.testing.assert_allclose(src.rows, [[1 / 3, 2 / 3], [1.0, 0.0]], rtol=1e-15)

@@ -61,6 +61,19 @@ def test_quick_report_schema_and_verdicts(quick_report):
     json.dumps(r)  # serialisable
 
 
+def test_bonferroni_denominator_counts_every_monte_carlo_test_of_subjects_and_controls(quick_report):
+    """Every Monte Carlo test a report runs (each one's evidence carries its α) counts in the
+    Bonferroni denominator: the subject's and each control's. Per claim, the tests in the sd.*
+    report equal ``n_mc_tests`` = mc_tests × (1 + controls), and the registry total sums them."""
+    for c in quick_report["claims"]:
+        ran = sum(1 for e in c["evidence"] + [e for k in c["controls"] for e in k["evidence"]]
+                  if e["mode"] == "mc" and e["alpha"] is not None)
+        claim = registry.REGISTRY[c["id"]]
+        assert ran == claim.n_mc_tests == claim.mc_tests * (1 + len(c["controls"])), c["id"]
+    assert registry.REGISTRY["sd.lossless"].n_mc_tests == 5 * 3  # 5 tests, subject + 2 controls
+    assert registry.total_mc_tests() == sum(c.n_mc_tests for c in registry.load_all().values())
+
+
 def test_report_reproducible_from_seed(quick_report):
     """Same seed, same evidence, also when the claim runs in a different selection (the
     per-test level counts the whole registry; seeds derive from the claim id)."""
@@ -236,6 +249,24 @@ def test_a_control_caught_only_by_the_exact_engine_is_not_a_failing_control():
     assert verdict != "fails" and per_mode == {"exact": "fails", "mc": "holds"}
     assert control_verdict(claim, ctl, [exact_fail, mc_fail])[0] == "fails"
     assert control_verdict(claim, ctl, [exact_fail])[0] != "fails"  # no MC evidence at all
+
+
+def test_a_control_is_graded_in_the_modes_it_is_registered_for():
+    """A control registered for the exact mode only (another control covers mc) fails when its
+    exact evidence fails, whatever its Monte Carlo evidence says; one registered for mc only
+    needs the mc failure."""
+    from sims.runner import control_verdict
+    exact_only = registry.Control("exact-only", None, "broken", modes=("exact",))
+    mc_only = registry.Control("mc-only", None, "broken", modes=("mc",))
+    claim = registry.Claim(**_toy(controls=(exact_only, mc_only)))
+    exact_fail = Evidence("exact", "i", 0, 1, outcome="fail")
+    exact_pass = Evidence("exact", "i", 0, 0, outcome="pass")
+    mc_pass = Evidence("mc", "i", 0, 0, outcome="pass")
+    mc_fail = Evidence("mc", "i", 0, 1, outcome="fail")
+    assert control_verdict(claim, exact_only, [exact_fail, mc_pass])[0] == "fails"
+    assert control_verdict(claim, exact_only, [exact_pass, mc_fail])[0] != "fails"
+    assert control_verdict(claim, mc_only, [exact_pass, mc_fail])[0] == "fails"
+    assert control_verdict(claim, mc_only, [exact_fail, mc_pass])[0] != "fails"
 
 
 def test_a_control_that_does_not_fail_makes_the_claim_inconclusive(monkeypatch):

@@ -239,6 +239,23 @@ def test_results_do_not_depend_on_thread_count():
         np.testing.assert_array_equal(c, first[2])
 
 
+def test_per_state_counters_sum_over_every_group_of_streams(monkeypatch):
+    """With count_states, the streams run in groups of COUNT_GROUP kernel calls (bounded counter
+    memory); the counters must add up over all groups: 1,001 i.i.d. iterations in 11 streams of
+    100, groups of 2 streams, give the counts of one 64-stream group exactly, and they agree
+    with τ (attempts = Σ min(τ + 1, γ), accepts = Σ τ)."""
+    pair = perturbed_pair(3, 1, how="mix", strength=0.4, seed=1)
+    monkeypatch.setattr(mc, "STREAM_BLOCK", 100)
+    one = mc.simulate(pair, 3, 1001, seed=4, restart=True, count_states=True)
+    monkeypatch.setattr(mc, "COUNT_GROUP", 2)
+    grouped = mc.simulate(pair, 3, 1001, seed=4, restart=True, count_states=True)
+    np.testing.assert_array_equal(grouped.tau, one.tau)
+    np.testing.assert_array_equal(grouped.attempts, one.attempts)
+    np.testing.assert_array_equal(grouped.accepts, one.accepts)
+    assert grouped.attempts.sum() == np.minimum(grouped.tau + 1, 3).sum()
+    assert grouped.accepts.sum() == grouped.tau.sum()
+
+
 def test_first_tokens_kernel_never_leaves_uninitialised_rows():
     """γ = 0 without a bonus token emits nothing: the reference kernel must set the run to −1
     and report it (the public API refuses γ = 0 before reaching the kernel)."""

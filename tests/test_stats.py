@@ -103,3 +103,76 @@ def test_per_state_binomial_is_calibrated_and_has_the_stated_power():
                                     tolerance=1.0).outcome == "fail" for _ in range(2000)]
     assert abs(np.mean(null) - alpha) < 0.016, np.mean(null)
     assert abs(np.mean(alt) - 0.9) < 0.03, np.mean(alt)
+
+
+# --- exact wiring of each test (hand-computed values; mutants of sims/stats.py) ---------------
+
+def test_merge_cells_pools_until_every_remaining_cell_expects_five():
+    """Expected counts 3, 3, 4, 90 (n = 100): the pool of the first two reaches 6, but the
+    next cell expects 4 < 5, so it joins the pool too: cells (3+3+4, 90)."""
+    c, p = stats.merge_cells(np.array([2, 4, 5, 89]), np.array([0.03, 0.03, 0.04, 0.9]), n=100)
+    np.testing.assert_array_equal(c, [11, 89])
+    np.testing.assert_allclose(p, [0.1, 0.9], rtol=1e-12)
+    c, p = stats.merge_cells(np.array([30, 70]), np.array([0.3, 0.7]), n=100)  # nothing to pool
+    np.testing.assert_array_equal(c, [30, 70])
+
+
+def test_chisquare_gof_statistic_df_and_power_statement():
+    """4 cells, no pooling: statistic Σ(o − e)²/e by hand, p-value on k − 1 = 3 df, and the
+    detectable w of a 3-df test at this n (whose power is checked by simulation above)."""
+    counts = np.array([30, 20, 25, 25])
+    probs = np.full(4, 0.25)
+    ev = stats.chisquare_gof("t", counts, probs, alpha=0.01, tolerance_w=1.0)
+    stat = (25 + 25 + 0 + 0) / 25.0
+    assert ev.p_value == pytest.approx(sps.chi2.sf(stat, 3), rel=1e-12)
+    assert ev.detectable == pytest.approx(stats.chi2_detectable_w(3, 100, 0.01), rel=1e-12)
+    assert ev.measured == pytest.approx(0.5 * (0.05 + 0.05), rel=1e-12)  # empirical TV
+
+
+def test_z_test_mean_with_zero_standard_error_is_an_exact_check():
+    assert stats.z_test_mean("t", 1.0, mean=1.0, se=0.0, n=10, alpha=1e-3, tolerance=0.1).outcome == "pass"
+    ev = stats.z_test_mean("t", 1.0, mean=1.5, se=0.0, n=10, alpha=1e-3, tolerance=0.1)
+    assert ev.outcome == "fail" and ev.p_value == 0.0
+
+
+def test_z_test_bound_is_one_sided():
+    """One-sided test at α: CI limit mean − z_{1−α}·se, detectable (z_{1−α} + z_0.9)·se,
+    p = Φ((mean − bound)/se) for "ge" and Φ((bound − mean)/se) for "le"."""
+    alpha, se = 0.01, 0.1
+    z1, zp = sps.norm.ppf(1 - alpha), sps.norm.ppf(0.9)
+    ev = stats.z_test_bound("t", 1.0, mean=0.9, se=se, n=100, side="ge", alpha=alpha, tolerance=1.0)
+    assert ev.ci_low == pytest.approx(0.9 - z1 * se, rel=1e-12) and ev.ci_high is None
+    assert ev.detectable == pytest.approx((z1 + zp) * se, rel=1e-12)
+    assert ev.p_value == pytest.approx(sps.norm.cdf(-1.0), rel=1e-12) and ev.outcome == "pass"
+    ev = stats.z_test_bound("t", 1.0, mean=1.35, se=se, n=100, side="le", alpha=alpha, tolerance=1.0)
+    assert ev.ci_high == pytest.approx(1.35 + z1 * se, rel=1e-12) and ev.ci_low is None
+    assert ev.p_value == pytest.approx(sps.norm.cdf(-3.5), rel=1e-12) and ev.outcome == "fail"
+    # zero standard error: exact; a mean exactly on the bound satisfies it
+    for side in ("ge", "le"):
+        assert stats.z_test_bound("t", 1.0, mean=1.0, se=0.0, side=side, alpha=alpha, tolerance=0.1).outcome == "pass"
+    assert stats.z_test_bound("t", 1.0, mean=0.99, se=0.0, side="ge", alpha=alpha, tolerance=0.1).outcome == "fail"
+    assert stats.z_test_bound("t", 1.0, mean=1.01, se=0.0, side="le", alpha=alpha, tolerance=0.1).outcome == "fail"
+
+
+def test_per_state_binomial_statistic_and_degenerate_states():
+    """States β = (0, 0.3, 0.6) with (10, 200, 300) attempts and (0, 70, 170) accepts: the
+    β = 0 state is checked exactly and left out of the statistic,
+    (70 − 60)²/(200·0.3·0.7) + (170 − 180)²/(300·0.6·0.4) on 2 df."""
+    ev = stats.per_state_binomial("t", [10, 200, 300], [0, 70, 170], [0.0, 0.3, 0.6], alpha=0.01, tolerance=1.0)
+    stat = 100 / 42 + 100 / 72
+    assert ev.p_value == pytest.approx(sps.chi2.sf(stat, 2), rel=1e-12)
+    assert "over 2 states" in ev.test
+    # a β = 1 state must accept every attempt: one rejection there is a fail
+    ev = stats.per_state_binomial("t", [10, 10], [0, 9], [0.0, 1.0], alpha=1e-3, tolerance=0.01)
+    assert ev.outcome == "fail" and ev.p_value == 0.0
+
+
+def test_exact_comparisons_are_absolute_near_zero_and_one_sided_for_bounds():
+    assert stats.exact_equal("i", 0.0, 1e-13).outcome == "pass"   # |Δ| ≤ 1e-10 absolute below 1
+    assert stats.exact_equal("i", 0.0, 1e-9).outcome == "fail"
+    assert stats.exact_equal("i", 1e6, 1e6 * (1 + 1e-12)).outcome == "pass"  # relative above 1
+    assert stats.exact_bound("i", 1.0, 2.0, side="ge").outcome == "pass"
+    assert stats.exact_bound("i", 1.0, 0.5, side="ge").outcome == "fail"
+    assert stats.exact_bound("i", 1.0, 0.5, side="le").outcome == "pass"
+    assert stats.exact_bound("i", 1.0, 2.0, side="le").outcome == "fail"
+    assert stats.exact_bound("i", 1.0, 1.0 - 1e-13, side="ge").outcome == "pass"  # within tol

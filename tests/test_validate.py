@@ -221,3 +221,63 @@ def test_sdrun_conditional_law_of_tau():
         assert mean[i] == pytest.approx(1 + ks @ law, abs=1e-14)
         assert var[i] == pytest.approx(ks ** 2 @ law - (ks @ law) ** 2, abs=1e-14)
     assert (mean[0], var[0], mean[1], var[1]) == (4.0, 0.0, 1.0, 0.0)
+
+
+def test_replay_null_standard_error_is_the_binomial_one_on_a_constant_trace():
+    """β_t = α at every position: the first-draft acceptance frequency over T·n_mc attempts has
+    null standard error sqrt(α(1 − α)/(T·n_mc)) (hand formula, not the code's)."""
+    tr = constant_trace()
+    rep = replay(tr, 2, n_mc=40, seed=0)
+    a = float(rep.beta_mc[0])
+    assert rep.mc_attempts == tr.T * 40
+    assert rep.mc_acceptance_se_null == pytest.approx(np.sqrt(a * (1 - a) / (tr.T * 40)), rel=1e-12)
+
+
+def test_replay_draws_every_depth_of_the_first_iterations():
+    """p = q (β = 1 everywhere): every drafted token is accepted, so every iteration, the ones
+    starting at positions 0..γ−2 included, emits γ + 1 tokens and every first draft is accepted."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(0.0, 1.0, (6, 7))
+    rep = replay(LogitTrace(z, z.copy(), np.zeros(6, dtype=np.int64)), 3, n_mc=20, seed=1)
+    assert rep.mc_accepts == rep.mc_attempts == 6 * 20
+    assert rep.mc_tokens == 4.0 and rep.mc_iterations == 4 * 20
+
+
+def test_summary_row_by_hand():
+    """analysis.summarize on a hand-made run: γ = 2, β = ½ along the trace; one SD run with
+    τ = (0, 1, 2, 2), draft calls 0.1 s, target calls scoring γ + 1 = 3 tokens 0.3 s (one
+    2-token call 0.9 s), verifier 0.01 s, autoregressive probes 0.2 s."""
+    from types import SimpleNamespace
+
+    from validate.analysis import summarize
+    from validate.specdec import SDRun
+    n, g = 4, 2
+    sd = SDRun(gamma=g, tau=np.array([0, 1, 2, 2]), emitted=np.array([1, 2, 3, 3]),
+               accept_prob=np.full((n, g), 0.4), beta=np.full((n, g), 0.4), draft_call_s=np.full((n, g), 0.1),
+               target_call_s=np.array([0.3, 0.3, 0.3, 0.9]), target_call_k=np.array([3, 3, 3, 2]),
+               verify_s=np.full(n, 0.01), tokens=np.zeros(9, dtype=np.int64), ar_probe_s=np.full(n, 0.2),
+               meta={"category": "code"})
+    trace = SimpleNamespace(category="code", beta=np.full(8, 0.5), T=8, target_call_s=np.full(8, 0.2),
+                            draft_call_s=np.full(8, 0.1))
+    run = SimpleNamespace(categories=["code"], traces=[trace], sd={g: [sd]}, config={"gammas": [g]})
+    (row,) = summarize(run)
+    closed = (1 - 0.5 ** 3) / 0.5
+    assert row["tokens_closed_form"] == pytest.approx(closed, rel=1e-12)
+    assert row["tokens_measured"] == pytest.approx(2.25, rel=1e-12)
+    assert row["accept_first_measured"] == pytest.approx(0.75, rel=1e-12)
+    assert row["c"] == pytest.approx(0.5, rel=1e-12) and row["t_target_verify"] == pytest.approx(0.3, rel=1e-12)
+    assert row["speedup_paper"] == pytest.approx(closed / (g * 0.5 + 1), rel=1e-12)
+    assert row["speedup_profile"] == pytest.approx(closed * 0.2 / (g * 0.1 + 0.3 + 0.01), rel=1e-12)
+
+
+def test_compare_on_a_draft_identical_to_the_target():
+    """p = q at every position (self-speculation): β = 1 up to rounding, every draft accepted.
+    Σ min(p, q) may round a few ulps above 1; the evidence must still be computed (it was a
+    NaN null standard error and a ValueError) and hold."""
+    z = np.random.default_rng(0).normal(0.0, 1.0, (6, 7))
+    tr = LogitTrace(z, z.copy(), np.zeros(6, dtype=np.int64))
+    rep = replay(tr, 3, n_mc=20, seed=1)
+    assert (rep.beta_mc <= 1.0).all() and 0.0 <= rep.mc_acceptance_se_null < 1e-8
+    ev = compare(tr, 3, 0.5, n_mc=20)
+    assert [e.outcome for e in ev["sd.acceptance"]] == ["pass"]
+    assert [e.outcome for e in ev["sd.expected_tokens"] if e.outcome != "info"] == ["pass"]

@@ -169,3 +169,29 @@ def test_verify_logits_evidence_survives_parallel_jobs():
     logits_rows = lambda r: [e for c in r["claims"] for e in c["evidence"] if e["mode"] == "logits"]
     assert logits_rows(serial), "no logits evidence"
     assert logits_rows(parallel) == logits_rows(serial)
+
+
+def test_bernoulli_mean_se_by_hand_and_clipped():
+    """se of a pooled frequency, by hand: T = 2 positions, 4 draws each, p = (0.5, 0.9):
+    sqrt((0.25 + 0.09)/4)/2. A probability a few ulps above 1 (β of p = q in floats) counts as 1."""
+    from sims import stats
+    assert stats.bernoulli_mean_se([0.5, 0.9], 4) == pytest.approx(np.sqrt(0.34 / 4) / 2, rel=1e-15)
+    assert stats.bernoulli_mean_se([1.0 + 4e-16, 1.0], 10) == 0.0
+    with pytest.raises(ValueError, match="n_each"):
+        stats.bernoulli_mean_se([0.5], 0)
+
+
+def test_family_replays_on_a_draft_identical_to_the_target():
+    """p = q at every position (self-speculation): SE and ERSD replays give finite evidence and
+    hold (their null se was sqrt of a sum that rounding can make negative: seed 1 gives
+    Σ E(1 − E) = −1.1e-16 for ERSD's exact acceptance E)."""
+    z = np.random.default_rng(1).normal(0.0, 1.0, (6, 7))
+    from validate import LogitTrace
+    tr = LogitTrace(z, z.copy(), np.zeros(6, dtype=np.int64))
+    rse = replay_se.replay_se(tr, lambdas=(0.5,), mus=(), gamma=2, n_mc=50, seed=0)
+    for ev in replay_se.evidence(rse).values():
+        assert all(np.isfinite(e.measured) and e.outcome in ("pass", "info") for e in ev), ev
+    rer = replay_ersd.replay_ersd(tr, k=4, m=4, n_mc=50, seed=0)
+    assert np.isfinite(rer.exact).all()
+    ev = replay_ersd.evidence_ersd(rer)["ersd.lemma3_1"]
+    assert all(e.outcome in ("pass", "info") for e in ev), ev

@@ -146,7 +146,9 @@ def replay(trace: LogitTrace | CompactTrace, gamma: int, *, temperature: float |
 
     beta = trace.beta  # exact, from the full distributions
     P, Q = trace.lumped()  # slice + leftover bucket (exact when the slice is the vocabulary)
-    beta_mc = acceptance(P, Q)
+    # a probability: rounding can put Σ min(p, q) a few ulps above 1 when p = q (a draft identical
+    # to the target), which made the null standard error below sqrt(negative) = NaN
+    beta_mc = np.clip(acceptance(P, Q), 0.0, 1.0)
     acc = np.zeros((T, gamma, n_mc), dtype=bool)  # acc[s, k, r]: draft k of iteration (s, r) accepted
     for t in range(T):
         p, q = P[t], Q[t]

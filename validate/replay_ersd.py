@@ -119,7 +119,7 @@ def evidence_ersd(rep: ERSDReplay, *, alpha: float = 1e-3, tolerance: float = 0.
     check_level(alpha)
     check_real(tolerance, "tolerance", lo=0.0, lo_open=True)
     ctx = f"T={rep.T}, temperature={rep.temperature:g}, n_mc={rep.n_mc}, seed={rep.seed!r}"
-    se_null = float(np.sqrt(np.sum(rep.exact * (1 - rep.exact)) / rep.n_mc) / rep.T)
+    se_null = stats.bernoulli_mean_se(rep.exact, rep.n_mc)
     worst_lo = float(np.min(rep.exact - rep.bound))
     worst_hi = float(np.max(rep.exact - rep.one_minus_tv))
     lemma = [
@@ -244,7 +244,7 @@ def logits_evidence(run, alpha: float = 1e-3, *, k: int = 16, m: int = 16, n_mc:
     for t in range(pool.N):
         idx = race_indices(P[t], Q[t], n_mc, rng)
         laws[t] = np.bincount(np.minimum(idx, m + 1) - 1, minlength=m + 1) / n_mc
-    se_null = float(np.sqrt(np.sum(exact_l * (1 - exact_l)) / n_mc) / pool.N)
+    se_null = stats.bernoulli_mean_se(exact_l, n_mc)
     lemma.append(stats.z_test_mean(
         "lumped instance", float(exact_l.mean()), mean=float(laws[:, 0].mean()), se=se_null, n=pool.N * n_mc,
         alpha=alpha, tolerance=tolerance, what="first-arrival acceptance of shared exponential races",

@@ -115,7 +115,7 @@ def replay_se(trace: LogitTrace, *, lambdas=DEFAULT_LAMBDAS, mus=DEFAULT_MUS, ga
         u = rng.random((trace.T, n))
         x = np.minimum((cdf[:, None, :] <= u[:, :, None]).sum(axis=2), trace.V - 1)   # x ~ q_t
         accepted = rng.random((trace.T, n)) < np.take_along_axis(acc_prob, x, axis=1)
-        se_null = float(np.sqrt(np.sum(alpha * (1 - alpha)) / n) / trace.T)
+        se_null = stats.bernoulli_mean_se(alpha, n)
         settings.append(SESetting(kind, w, alpha, a_hat, float(pred), exact, trace.T * n, int(accepted.sum()), se_null))
     return SEReplay(trace.name, g, float(temp), rule.name, trace.T, n, seed, tuple(settings))
 
@@ -211,7 +211,7 @@ def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DE
     def mc_row(name, R, a_lump, note):
         prob = np.take_along_axis(rule.accept_probability(R, Q, P), x, axis=1)
         freq = float((u < prob).mean())
-        se_null = float(np.sqrt(np.sum(a_lump * (1 - a_lump)) / n) / pool.N)
+        se_null = stats.bernoulli_mean_se(a_lump, n)
         return stats.z_test_mean(name, float(a_lump.mean()), mean=freq, se=se_null, n=pool.N * n, alpha=alpha,
                                  tolerance=tolerance, what="acceptance frequency of q's proposals (lumped instance)",
                                  mode="logits", note=f"{ctx}; rule={rule.name}; n_mc={n} per position; claimed = "
