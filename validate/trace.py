@@ -130,10 +130,13 @@ def _nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
     return keep
 
 
-def _xlogy_ratio(a, b):
-    """Σ a log(a/b) per row, 0·log 0 = 0, +inf where a > 0 = b."""
+def _xlogy_ratio(a, b, log_a=None, log_b=None):
+    """Σ a log(a/b) per row, 0·log 0 = 0, +inf where a > 0 = b (``log_a``, ``log_b``: the
+    logs if already at hand)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(a > 0, a * (np.log(a) - np.log(b)), 0.0)
+        la = np.log(a) if log_a is None else log_a
+        lb = np.log(b) if log_b is None else log_b
+        t = np.where(a > 0, a * (la - lb), 0.0)
     return t.sum(axis=-1)
 
 
@@ -160,12 +163,21 @@ def sufficient_statistics(p, q, tokens, top_k: int = DEFAULT_TOP_K) -> dict:
         raise DistributionError(f"tokens must be {T} integer ids, got shape {tok.shape} dtype {tok.dtype}")
     if T and (tok.min() < 0 or tok.max() >= V):
         raise DistributionError(f"tokens must lie in [0, {V})")
-    k = min(check_int(top_k, "top_k", min=1), V)
+    return _sufficient_statistics(p, q, tok, min(check_int(top_k, "top_k", min=1), V))
+
+
+def _sufficient_statistics(p, q, tok, k: int) -> dict:
+    """:func:`sufficient_statistics` without its checks, for distributions the toolkit has
+    just built itself (``validate.capture``): p, q (T, V) float64 rows from
+    :func:`sampling_probs`, tok (T,) ids in [0, V), 1 ≤ k ≤ V. The logs of p and q are
+    taken once and shared by the entropies and both KLs (same values, half the work)."""
+    T, V = p.shape
     m = np.minimum(p, q)
     beta = m.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ent_p = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
-        ent_q = -np.where(q > 0, q * np.log(q), 0.0).sum(axis=1)
+        log_p, log_q = np.log(p), np.log(q)
+        ent_p = -np.where(p > 0, p * log_p, 0.0).sum(axis=1)
+        ent_q = -np.where(q > 0, q * log_q, 0.0).sum(axis=1)
     s = p + q
     ids = np.argpartition(-s, k - 1, axis=1)[:, :k] if k < V else np.tile(np.arange(V), (T, 1))
     order = np.argsort(-np.take_along_axis(s, ids, axis=1), axis=1, kind="stable")
@@ -176,7 +188,7 @@ def sufficient_statistics(p, q, tokens, top_k: int = DEFAULT_TOP_K) -> dict:
     rows = np.arange(T)
     return {
         "beta": beta, "tv": 0.5 * np.abs(p - q).sum(axis=1),
-        "kl_pq": _xlogy_ratio(p, q), "kl_qp": _xlogy_ratio(q, p),
+        "kl_pq": _xlogy_ratio(p, q, log_p, log_q), "kl_qp": _xlogy_ratio(q, p, log_q, log_p),
         "entropy_p": ent_p, "entropy_q": ent_q,
         "p_token": p[rows, tok], "q_token": q[rows, tok],
         "beta_slice": np.minimum(sp, sq).sum(axis=1),
