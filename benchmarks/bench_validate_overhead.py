@@ -46,7 +46,8 @@ BUCKETS = [
      lambda f, n: (n == "choice" and f.endswith("bench_validate_overhead.py")) or n == "sample_index"),
     ("sufficient_statistics (stats + top-k slice)", lambda f, n: n in ("sufficient_statistics",
                                                                        "_sufficient_statistics")),
-    ("speculative_verify", lambda f, n: n in ("speculative_verify", "_verify")),
+    ("speculative_verify (its draws excluded)", lambda f, n: n in ("speculative_verify", "_verify",
+                                                                     "speculative_verify_unchecked")),
     ("accept_probability (recorded a_j)", lambda f, n: n == "accept_probability"),
     ("CompactTrace.concat_rows (once per trace)", lambda f, n: n == "concat_rows"),
 ]
@@ -108,10 +109,14 @@ def profiled(fn):
         b = bucket(key)
         if b is None:
             continue
-        out[b] += ct
+        if not callers:
+            out[b] += ct
         for ckey, cstat in callers.items():
             cb = bucket(ckey)
-            if cb is not None and cb != b:
+            if cb == b:
+                continue  # a call inside its own bucket (recursion, a public wrapper's core)
+            out[b] += cstat[3]
+            if cb is not None:
                 out[cb] -= cstat[3]
     return res, wall, out
 
@@ -187,15 +192,19 @@ def bench_direct(args):
                  np.tile(zt.astype(np.float64), (5, 1)), args.temperature, **kw)),
              ("rng.choice(V, p=p)", lambda: rng.choice(V, p=p)),
              ("sufficient_statistics, 1 row", lambda: sufficient_statistics(p[None], q[None], np.array([3]), 256))]
-    try:
-        from validate.trace import sample_index
-        cases.insert(3, ("sample_index(rng, p) (inverse CDF)", lambda: sample_index(rng, p)))
+    try:  # after the speed-up (absent before it)
+        from spectheory.rng import sample_index
+        from spectheory.verifiers.sd import speculative_verify_unchecked
+        cases.insert(3, ("sample_index(rng, p) (same draw)", lambda: sample_index(rng, p)))
     except ImportError:
-        pass
+        speculative_verify_unchecked = None
     for g in (1, 2, 4):
         P, Q = np.tile(p, (g + 1, 1)), np.tile(q, (g, 1))
         x = np.full(g, int(np.argmax(q)))
         cases.append((f"speculative_verify γ={g}", lambda P=P, Q=Q, x=x: speculative_verify(P, Q, x, seed=rng)))
+        if speculative_verify_unchecked is not None:
+            cases.append((f"speculative_verify_unchecked γ={g}",
+                          lambda P=P, Q=Q, x=x: speculative_verify_unchecked(P, Q, x, rng)))
     for nm, f in cases:
         med, lo = t(f)
         res[nm] = med

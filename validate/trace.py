@@ -94,6 +94,19 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
     return p
 
 
+def _descending_order(p: np.ndarray) -> np.ndarray:
+    """``np.argsort(-p, kind="stable")`` (descending, ties in index order) for a 1-D array
+    without NaN, about 4x faster at V = 151,936: NumPy's unstable (SIMD) sort, then any
+    runs of equal values re-sorted by index (one int64 sort of (run, index) keys)."""
+    order = np.argsort(-p)
+    ps = p[order]
+    tie = ps[1:] == ps[:-1]
+    if tie.any():
+        run = np.concatenate(([0], np.cumsum(~tie)))
+        order = np.sort(run * p.shape[0] + order) % p.shape[0]
+    return order
+
+
 def _nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
     """Top-p mask of one distribution: the most probable tokens (ties in index order) whose
     mass *before* them is < top_p, i.e. ``before < top_p`` with ``order = argsort(-p, stable)``,
@@ -103,9 +116,9 @@ def _nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
     m-th largest value (ties included, so they are exactly the first entries of the full
     stable order, and their cumulative sums are the same numbers), m = 1024, 16384, …; once
     their cumulative mass reaches top_p + 1e-9, no later token can be kept (its ``before`` is
-    at least that mass less a rounding of ~1e-16). Otherwise (flat rows, top_p ≈ 1) the full
-    stable sort. Same mask, bit for bit, as the full sort; ~1 ms instead of ~15 ms per row
-    of V = 151,936 when the nucleus is small.
+    at least that mass less a rounding of ~1e-16). Otherwise (flat rows, top_p ≈ 1) the whole
+    row is ordered. Same mask, bit for bit, as the full stable sort; at V = 151,936 about
+    1 ms instead of ~15 ms per row when the nucleus is small, ~5 ms when it is not.
     """
     V = p.shape[0]
     m = 1024
@@ -114,7 +127,7 @@ def _nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
         if thr <= 0:
             break
         cand = np.flatnonzero(p >= thr)
-        order = cand[np.argsort(-p[cand], kind="stable")]
+        order = cand[_descending_order(p[cand])]
         ps = p[order]
         cs = np.cumsum(ps)
         if cs[-1] >= top_p + 1e-9:
@@ -122,7 +135,7 @@ def _nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
             keep[order[cs - ps < top_p]] = True
             return keep
         m *= 16
-    order = np.argsort(-p, kind="stable")
+    order = _descending_order(p)
     ps = p[order]
     before = np.cumsum(ps) - ps  # mass strictly before each sorted token
     keep = np.zeros(V, dtype=bool)
