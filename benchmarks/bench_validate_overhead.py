@@ -23,6 +23,7 @@ What it measures
 Run
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_validate_overhead.py [--tokens 24]
         [--repeats 3] [--gammas 1,2,4] [--top-k K] [--top-p P] [--temperature T] [--vocab V]
+        [--lm-head-scale S]
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def _profiled_default_rng(seed=None):
     return _ProfiledGenerator(np.random.PCG64(seed))
 
 
-def tiny_pair(V: int):
+def tiny_pair(V: int, scale: float = 1.0):
     import torch
     import transformers
     torch.manual_seed(0)
@@ -78,6 +79,8 @@ def tiny_pair(V: int):
     with torch.no_grad():
         for p in d.parameters():
             p.add_(0.06 * torch.randn(p.shape, generator=g))
+        t.lm_head.weight.mul_(scale)  # scale > 1: peaked distributions, like a trained LM's
+        d.lm_head.weight.mul_(scale)
     return t, d
 
 
@@ -222,14 +225,17 @@ def main(argv=None):
     ap.add_argument("--top-k", type=int, default=None)
     ap.add_argument("--top-p", type=float, default=None)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the tiny forwards)")
+    ap.add_argument("--lm-head-scale", type=float, default=1.0,
+                    help="scale the pair's output layers: 1 gives near-flat rows (random weights), "
+                         "6 peaked ones (top p 0.1-0.35, top-p 0.95 nuclei of hundreds of tokens)")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: capture,sd,direct")
     args = ap.parse_args(argv)
     import torch
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; temperature {args.temperature:g}, "
-          f"top_k {args.top_k}, top_p {args.top_p}")
-    pair = tiny_pair(args.vocab)
+          f"top_k {args.top_k}, top_p {args.top_p}, lm-head scale {args.lm_head_scale:g}")
+    pair = tiny_pair(args.vocab, args.lm_head_scale)
     if "capture" not in skip:
         bench_capture(pair, args)
     if "sd" not in skip:

@@ -66,7 +66,8 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
     check_sampling(temperature, top_k, top_p)
     # a row's max is finite iff the row has no NaN (max propagates it), no +inf and is not
     # entirely -inf: one pass instead of three, the detailed checks only to name the fault
-    if not np.isfinite(z.max(axis=-1)).all():
+    zmax = z.max(axis=-1, keepdims=True)
+    if not np.isfinite(zmax).all():
         if np.isnan(z).any() or np.isposinf(z).any():
             raise DistributionError("logits contain NaN or +inf")
         if np.isneginf(z).all(axis=-1).any():
@@ -79,10 +80,15 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
         k = min(int(top_k), z.shape[-1])
         kth = -np.partition(-z, k - 1, axis=-1)[..., k - 1:k]
         z = np.where(z >= kth, z, -np.inf)
-    # softmax in place on one fresh array (the same operations, so the same bits, as
-    # e = exp(z/t − max); e / Σe, without four (rows, V) temporaries)
-    z = z / temperature
-    z -= z.max(axis=-1, keepdims=True)
+    # softmax in place on one fresh array: the same operations, so the same bits, as
+    # e = exp(z/t − max(z/t)); e / Σe, without four (rows, V) temporaries. The row max is the
+    # one found above (top-k keeps it, and x ↦ x/t is monotone, so max(z/t) is exactly
+    # zmax/t); at t = 1, z/t is z and one pass makes the copy.
+    if temperature == 1:
+        z = z - zmax
+    else:
+        z = z / temperature
+        z -= zmax / temperature
     p = np.exp(z, out=z)
     p /= p.sum(axis=-1, keepdims=True)
     if top_p is not None:
