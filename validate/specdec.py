@@ -3,7 +3,8 @@
 Each iteration: the draft proposes γ tokens (γ one-token forwards on its KV cache), the target
 scores the last committed token and all γ drafts in **one** forward (γ + 1 positions, its KV
 cache), and the toolkit's own verifier :func:`spectheory.verifiers.sd.speculative_verify`
-(its unchecked entry, on the distributions built here) decides what is emitted. Rejected positions are cropped from both caches.
+(its unchecked entry, on the distributions built here) decides what is emitted. Rejected
+positions are cropped from both caches.
 
 Recorded per iteration: τ (accepted drafts), the tokens emitted, the acceptance probability
 ``a_j = min(1, p_j(x_j)/q_j(x_j))`` of each drafted token under the correct rule (whatever
