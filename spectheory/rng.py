@@ -56,3 +56,18 @@ def stream_states(seed, n_streams: int) -> np.ndarray:
             st[0] = 1
         out[i] = st
     return out
+
+
+def sample_index(rng: np.random.Generator, p: np.ndarray) -> int:
+    """One draw from the 1-D float64 distribution ``p``, exactly ``int(rng.choice(len(p), p=p))``.
+
+    The same computation as ``Generator.choice`` with replacement (NumPy 1.17 – 2.x): the
+    cumulative sum normalised by its last entry, one uniform ``rng.random()``, the first index
+    whose cumulative value exceeds it. So the token and the generator's stream are identical,
+    bit for bit. What it skips are choice's checks of ``p`` (no negative entry, sum within
+    √eps of 1: a negation, a reduction and a serial Kahan sum over V entries); call it only on
+    distributions the toolkit built itself, and ``rng.choice`` on anything from a user.
+    """
+    cdf = np.cumsum(p)
+    cdf /= cdf[-1]
+    return int(cdf.searchsorted(rng.random(), side="right"))

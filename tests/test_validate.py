@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -247,9 +248,9 @@ def test_summary_row_by_hand():
     """analysis.summarize on a hand-made run: γ = 2, β = ½ along the trace; one SD run with
     τ = (0, 1, 2, 2), draft calls 0.1 s, target calls scoring γ + 1 = 3 tokens 0.3 s (one
     2-token call 0.9 s), verifier 0.01 s, autoregressive probes 0.2 s."""
-    from types import SimpleNamespace
-
     from validate.analysis import summarize
+    from validate.experiment import Run
+    from validate.trace import CompactTrace
     from validate.specdec import SDRun
     n, g = 4, 2
     sd = SDRun(gamma=g, tau=np.array([0, 1, 2, 2]), emitted=np.array([1, 2, 3, 3]),
@@ -257,9 +258,12 @@ def test_summary_row_by_hand():
                target_call_s=np.array([0.3, 0.3, 0.3, 0.9]), target_call_k=np.array([3, 3, 3, 2]),
                verify_s=np.full(n, 0.01), tokens=np.zeros(9, dtype=np.int64), ar_probe_s=np.full(n, 0.2),
                meta={"category": "code"})
-    trace = SimpleNamespace(category="code", beta=np.full(8, 0.5), T=8, target_call_s=np.full(8, 0.2),
-                            draft_call_s=np.full(8, 0.1))
-    run = SimpleNamespace(categories=["code"], traces=[trace], sd={g: [sd]}, config={"gammas": [g]})
+    P = np.tile([0.75, 0.25], (8, 1))  # β = Σ min(p, q) = ½ at every position
+    trace = CompactTrace.from_distributions(P, P[:, ::-1].copy(), np.zeros(8, dtype=np.int64), top_k=2,
+                                            target_call_s=np.full(8, 0.2), draft_call_s=np.full(8, 0.1),
+                                            meta={"category": "code"})
+    assert trace.category == "code" and np.allclose(trace.beta, 0.5)
+    run = Run(Path("by-hand"), {"gammas": [g]}, [trace], {g: [sd]})
     (row,) = summarize(run)
     closed = (1 - 0.5 ** 3) / 0.5
     assert row["tokens_closed_form"] == pytest.approx(closed, rel=1e-12)
@@ -281,3 +285,36 @@ def test_compare_on_a_draft_identical_to_the_target():
     ev = compare(tr, 3, 0.5, n_mc=20)
     assert [e.outcome for e in ev["sd.acceptance"]] == ["pass"]
     assert [e.outcome for e in ev["sd.expected_tokens"] if e.outcome != "info"] == ["pass"]
+
+
+def _nucleus_by_full_sort(p, top_p):
+    """The top-p filter written out with one full stable sort per row (the reference)."""
+    order = np.argsort(-p, axis=-1, kind="stable")
+    ps = np.take_along_axis(p, order, axis=-1)
+    keep = np.zeros(p.shape, dtype=bool)
+    np.put_along_axis(keep, order, np.cumsum(ps, axis=-1) - ps < top_p, axis=-1)
+    q = np.where(keep, p, 0.0)
+    return q / q.sum(axis=-1, keepdims=True)
+
+
+def test_top_p_matches_the_full_sort_bit_for_bit():
+    """sampling_probs' top-p sorts only the candidates above the m-th largest probability
+    (ties included); it must keep exactly the tokens the full stable sort keeps, at every
+    top_p, on peaked rows (small nucleus), flat rows (fallback), ties and -inf logits."""
+    from validate.trace import sampling_probs
+    rng = np.random.default_rng(2)
+    for trial in range(60):
+        V = int(rng.choice([3, 2000, 40_000]))
+        z = rng.normal(0.0, float(rng.choice([0.5, 4.0, 12.0])), (2, V))
+        if trial % 3 == 0:
+            z = np.round(z)
+        if trial % 4 == 0:
+            z[:, rng.integers(0, V, V // 3)] = -np.inf
+        base = sampling_probs(z, 1.0)
+        # top_p exactly at a cumulative mass of the sorted row: the boundary case
+        srt = np.sort(base[0])[::-1]
+        for top_p in (0.3, 0.9, 0.99, 1.0, float(np.cumsum(srt)[min(5, V - 1)]), float(rng.random())):
+            if not 0 < top_p <= 1:
+                continue
+            got = sampling_probs(z, 1.0, top_p=top_p)
+            assert got.tobytes() == _nucleus_by_full_sort(base, top_p).tobytes(), (trial, V, top_p)

@@ -6,8 +6,9 @@ from sims import stats
 from spectheory.distributions import DistributionError
 from spectheory.exact import sd as ex
 from spectheory.pairs import pair_from_tables
-from spectheory.rules.sd import BROKEN_RESIDUAL_P, STANDARD
-from spectheory.verifiers.sd import Verdict, speculative_verify
+from spectheory.rng import sample_index
+from spectheory.rules.sd import BROKEN_NO_BONUS, BROKEN_RESIDUAL_P, BROKEN_SWAPPED_RATIO, STANDARD
+from spectheory.verifiers.sd import Verdict, speculative_verify, speculative_verify_unchecked
 
 P = np.array([0.6, 0.3, 0.1])
 Q = np.array([0.2, 0.3, 0.5])
@@ -124,3 +125,45 @@ def test_empty_draft_emits_one_token_from_p():
     assert all(len(t) == 1 for t in toks)
     ev = stats.chisquare_gof("t", np.bincount([t[0] for t in toks], minlength=3), P, alpha=1e-3, tolerance_w=0.08)
     assert ev.outcome == "pass", ev
+
+
+def test_sample_index_is_generator_choice():
+    """sample_index(rng, p) is rng.choice(V, p=p) without its checks: the same index and the
+    same generator state afterwards, for peaked, flat, sparse and one-hot rows."""
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        V = int(rng.choice([1, 2, 7, 5000]))
+        z = rng.normal(0.0, float(rng.choice([0.1, 3.0, 20.0])), V)
+        if trial % 3 == 0:
+            z[rng.random(V) < 0.7] = -np.inf
+            z[rng.integers(V)] = 0.0
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        seed = int(rng.integers(2**32))
+        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert [int(a.choice(V, p=p)) for _ in range(3)] == [sample_index(b, p) for _ in range(3)]
+        assert a.random() == b.random()
+
+
+@pytest.mark.parametrize("rule", [STANDARD, BROKEN_RESIDUAL_P, BROKEN_SWAPPED_RATIO, BROKEN_NO_BONUS],
+                         ids=lambda r: r.name)
+def test_unchecked_entry_gives_the_checked_verdict(rule):
+    """speculative_verify_unchecked (validate.specdec's entry, no validation, lazy row
+    normalisation) returns the same verdict as speculative_verify and leaves the generator
+    in the same state, on rows that sum to 1 only up to rounding (softmax of random logits)."""
+    rng = np.random.default_rng(1)
+    for trial in range(200):
+        gamma, V = int(rng.integers(1, 5)), int(rng.choice([3, 50, 4000]))
+        scale = float(rng.choice([0.3, 2.0, 8.0]))
+        zp, zq = rng.normal(0, scale, (gamma + 1, V)), rng.normal(0, scale, (gamma, V))
+        p, q = np.exp(zp - zp.max(1, keepdims=True)), np.exp(zq - zq.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        q /= q.sum(1, keepdims=True)
+        if trial % 4 == 0:
+            q[:, 1:] = p[:gamma, 1:]  # near-equal rows: frequent acceptance and bonus tokens
+            q /= q.sum(1, keepdims=True)
+        x = np.array([rng.choice(V, p=row) for row in q])
+        seed = int(rng.integers(2**32))
+        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert speculative_verify(p, q, x, seed=a, rule=rule) == speculative_verify_unchecked(p, q, x, b, rule=rule)
+        assert a.random() == b.random()

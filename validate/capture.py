@@ -204,8 +204,9 @@ def capture_trace(target_model, draft_model, prompt_ids, max_new_tokens: int, te
     """
     from .hf import CachedLM, common_vocab, require_torch
     from spectheory.checks import check_int, check_int_array
+    from spectheory.rng import sample_index
 
-    from .trace import DEFAULT_TOP_K, CompactTrace, check_sampling, sampling_probs, sufficient_statistics
+    from .trace import DEFAULT_TOP_K, CompactTrace, _sufficient_statistics, check_sampling, sampling_probs
     # every argument is checked before torch is imported or a model is called
     check_int(max_new_tokens, "max_new_tokens", min=1)
     check_sampling(temperature, top_k, top_p)
@@ -230,8 +231,9 @@ def capture_trace(target_model, draft_model, prompt_ids, max_new_tokens: int, te
     for t in range(int(max_new_tokens)):
         p = sampling_probs(zt[0], temperature, top_k=top_k, top_p=top_p)
         q = sampling_probs(zd[0], temperature, top_k=top_k, top_p=top_p)
-        tok = int(p.argmax()) if temperature == 0 else int(rng.choice(V, p=p))
-        rows.append(sufficient_statistics(p[None], q[None], np.array([tok]), slice_k))
+        tok = int(p.argmax()) if temperature == 0 else sample_index(rng, p)
+        # p, q come from sampling_probs and tok from p: the unchecked statistics (same numbers)
+        rows.append(_sufficient_statistics(p[None], q[None], np.array([tok]), min(slice_k, V)))
         toks.append(tok)
         if on_token is not None:
             on_token(t)

@@ -3,7 +3,8 @@
 Each iteration: the draft proposes γ tokens (γ one-token forwards on its KV cache), the target
 scores the last committed token and all γ drafts in **one** forward (γ + 1 positions, its KV
 cache), and the toolkit's own verifier :func:`spectheory.verifiers.sd.speculative_verify`
-decides what is emitted. Rejected positions are cropped from both caches.
+(its unchecked entry, on the distributions built here) decides what is emitted. Rejected
+positions are cropped from both caches.
 
 Recorded per iteration: τ (accepted drafts), the tokens emitted, the acceptance probability
 ``a_j = min(1, p_j(x_j)/q_j(x_j))`` of each drafted token under the correct rule (whatever
@@ -25,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from spectheory.rules.sd import STANDARD, SDRule
-from spectheory.verifiers.sd import speculative_verify
+from spectheory.rng import sample_index
+from spectheory.verifiers.sd import speculative_verify_unchecked
 
 SD_FORMAT = "spectheory.sdrun/1"
 
@@ -154,7 +156,7 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
         for j in range(gamma):
             z, dt = drf.feed(pending, rows=1)
             q = probs(z[0])
-            x = int(q.argmax()) if temperature == 0 else int(rng.choice(V, p=q))
+            x = int(q.argmax()) if temperature == 0 else sample_index(rng, q)
             xs.append(x)
             qs.append(q)
             dts.append(dt)
@@ -165,7 +167,9 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
         P = probs(zt)
         Q = np.stack(qs)
         t0 = time.perf_counter()
-        verdict = speculative_verify(P, Q, np.asarray(xs, dtype=np.int64), seed=rng, rule=rule)
+        # P, Q are sampling_probs rows and xs were drawn from Q: the verifier's unchecked entry
+        # (the same verdict and draws as speculative_verify, without re-validating (2γ+1)·V entries)
+        verdict = speculative_verify_unchecked(P, Q, np.asarray(xs, dtype=np.int64), rng, rule=rule)
         vs = time.perf_counter() - t0
         x_arr = np.asarray(xs)
         # the theory's acceptance probabilities (the correct rule), whatever rule verified:

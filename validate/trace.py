@@ -64,10 +64,14 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
     if z.ndim == 1:
         return sampling_probs(z[None], temperature, top_k=top_k, top_p=top_p)[0]
     check_sampling(temperature, top_k, top_p)
-    if np.isnan(z).any() or np.isposinf(z).any():
-        raise DistributionError("logits contain NaN or +inf")
-    if np.isneginf(z).all(axis=-1).any():
-        raise DistributionError("a row of logits is entirely -inf")
+    # a row's max is finite iff the row has no NaN (max propagates it), no +inf and is not
+    # entirely -inf: one pass instead of three, the detailed checks only to name the fault
+    zmax = z.max(axis=-1, keepdims=True)
+    if not np.isfinite(zmax).all():
+        if np.isnan(z).any() or np.isposinf(z).any():
+            raise DistributionError("logits contain NaN or +inf")
+        if np.isneginf(z).all(axis=-1).any():
+            raise DistributionError("a row of logits is entirely -inf")
     if temperature == 0:
         out = np.zeros_like(z)
         np.put_along_axis(out, z.argmax(axis=-1)[..., None], 1.0, axis=-1)
@@ -76,26 +80,89 @@ def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None
         k = min(int(top_k), z.shape[-1])
         kth = -np.partition(-z, k - 1, axis=-1)[..., k - 1:k]
         z = np.where(z >= kth, z, -np.inf)
-    z = z / temperature
-    z = z - z.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    p = e / e.sum(axis=-1, keepdims=True)
+    # softmax in place on one fresh array: the same operations, so the same bits, as
+    # e = exp(z/t − max(z/t)); e / Σe, without four (rows, V) temporaries. The row max is the
+    # one found above (top-k keeps it, and x ↦ x/t is monotone, so max(z/t) is exactly
+    # zmax/t); at t = 1, z/t is z and one pass makes the copy.
+    if temperature == 1:
+        z = z - zmax
+    else:
+        z = z / temperature
+        z -= zmax / temperature
+    p = np.exp(z, out=z)
+    p /= p.sum(axis=-1, keepdims=True)
     if top_p is not None:
-        order = np.argsort(-p, axis=-1, kind="stable")
-        ps = np.take_along_axis(p, order, axis=-1)
-        before = np.cumsum(ps, axis=-1) - ps  # mass strictly before each sorted token
-        keep_sorted = before < top_p
-        keep = np.zeros_like(keep_sorted)
-        np.put_along_axis(keep, order, keep_sorted, axis=-1)
+        keep = np.empty(p.shape, dtype=bool)
+        for r in np.ndindex(p.shape[:-1]):
+            keep[r] = _nucleus(p[r], top_p)
         p = np.where(keep, p, 0.0)
         p /= p.sum(axis=-1, keepdims=True)
     return p
 
 
-def _xlogy_ratio(a, b):
-    """Σ a log(a/b) per row, 0·log 0 = 0, +inf where a > 0 = b."""
+def _descending_order(p: np.ndarray) -> np.ndarray:
+    """``np.argsort(-p, kind="stable")`` (descending, ties in index order) for a 1-D array
+    without NaN, about 4x faster at V = 151,936: NumPy's unstable (SIMD) sort, then the
+    positions inside runs of equal values re-sorted by index (one int64 sort of their
+    (run, index) keys; logits are float32 or bfloat16 upstream, so ties are common)."""
+    order = np.argsort(-p)
+    ps = p[order]
+    tie = ps[1:] == ps[:-1]
+    if tie.any():
+        tied = np.zeros(p.shape[0], dtype=bool)  # sorted positions inside a run of equal values
+        tied[1:] |= tie
+        tied[:-1] |= tie
+        at = np.flatnonzero(tied)
+        run = np.concatenate(([0], np.cumsum(~tie)))[at]  # run id of each tied position
+        order[at] = np.sort(run * p.shape[0] + order[at]) % p.shape[0]
+    return order
+
+
+def _nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
+    """Top-p mask of one distribution: the most probable tokens (ties in index order) whose
+    mass *before* them is < top_p, i.e. ``before < top_p`` with ``order = argsort(-p, stable)``,
+    ``before = cumsum(p[order]) − p[order]``.
+
+    Only a prefix of that order matters, so the candidates are the tokens with p at least the
+    m-th largest value (ties included, so they are exactly the first entries of the full
+    stable order, and their cumulative sums are the same numbers), m = 1024, 16384, …; once
+    their cumulative mass reaches top_p + 1e-9, no later token can be kept (its ``before`` is
+    at least that mass less a rounding of ~1e-16). Otherwise (flat rows, top_p ≈ 1) the whole
+    row is ordered. Same mask, bit for bit, as the full stable sort; at V = 151,936 about
+    1 ms instead of ~15 ms per row when the nucleus is small, ~5 ms when it is not.
+    """
+    V = p.shape[0]
+    m = 1024
+    while m < V and top_p < 1.0:
+        thr = np.partition(p, V - m)[V - m]
+        if thr <= 0:
+            break
+        cand = np.flatnonzero(p >= thr)
+        order = cand[_descending_order(p[cand])]
+        ps = p[order]
+        cs = np.cumsum(ps)
+        if cs[-1] >= top_p + 1e-9:
+            keep = np.zeros(V, dtype=bool)
+            keep[order[cs - ps < top_p]] = True
+            return keep
+        if cs[-1] + (16 * m - cand.size) * thr < top_p + 1e-9:
+            break  # the next 16m tokens (each ≤ thr) cannot carry the mass: sort the row
+        m *= 16
+    order = _descending_order(p)
+    ps = p[order]
+    before = np.cumsum(ps) - ps  # mass strictly before each sorted token
+    keep = np.zeros(V, dtype=bool)
+    keep[order] = before < top_p
+    return keep
+
+
+def _xlogy_ratio(a, b, log_a=None, log_b=None):
+    """Σ a log(a/b) per row, 0·log 0 = 0, +inf where a > 0 = b (``log_a``, ``log_b``: the
+    logs if already at hand)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(a > 0, a * (np.log(a) - np.log(b)), 0.0)
+        la = np.log(a) if log_a is None else log_a
+        lb = np.log(b) if log_b is None else log_b
+        t = np.where(a > 0, a * (la - lb), 0.0)
     return t.sum(axis=-1)
 
 
@@ -122,12 +189,21 @@ def sufficient_statistics(p, q, tokens, top_k: int = DEFAULT_TOP_K) -> dict:
         raise DistributionError(f"tokens must be {T} integer ids, got shape {tok.shape} dtype {tok.dtype}")
     if T and (tok.min() < 0 or tok.max() >= V):
         raise DistributionError(f"tokens must lie in [0, {V})")
-    k = min(check_int(top_k, "top_k", min=1), V)
+    return _sufficient_statistics(p, q, tok, min(check_int(top_k, "top_k", min=1), V))
+
+
+def _sufficient_statistics(p, q, tok, k: int) -> dict:
+    """:func:`sufficient_statistics` without its checks, for distributions the toolkit has
+    just built itself (``validate.capture``): p, q (T, V) float64 rows from
+    :func:`sampling_probs`, tok (T,) ids in [0, V), 1 ≤ k ≤ V. The logs of p and q are
+    taken once and shared by the entropies and both KLs (same values, half the work)."""
+    T, V = p.shape
     m = np.minimum(p, q)
     beta = m.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ent_p = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
-        ent_q = -np.where(q > 0, q * np.log(q), 0.0).sum(axis=1)
+        log_p, log_q = np.log(p), np.log(q)
+        ent_p = -np.where(p > 0, p * log_p, 0.0).sum(axis=1)
+        ent_q = -np.where(q > 0, q * log_q, 0.0).sum(axis=1)
     s = p + q
     ids = np.argpartition(-s, k - 1, axis=1)[:, :k] if k < V else np.tile(np.arange(V), (T, 1))
     order = np.argsort(-np.take_along_axis(s, ids, axis=1), axis=1, kind="stable")
@@ -138,7 +214,7 @@ def sufficient_statistics(p, q, tokens, top_k: int = DEFAULT_TOP_K) -> dict:
     rows = np.arange(T)
     return {
         "beta": beta, "tv": 0.5 * np.abs(p - q).sum(axis=1),
-        "kl_pq": _xlogy_ratio(p, q), "kl_qp": _xlogy_ratio(q, p),
+        "kl_pq": _xlogy_ratio(p, q, log_p, log_q), "kl_qp": _xlogy_ratio(q, p, log_q, log_p),
         "entropy_p": ent_p, "entropy_q": ent_q,
         "p_token": p[rows, tok], "q_token": q[rows, tok],
         "beta_slice": np.minimum(sp, sq).sum(axis=1),

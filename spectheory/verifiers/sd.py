@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..distributions import DistributionError, check_distribution
-from ..rng import check_random_state
+from ..rng import check_random_state, sample_index
 from ..rules.sd import STANDARD, SDRule
 
 
@@ -61,11 +61,42 @@ def speculative_verify(p, q, draft_tokens, *, seed=None, rule: SDRule = STANDARD
         raise DistributionError(
             f"draft token {int(x[i])} at position {i} has q = 0: it cannot have been drafted from q")
     rng = check_random_state(seed)
-    acc = rule.accept_probability(p[np.arange(gamma), x], q[np.arange(gamma), x]) if gamma else np.zeros(0)
+    return _verify(p, q, x, rng, rule)
+
+
+def speculative_verify_unchecked(p: np.ndarray, q: np.ndarray, draft_tokens, rng: np.random.Generator,
+                                 rule: SDRule = STANDARD) -> Verdict:
+    """:func:`speculative_verify` without its input checks, for distributions the toolkit has
+    just built itself (:mod:`validate.specdec`, every SD iteration at V ≈ 150k).
+
+    p: (γ+1, V), q: (γ, V) float64 rows (e.g. from ``validate.trace.sampling_probs``),
+    draft_tokens: γ ≥ 1 ids in [0, V) drafted from q (so q > 0 there), rng: a Generator.
+    Nothing is validated; the renormalisation that :func:`speculative_verify` applies
+    (``check_distribution``: each row divided by its sum) is applied only to the entries
+    and rows the verification reads. Same numbers, same draws, so the same verdict, bit for
+    bit, as ``speculative_verify(p, q, draft_tokens, seed=rng, rule=rule)``.
+    """
+    return _verify(p, q, np.asarray(draft_tokens, dtype=np.int64), rng, rule, p.sum(axis=-1), q.sum(axis=-1))
+
+
+def _row(a, sums, i):
+    """Row i of a, divided by its sum when ``sums`` is given (check_distribution's values)."""
+    return a[i] if sums is None else a[i] / sums[i]
+
+
+def _verify(p, q, x, rng, rule, p_sum=None, q_sum=None) -> Verdict:
+    """The verification itself. p_sum, q_sum: row sums to normalise by (lazily), or None
+    when p and q are already normalised."""
+    gamma = x.shape[0]
+    r = np.arange(gamma)
+    p_x, q_x = p[r, x], q[r, x]
+    if p_sum is not None:
+        p_x, q_x = p_x / p_sum[:gamma], q_x / q_sum
+    acc = rule.accept_probability(p_x, q_x) if gamma else np.zeros(0)
     for i in range(gamma):
         if not rng.random() < acc[i]:
-            y = int(rng.choice(V, p=rule.residual_distribution(p[i], q[i])))
+            y = sample_index(rng, rule.residual_distribution(_row(p, p_sum, i), _row(q, q_sum, i)))
             return Verdict(i, tuple(int(t) for t in x[:i]) + (y,))
     if rule.bonus:
-        return Verdict(gamma, tuple(int(t) for t in x) + (int(rng.choice(V, p=p[gamma])),))
+        return Verdict(gamma, tuple(int(t) for t in x) + (sample_index(rng, _row(p, p_sum, gamma)),))
     return Verdict(gamma, tuple(int(t) for t in x))
