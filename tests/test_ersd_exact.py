@@ -235,3 +235,37 @@ def test_ordered_reading_counts_and_greedy():
     gaps = [T.exhaustive_optimal(g, k, 3, ordered=True)[1] - T.tree_value(g, T.optimal_tree(g, k, 3, ordered=True))
             for k in range(1, 5)]
     assert max(gaps) > 0.1
+
+
+def test_tree_builders_never_use_the_never_accepted_cell():
+    """A fitted a has length n + 1 (last cell: no index accepted, fit_zero_order); Alg. 3 (both
+    readings) and the brute force must only grow indices 1..n, however large that last cell
+    is. With a decreasing on 1..n the greedy trees are optimal, so their value equals the brute
+    force's exactly."""
+    a = np.array([0.4, 0.2, 0.1, 0.3])  # n = 3 indices, 0.3 never accepted
+    f = T.zero_order(a)
+    for ordered in (False, True):
+        for k in range(1, 6):
+            tree = T.optimal_tree(f, k, 3, ordered=ordered)
+            assert tree.k == k and max(max(v) for v in tree.vertices) <= 3
+            best = T.exhaustive_optimal(f, k, 3, ordered=ordered)
+            assert max(max(v) for v in best[0].vertices) <= 3
+            assert T.tree_value(f, tree) == pytest.approx(best[1], abs=1e-14)
+
+
+def test_tunstall_bound_alphabet_counts_positive_mass_only():
+    """Thm 4.1's |A| is the number of indices with positive mass: zero cells of a (indices never
+    seen) do not enlarge the leaf count; ``alphabet`` overrides it."""
+    a = np.array([0.5, 0.25, 0.25, 0.0, 0.0])
+    H = -(0.5 * np.log(0.5) + 0.5 * np.log(0.25))
+    for k in (0, 1, 7):
+        assert cf.tunstall_bound(a, k) == pytest.approx(np.log((k + 1) * 2 + 1) / H, rel=1e-14)
+        assert cf.tunstall_bound(a, k, alphabet=5) == pytest.approx(np.log((k + 1) * 4 + 1) / H, rel=1e-14)
+
+
+def test_entropy_upper_bounds_literal_values():
+    """eq. 8 (PFR, Li & El Gamal 2018) D + log2(D + 1) + 4 and eq. 7 in Harsha et al.'s form
+    D + 2 log2(D + 1) + C, evaluated by hand (bits)."""
+    assert np.allclose(cf.pfr_upper_bound([0.0, 1.0, 3.0]), [4.0, 6.0, 9.0], rtol=0, atol=1e-14)
+    assert np.allclose(cf.grs_upper_bound([0.0, 1.0, 3.0]), [0.0, 3.0, 7.0], rtol=0, atol=1e-14)
+    assert float(cf.grs_upper_bound(3.0, C=1.5)) == pytest.approx(8.5, abs=1e-14)

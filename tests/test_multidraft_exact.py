@@ -201,3 +201,52 @@ def test_dp_matches_literal_alg1():
             got[key] = got.get(key, 0.0) + w
         keys = set(lit) | set(got)
         assert max(abs(lit.get(k, 0) - got.get(k, 0)) for k in keys) < 1e-13
+
+
+def test_gamma1_optimum_fast_with_zero_masses():
+    """The O(V log V) γ = 1 optimum against the exhaustive subset minimum and the LP when p or q
+    puts zero mass on some tokens (a token with p = 0 < q is the cheapest to put in H; one
+    with q = 0 < p is never worth it) — the Dirichlet draws above have no zeros."""
+    rng = np.random.default_rng(7)
+    cases = [(np.array([0.0, 0.5, 0.5]), np.array([0.6, 0.2, 0.2])),
+             (np.array([0.7, 0.3, 0.0]), np.array([0.0, 0.4, 0.6]))]
+    for _ in range(6):
+        V = int(rng.integers(3, 6))
+        p, q = rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V))
+        p[rng.integers(V)] = 0.0
+        q[rng.integers(V)] = 0.0
+        cases.append((p / p.sum(), q / q.sum()))
+    for p, q in cases:
+        for K in (1, 2, 3):
+            want = opt.gamma1_optimum(p, q, K)
+            assert opt.gamma1_optimum_fast(p, q, K) == pytest.approx(want, abs=1e-12)
+            assert opt.lp_optimum(cf.iid_tree(p, q, 1), K) == pytest.approx(want, abs=1e-8)
+
+
+def test_sd_expected_tau_equals_exact_sd_engine():
+    """Token-level SD's E[τ] from the block tree against the SD exact engine (E[tokens] = E[τ] + 1,
+    the correction or bonus) for every γ ≤ 3 and start state, and the i.i.d. closed form
+    Σ_{i≤γ} α^i."""
+    from spectheory.exact import sd as exact_sd
+    pair = inst.get("markov1-V3-mix0.4")
+    for g in (1, 2, 3):
+        for s in range(pair.n_states):
+            want = exact_sd.expected_tokens(pair, g, start_state=s) - 1.0
+            assert cf.sd_expected_tau(cf.block_tree(pair, g, s)) == pytest.approx(want, abs=1e-12)
+    p, q = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5])
+    a = np.minimum(p, q).sum()
+    for g in (1, 2, 4):
+        assert cf.sd_expected_tau(cf.iid_tree(p, q, g)) == pytest.approx(sum(a ** i for i in range(1, g + 1)), abs=1e-14)
+
+
+def test_bound_limit_is_the_mass_of_q_support():
+    """lim_{K→∞} Bound(K) = Σ_i Σ_{x^i: q(x^i) > 0} p(x^i): below γ when q misses part of p's
+    support, reached by Lemma 5.1's bound at large K, and consistent with bound_limit_gap."""
+    p, q = np.array([0.5, 0.3, 0.2]), np.array([0.6, 0.4, 0.0])
+    tree = cf.iid_tree(p, q, 2)
+    want = 0.8 + 0.8 ** 2
+    assert cf.bound_limit(tree) == pytest.approx(want, abs=1e-14)
+    assert cf.lemma51_bound(tree, 400) == pytest.approx(want, abs=1e-9)
+    assert cf.bound_limit_gap(tree, 3) == pytest.approx(cf.bound_limit(tree) - cf.lemma51_bound(tree, 3), abs=1e-14)
+    full = cf.iid_tree(p, np.array([0.2, 0.3, 0.5]), 2)
+    assert cf.bound_limit(full) == pytest.approx(2.0, abs=1e-14)

@@ -44,6 +44,24 @@ def test_contrastive_temperature_and_argmax_limit():
         contrastive(lp, lq, -0.1)
 
 
+def test_ensemble_objects_take_members_in_paper_order():
+    """The Ensemble objects receive members stacked (q, p) (proposal first): CD is
+    softmax(log p − μ log q), never the letters swapped; the n-model weights follow the
+    member order. Exact values on an asymmetric pair."""
+    q, p = np.array([0.6, 0.3, 0.1]), np.array([0.2, 0.3, 0.5])
+    z = np.log(p) - 0.5 * np.log(q)
+    want = np.exp(z) / np.exp(z).sum()
+    got = contrastive_ensemble(0.5)(np.stack([q, p]))
+    assert np.allclose(got, want, rtol=0, atol=1e-14)
+    z2 = (np.log(p) - 0.5 * np.log(q)) / 2.0
+    assert np.allclose(contrastive_ensemble(0.5, 2.0)(np.stack([q, p])), np.exp(z2) / np.exp(z2).sum(),
+                       rtol=0, atol=1e-14)
+    u = np.array([1 / 3, 1 / 3, 1 / 3])
+    assert np.allclose(weighted_n_ensemble([0.5, 0.3, 0.2])(np.stack([q, p, u])), 0.5 * q + 0.3 * p + 0.2 * u,
+                       rtol=0, atol=1e-14)
+    assert np.allclose(weighted_ensemble(0.25)(np.stack([q, p])), 0.25 * q + 0.75 * p, rtol=0, atol=1e-14)
+
+
 def test_user_ensemble_is_validated():
     bad = Ensemble.from_function(lambda m: m[0] * 2.0, name="doubling")
     with pytest.raises(DistributionError, match="doubling"):
@@ -267,3 +285,30 @@ def test_cost_report_three_numbers():
     assert rep["se_over_sd"] == pytest.approx(lr.throughput / sd["throughput"], abs=1e-12)
     three = cf.cost_report(1.0, THREE.tables, THREE.r, THREE.order, [1.0, 0.5, 2.0])
     assert three["sd_proposer"] == 1
+
+
+def test_sd_on_ensemble_is_sd_with_the_ensemble_as_target():
+    """SD on the ensemble = standard SD with r the target and q the draft (bonus from r): its
+    long-run tokens per iteration rebuilt independently from the SD exact engine's blocks
+    (iteration-start chain, stationary law, Σν·E[tokens]); the cost model γ·t_q + Σ t_k. The
+    letters swapped (q as target) give another value on this Markov pair."""
+    from spectheory.exact import sd as exact_sd
+    from spectheory.markov import MarkovPair, stationary_distribution
+
+    def long_run(target, draft, g):
+        pair = MarkovPair(target, draft, "check")
+        S = pair.n_states
+        P, e = np.zeros((S, S)), np.zeros(S)
+        for s in range(S):
+            for b in exact_sd.iteration_blocks(pair, g, start_state=s):
+                P[s, b.end_state] += b.prob
+                e[s] += b.prob * len(b.tokens)
+        return float(stationary_distribution(P) @ e)
+
+    for g in (1, 3):
+        tok = long_run(CD.r_source, PAIR.draft, g)
+        got = cf.sd_on_ensemble_chain(CD.r_source, PAIR.draft, g, 0.3, 1.3)
+        assert got["tokens_per_step"] == pytest.approx(tok, abs=1e-12)
+        assert got["time_per_step"] == pytest.approx(g * 0.3 + 1.3, abs=1e-15)
+        assert got["speedup"] == pytest.approx(tok / (g * 0.3 + 1.3) * 1.3, abs=1e-12)
+        assert abs(long_run(PAIR.draft, CD.r_source, g) - tok) > 1e-3

@@ -117,3 +117,58 @@ def test_kernel_matches_chain_dp_at_V50():
     sp = mc.simulate_streams(M, ex.Algorithm("alt", (5, 1)), 32, 20_000, seed=9).speedup([0.15, 1.0])
     z = (sp.mean() - exact) / (sp.std(ddof=1) / np.sqrt(sp.size))
     assert abs(z) < stats.norm.ppf(1 - LEVEL / 2)
+
+
+# the reading that a swapped/ignored switch would silently run instead (power check below)
+_OTHER_READING = {"pseudocode": "text", "text": "pseudocode"}
+
+
+@pytest.mark.parametrize("M,alg", [
+    (THREE, ex.Algorithm("nse", (2, 1, 1))),
+    (THREE, ex.Algorithm("nse", (1, 2, 1), after_reject="text")),
+    (CD, ex.Algorithm("alt", (1, 2), first=1)),
+    (CD, ex.Algorithm("sbe", (1, 3), first=1)),
+], ids=["nse211-pseudocode", "nse121-text", "alt12-first1", "sbe13-first1"])
+def test_kernel_calls_per_token_of_each_member_equal_renewal_reward(M, alg):
+    """Each member's calls per emitted token in the kernel against the exact renewal–reward
+    value (engine's invocations per step / tokens per step). Catches what the first-token law
+    (always r^N) and a two-member speedup cannot: Alg. 2's scorer chosen among tied shortest
+    caches (argmin: the first), its two readings after a rejection, the default proposer
+    ``first``. z-test per member, 32 streams × 20,000 tokens, level 1e-4 (se ≈ 1e-3 per
+    member, so a shift of 0.005 calls/token is caught with power > 0.9); the alternative
+    reading's exact value must lie > 6 se away (the test has the power to tell them apart)."""
+    lr = ex.long_run(ex.Engine(M, alg), np.ones(M.n))
+    exact = lr.invocations_per_step / lr.tokens_per_step
+    res = mc.simulate_streams(M, alg, 32, 20_000, seed=21)
+    per = res.calls / res.tokens[:, None]
+    se = per.std(axis=0, ddof=1) / np.sqrt(per.shape[0])
+    z = (per.mean(axis=0) - exact) / se
+    crit = stats.norm.ppf(1 - LEVEL / 2)
+    assert (np.abs(z) < crit).all(), (z, exact, per.mean(axis=0))
+    assert (se < 2e-3).all()
+    if alg.kind == "nse":
+        other = ex.Algorithm("nse", alg.gammas, after_reject=_OTHER_READING[alg.after_reject])
+    else:
+        other = ex.Algorithm(alg.kind, alg.gammas, first=1 - alg.first)
+    lo = ex.long_run(ex.Engine(M, other), np.ones(M.n))
+    assert np.abs(lo.invocations_per_step / lo.tokens_per_step - exact).max() > 6 * se.max()
+
+
+def test_kernel_acceptance_counters_per_proposer():
+    """Attempts and acceptances are counted for the member that proposed the token (not the
+    scorer): on an i.i.d. pair every q_k-proposed token is accepted w.p. α_k = Σ min(q_k, r)
+    (Eq. 7), whatever the state. Alg. 1 γ = (2, 2) so both members propose; z-test per member
+    (binomial se under the claim), 16 streams × 20,000 tokens (> 5,000 attempts each: se < 0.006,
+    while α_q ≈ 0.14 and α_p ≈ 0.80, so counting one member's attempts or acceptances for the other
+    is off by > 50 se), level 1e-4."""
+    from spectheory.pairs import random_pair
+    pair = random_pair(4, 0, 1.0, seed=11)
+    M = ex.SEModels.build([pair.draft, pair.target], contrastive_ensemble(0.4), "cd-iid")
+    res = mc.simulate_streams(M, ex.Algorithm("alt", (2, 2)), 16, 20_000, seed=8)
+    crit = stats.norm.ppf(1 - LEVEL / 2)
+    alphas = [float(M.acceptance(k)[0]) for k in range(2)]
+    assert abs(alphas[0] - alphas[1]) > 0.05
+    for k, a in enumerate(alphas):
+        att, acc = int(res.attempts[:, k].sum()), int(res.accepts[:, k].sum())
+        assert att > 5_000
+        assert abs(acc / att - a) / np.sqrt(a * (1 - a) / att) < crit
