@@ -41,9 +41,9 @@ def validate(
     target: str = typer.Option(None, "--target", help="Target model: local dir, hub id or .gguf file (default: Qwen2.5-Coder-1.5B-Instruct, installed offline)."),
     draft: str = typer.Option(None, "--draft", help="Draft model, as --target (default: Qwen2.5-Coder-0.5B-Instruct)."),
     prompts: str = typer.Option("human-eval,mt-bench", "--prompts", help="Prompt sets: human-eval, mt-bench, shakespeare."),
-    n: int = typer.Option(4, "--n", "-n", help="Prompts per set."),
+    n: int = typer.Option(12, "--n", "-n", help="Prompts per set."),
     gammas: str = typer.Option("1,2,4", "--gammas", help="Draft lengths γ for real speculative decoding."),
-    max_new_tokens: int = typer.Option(64, "--max-new-tokens", help="Tokens generated per prompt."),
+    max_new_tokens: int = typer.Option(48, "--max-new-tokens", help="Tokens generated per prompt."),
     temperature: float = typer.Option(1.0, "--temperature", "-t", help="Sampling temperature of both models (0 = greedy)."),
     top_k: int = typer.Option(None, "--top-k", help="Top-k filter before sampling (both models)."),
     top_p: float = typer.Option(None, "--top-p", help="Nucleus filter before sampling (both models)."),
@@ -52,6 +52,7 @@ def validate(
     device: str = typer.Option(None, "--device", help="cpu or cuda (default: cuda when present)."),
     threads: int = typer.Option(None, "--threads", help="torch CPU threads (default: torch's choice)."),
     slice_k: int = typer.Option(256, "--slice-k", help="Top-k slice stored per position."),
+    probe_every: int = typer.Option(4, "--probe-every", help="Time the autoregressive baseline (one extra one-token target forward) every k-th SD iteration."),
     sd: bool = typer.Option(True, "--sd/--no-sd", help="Run real speculative decoding (else capture only)."),
     chat: bool = typer.Option(True, "--chat/--raw", help="Apply the tokenizer's chat template."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -67,7 +68,8 @@ def validate(
     if not (temperature >= 0 and math.isfinite(temperature)):
         raise typer.BadParameter("--temperature must be finite and ≥ 0", param_hint="--temperature")
     # every argument is checked here, before a model is installed, downloaded or loaded
-    for opt, v in (("--top-k", top_k), ("--slice-k", slice_k), ("--threads", threads)):
+    for opt, v in (("--top-k", top_k), ("--slice-k", slice_k), ("--threads", threads),
+                   ("--probe-every", probe_every)):
         if v is not None and v < 1:
             raise typer.BadParameter(f"{opt} must be ≥ 1, got {v}", param_hint=opt)
     if top_p is not None and not 0 < top_p <= 1:
@@ -86,7 +88,7 @@ def validate(
         raise typer.BadParameter(str(e), param_hint="--prompts") from None
     try:
         _run(target, draft, prompts, n, g, max_new_tokens, temperature, top_k, top_p, seed, out, device,
-             threads, slice_k, sd, chat, progress)
+             threads, slice_k, sd, chat, progress, probe_every)
     except (ModelError, PromptSetError) as e:
         _fail(str(e))
     except ImportError as e:
@@ -96,7 +98,7 @@ def validate(
 
 
 def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, top_p, seed, out, device,
-         threads, slice_k, sd, chat, progress):
+         threads, slice_k, sd, chat, progress, probe_every=4):
     from validate.experiment import run_experiment
     from validate.hf import pick_device, require_torch
     from validate.models import install_default_pair, load_pair, stop_ids
@@ -117,6 +119,7 @@ def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, 
     run_experiment(out, tm, dm, plist, lambda p: render(p, tok, chat=chat), gammas=gammas,
                    max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
                    stop_ids=stop_ids(tok), slice_k=slice_k, device=dev, sd=sd, progress=progress,
+                   probe_every=probe_every,
                    config=dict(target=target, draft=draft, threads=torch.get_num_threads(), chat=chat))
     write_report(out)
     typer.echo(f"wrote {out}/report.md, report.json and plots; add the evidence to the claim report with "

@@ -189,6 +189,22 @@ def test_greedy_sd_emits_the_targets_greedy_text(pair, gamma):
     assert 0 < run.tau.mean() < gamma  # both accepts and rejections happened
 
 
+def test_probe_every_thins_the_ar_probe_only(pair):
+    """probe_every=k times the autoregressive probe at iterations 0, k, 2k, … and nowhere else;
+    the probe is cropped away again, so the emitted text and every record but ar_probe_s are the
+    run without thinning."""
+    tgt, drf = pair
+    full = speculative_decode(tgt, drf, PROMPT, 2, 40, temperature=1.0, seed=3)
+    thin = speculative_decode(tgt, drf, PROMPT, 2, 40, temperature=1.0, seed=3, probe_every=3)
+    np.testing.assert_array_equal(thin.tokens, full.tokens)
+    np.testing.assert_array_equal(thin.tau, full.tau)
+    probed = np.isfinite(thin.ar_probe_s[:-1])
+    assert probed.size >= 6
+    np.testing.assert_array_equal(probed, np.arange(probed.size) % 3 == 0)
+    with pytest.raises(ValueError, match="probe_every"):
+        speculative_decode(tgt, drf, PROMPT, 2, 5, probe_every=0)
+
+
 def test_sd_records_match_direct_computation(pair, tmp_path):
     tgt, drf = pair
     run = speculative_decode(tgt, drf, PROMPT, 3, 30, temperature=1.0, seed=5)

@@ -72,12 +72,14 @@ def _safe(name: str) -> str:
 def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *, gammas=(1, 2, 3, 4, 6),
                    max_new_tokens: int = 64, temperature: float = 1.0, top_k=None, top_p=None, seed: int = 0,
                    stop_ids=(), slice_k: int = 256, device: str | None = None, sd: bool = True,
-                   config: dict | None = None, progress: bool = True, vocab_size: int | None = None) -> Path:
+                   config: dict | None = None, progress: bool = True, vocab_size: int | None = None,
+                   probe_every: int = 4) -> Path:
     """Capture every prompt, then run real SD for every γ; skip what is already on disk.
 
     prompts: :class:`validate.prompts.Prompt` list; encode(prompt) → token ids (chat template
     applied). config: extra entries for run.json (model names...). Seeds: prompt i uses
-    ``seed + i`` for capture and for SD at every γ.
+    ``seed + i`` for capture and for SD at every γ. probe_every: the autoregressive probe
+    (:func:`validate.specdec.speculative_decode`) times every k-th SD iteration.
     """
     from spectheory.checks import check_int
 
@@ -94,6 +96,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
     check_sampling(temperature, top_k, top_p)
     check_int(seed, "seed", min=0)
     check_int(slice_k, "slice_k", min=1)
+    check_int(probe_every, "probe_every", min=1)
     if not isinstance(prompts, (list, tuple)) or not all(isinstance(p, Prompt) for p in prompts):
         raise TypeError("prompts must be a list of validate.prompts.Prompt (load them with load_prompts)")
     if not callable(encode):
@@ -102,7 +105,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
     d.mkdir(parents=True, exist_ok=True)
     cfg = dict(format=RUN_FORMAT, gammas=list(gammas), max_new_tokens=int(max_new_tokens),
                temperature=float(temperature), top_k=top_k, top_p=top_p, seed=int(seed),
-               stop_ids=list(stop_ids), slice_k=int(slice_k), device=device,
+               stop_ids=list(stop_ids), slice_k=int(slice_k), device=device, probe_every=int(probe_every),
                prompts=[dict(name=p.name, category=p.category) for p in prompts], **(config or {}))
     old = d / "run.json"
     if old.exists():
@@ -150,7 +153,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
                                     on_token=lambda t: tick(), **common)
             else:
                 obj = speculative_decode(target_model, draft_model, ids, g, max_new_tokens,
-                                         on_tokens=tick, **common)
+                                         on_tokens=tick, probe_every=probe_every, **common)
             if bar:
                 bar.advance(task, max_new_tokens - done[0])  # early stop: count the rest as done
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -108,7 +108,7 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
                        temperature: float = 1.0, *, top_k: int | None = None, top_p: float | None = None,
                        seed=0, stop_ids=(), vocab_size: int | None = None, device: str | None = None,
                        rule: SDRule = STANDARD, name: str = "sd", category: str = "",
-                       on_tokens=None, ar_probe: bool = True) -> SDRun:
+                       on_tokens=None, ar_probe: bool = True, probe_every: int = 1) -> SDRun:
     """Run speculative decoding of ``target_model`` with ``draft_model`` (module docstring).
 
     temperature 0 is greedy decoding (p and q one-hot on their argmax: a draft is accepted
@@ -119,6 +119,9 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
     context and crop it away again (not part of SD, excluded from its time): the
     autoregressive cost per token measured under the same machine conditions as the SD calls
     (on a shared machine the load drifts; a baseline timed at another moment is biased).
+    probe_every: probe only iterations 0, k, 2k, … (``ar_probe_s`` is NaN on the others; the cost
+    profile averages the finite ones). A probe costs one target forward, about a quarter of an SD
+    run's time at γ = 1 on a CPU: ``spectheory validate`` probes every 4th iteration.
     """
     from .hf import CachedLM, common_vocab, require_torch
     from .trace import sampling_probs
@@ -127,7 +130,9 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
         raise ValueError(f"gamma (draft length) must be an integer ≥ 1, got {gamma!r}")
     if int(max_new_tokens) != max_new_tokens or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be an integer ≥ 1, got {max_new_tokens!r}")
-    gamma = int(gamma)
+    if isinstance(probe_every, bool) or int(probe_every) != probe_every or probe_every < 1:
+        raise ValueError(f"probe_every must be an integer ≥ 1, got {probe_every!r}")
+    gamma, probe_every = int(gamma), int(probe_every)
     prompt_ids = [int(i) for i in prompt_ids]
     if not prompt_ids:
         raise ValueError("the prompt must hold at least one token")
@@ -193,7 +198,7 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
         drf.crop(min(drf.length, keep))
         out.extend(block)
         probe = np.nan
-        if ar_probe and not done and len(seq) - tgt.length == 1:
+        if ar_probe and not done and len(rec["tau"]) % probe_every == 0 and len(seq) - tgt.length == 1:
             _, probe = tgt.feed(seq[tgt.length:], rows=1)
             tgt.crop(len(seq) - 1)
         rec["probe"].append(probe)
