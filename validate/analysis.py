@@ -12,7 +12,7 @@ calls cost here: γ draft calls t_draft plus one target call scoring k = γ + 1 
 t_target(γ + 1), against t_target(1) per autoregressive token:
   speedup = E[tokens] · t_target(1) / (γ·t_draft + t_target(γ+1) + t_verify).
 Measured speedup: autoregressive seconds per token (a one-token target forward on the
-committed context, timed once per SD iteration beside the SD calls: SDRun.ar_probe_s; the
+committed context, timed beside the SD calls every k-th SD iteration: SDRun.ar_probe_s; the
 capture's one-token forwards if there are no probes) divided by speculative seconds per
 emitted token (all draft and target calls plus the verifier, prompt prefill excluded on both
 sides).
