@@ -98,7 +98,7 @@ def validate(
 
 
 def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, top_p, seed, out, device,
-         threads, slice_k, sd, chat, progress, probe_every=4):
+         threads, slice_k, sd, chat, progress, probe_every):
     from validate.experiment import run_experiment
     from validate.hf import pick_device, require_torch
     from validate.models import install_default_pair, load_pair, stop_ids
@@ -107,9 +107,7 @@ def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, 
     torch = require_torch()
     if threads:
         torch.set_num_threads(int(threads))
-    if (target is None) != (draft is None):
-        raise typer.BadParameter("give both --target and --draft, or neither (default Qwen pair)")
-    if target is None:
+    if target is None:  # validate() has checked that --draft is then absent too
         target, draft = (str(p) for p in install_default_pair(log=typer.echo))
     dev = pick_device(device)
     typer.echo(f"loading target {target} and draft {draft} on {dev}")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sims import stats
 from spectheory.closed_forms.sd import acceptance, expected_tokens
 from spectheory.checks import check_real, check_real_array, check_type
 from spectheory.rng import check_random_state
@@ -169,8 +170,8 @@ def replay(trace: LogitTrace | CompactTrace, gamma: int, *, temperature: float |
     n_att = T * n_mc
     n_acc = int(first.sum())
     f_t = first.mean(axis=1)
-    se_null = float(np.sqrt(np.sum(beta_mc * (1 - beta_mc)) / n_mc) / T)
-    se_hat = float(np.sqrt(np.sum(f_t * (1 - f_t)) / n_mc) / T)
+    se_null = stats.bernoulli_mean_se(beta_mc, n_mc)
+    se_hat = stats.bernoulli_mean_se(f_t, n_mc)
 
     full = acc[: last_start + 1]
     tau = np.cumprod(full, axis=1).sum(axis=1)  # (n_starts, n_mc)
