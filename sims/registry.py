@@ -16,7 +16,7 @@ import numpy as np
 
 from spectheory.rng import derive_seed
 
-from .evidence import Evidence
+from spectheory.judge.evidence import Evidence
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def register(**kwargs) -> Claim:
     claim = Claim(**kwargs)
     if claim.id in REGISTRY:
         raise RegistrationError(f"claim {claim.id!r} registered twice")
-    from .evidence import MODES
+    from spectheory.judge.evidence import MODES
     bad = [m for m in claim.modes if m not in MODES]
     if bad or not claim.modes:
         raise RegistrationError(f"{claim.id}: modes must be a non-empty subset of {MODES}, got {claim.modes!r}")

@@ -1,8 +1,7 @@
 """Render a report: terminal table (rich), Markdown, JSON (schema ``spectheory.report/1``)."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from spectheory.judge.format import fmt, interval
 
 
 def primary_evidence(claim: dict) -> dict | None:
@@ -17,35 +16,12 @@ def primary_evidence(claim: dict) -> dict | None:
     return ev[0] if ev else None
 
 
-def fmt(x, digits: int = 6) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, str):
-        return x
-    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
-        return f"{x:.3e}"
-    return f"{x:.{digits}g}"
-
-
-def interval(e: dict | None) -> str:
-    if not e or e.get("ci_low") is None:
-        return "–"
-    return f"[{fmt(e['ci_low'])}, {fmt(e['ci_high'])}]"
-
-
 def _modes(claim) -> str:
     return "+".join(sorted({e["mode"] for e in claim["evidence"] if e["outcome"] != "info"}))
 
 
 def _controls(claim) -> str:
     return ", ".join(f"{c['name']}: {c['verdict']}" for c in claim["controls"]) or "–"
-
-
-def write_json(report: dict, path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    return path
 
 
 def print_table(report: dict, console=None) -> None:

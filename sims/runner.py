@@ -5,37 +5,18 @@ import platform
 import time
 from datetime import datetime, timezone
 
-from .evidence import MODES, combine
+from spectheory.judge import verdicts
+from spectheory.judge.evidence import combine
+from spectheory.judge.format import versions
+
 from .registry import Claim, Context, select, total_mc_tests
 
 SCHEMA = "spectheory.report/1"
 
 
-def _versions() -> dict:
-    import numba
-    import numpy
-    import scipy
-
-    from spectheory import __version__
-    return {"spectheory": __version__, "python": platform.python_version(), "numpy": numpy.__version__,
-            "scipy": scipy.__version__, "numba": numba.__version__}
-
-
-def mode_verdicts(evidence) -> dict[str, str]:
-    """Verdict per evidence mode (``combine`` over that mode's evidence alone)."""
-    return {m: combine([e for e in evidence if e.mode == m]) for m in MODES
-            if any(e.mode == m for e in evidence)}
-
-
 def control_verdict(claim: Claim, control, evidence) -> tuple[str, dict[str, str]]:
-    """A control counts as ``fails`` only if it fails in *every* mode it is registered for:
-    a broken algorithm caught by the exact engine alone leaves the Monte Carlo unchecked."""
-    per_mode = mode_verdicts(evidence)
-    need = [m for m in claim.control_modes(control) if m != "logits"]
-    if all(per_mode.get(m) == "fails" for m in need):
-        return "fails", per_mode
-    overall = combine(evidence)
-    return (overall if overall != "fails" else "inconclusive"), per_mode
+    """The judge's control verdict for ``control`` of ``claim`` (the modes it is registered for)."""
+    return verdicts.control_verdict(claim.control_modes(control), evidence)
 
 
 def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float):
@@ -81,15 +62,18 @@ def _family_groups(tasks) -> list[list[tuple[str, str | None]]]:
 
 
 def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha: float = 0.01,
-               progress: bool = True, jobs: int = 1, executor=None, logits=None) -> dict:
+               progress: bool = True, jobs: int = 1, executor=None, extra_evidence=None,
+               extra_source: str | None = None) -> dict:
     """Run every claim matching ``pattern`` and its negative controls; return the report.
     ``jobs`` > 1 (or an ``executor``) runs the checks in parallel (a local process pool,
     :mod:`sims.sweep`), each family's checks in one worker so its kernels compile once;
     ``jobs=0`` means one worker per CPU (serial on one CPU). Every check is seeded from (seed,
     claim, subject), so the report is the one the serial run gives (timings aside).
 
-    logits: a ``validate`` run directory; its ``logits`` evidence (validate.evidence) joins
-    each claim's evidence and verdict (tested at the report's per-test level)."""
+    extra_evidence: ``{claim_id: [Evidence, ...]}`` computed elsewhere (real-model ``logits``
+    evidence: the command line computes it with ``validate``, which this floor never imports);
+    it joins the subject's evidence and verdict. extra_source: where it came from (the report's
+    ``run.logits_run``)."""
     from spectheory.checks import check_int, check_real
     seed = check_int(seed, "seed", min=0)
     alpha = check_real(alpha, "alpha (family-wise error rate)", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -109,10 +93,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
                        TimeElapsedColumn(), transient=True)
         bar.start()
         job = bar.add_task("checks", total=len(tasks))
-    extra = {}
-    if logits is not None:
-        from validate.evidence import logits_evidence
-        extra = logits_evidence(logits, alpha=alpha / max(1, total_mc_tests()))
+    extra = dict(extra_evidence or {})
     try:
         groups = _family_groups(tasks)
         if (jobs > 1 and len(groups) > 1) or executor is not None:
@@ -181,7 +162,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         "run": {"claims_pattern": pattern, "seed": seed, "quick": quick, "alpha_family": alpha,
                 "mc_tests_in_registry": m, "alpha_per_test": alpha / max(1, m),
                 "correction": "Bonferroni over every Monte Carlo test in the registry (controls included)",
-                "power": 0.9, "logits_run": None if logits is None else str(logits), "started_at": started.isoformat(timespec="seconds"),
-                "duration_s": round(time.perf_counter() - t0, 2), "versions": _versions(),
+                "power": 0.9, "logits_run": extra_source, "started_at": started.isoformat(timespec="seconds"),
+                "duration_s": round(time.perf_counter() - t0, 2), "versions": versions(),
                 "platform": platform.platform()},
     }

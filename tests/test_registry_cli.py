@@ -5,8 +5,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sims import registry
-from sims.cli import app
-from sims.evidence import Evidence, combine
+from spectheory_cli.main import app
+from spectheory.judge.evidence import Evidence, combine
 from sims.runner import SCHEMA, run_claims
 
 CLAIM_KEYS = {"id", "verdict", "statement", "evidence", "counterexample"}

@@ -1,13 +1,13 @@
 """Evidence (mode ``logits``, CLAIMS "Evidence modes") from a replayed trace, built with the
-same statistical method as every other check (:mod:`sims.stats`), so the records drop
+same statistical method as every other check (:mod:`spectheory.judge.stats`), so the records drop
 straight into a report.
 """
 from __future__ import annotations
 
 import math
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from spectheory.checks import check_level, check_real
 from spectheory.closed_forms.sd import walltime_improvement
 from spectheory.rules.sd import STANDARD, SDRule

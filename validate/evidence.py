@@ -27,8 +27,8 @@ import pkgutil
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from spectheory.checks import check_level, check_real
 
 from .analysis import summarize

@@ -21,8 +21,8 @@ from spectheory.montecarlo import ersd as mc
 from spectheory.pairs import aligned_pair, pair_from_tables, perturbed_pair, random_pair
 from spectheory.rules import ersd as R
 
-from .. import instances as inst
-from .. import stats
+from spectheory import instances as inst
+from spectheory.judge import stats
 from ..registry import Control, register
 from ..shrink import smallest_counterexample
 
@@ -91,27 +91,6 @@ def _batch_se(x, n_batches: int = 200):
     nb = x.shape[1] // per
     means = x[:, :nb * per].reshape(x.shape[0], nb, per).mean(axis=2).ravel()
     return float(x.mean()), float(means.std(ddof=1) / np.sqrt(means.size)), int(x.size)
-
-
-#: environment variable naming a captured LogitTrace (.npz) whose replay adds ``logits`` evidence
-TRACE_ENV = "SPECTHEORY_TRACE"
-
-
-@lru_cache(maxsize=4)
-def _trace_replay(path: str):
-    from validate import LogitTrace
-    from validate.replay_ersd import replay_ersd
-    return replay_ersd(LogitTrace.load(path), k=16, m=16, n_mc=400, seed=0)
-
-
-def logits_evidence(ctx, claim_id: str):
-    """``logits`` evidence for ``claim_id`` from the trace named by $SPECTHEORY_TRACE (none if unset)."""
-    import os
-    path = os.environ.get(TRACE_ENV)
-    if not path:
-        return []
-    from validate.replay_ersd import evidence_ersd
-    return evidence_ersd(_trace_replay(path), alpha=ctx.alpha_family)[claim_id]
 
 
 def _plugin_entropy(idx, n_cells, base=2.0):
@@ -222,8 +201,6 @@ def check_lemma(ctx, rule):
             _label(name, method=rule.name), att, acc, beta, alpha=ctx.alpha_test, tolerance=0.01,
             note=f"{n} positions of generated text; first-arrival acceptance counted per state "
                  "against the exact formula")))
-    if rule == R.ERSD:
-        ev += logits_evidence(ctx, "ersd.lemma3_1")
     return ev
 
 
@@ -704,8 +681,6 @@ def check_zero_order(ctx, names):
             note=f"{gaps.size} blocks of consecutive positions (8 streams × 10); in each, a fitted to the "
                  f"block and the measured tokens of iterations started at every position of it; mean "
                  f"0th-order prediction {preds.mean():.4f}")))
-    if names is ZERO_ORDER_SOURCES:
-        ev += logits_evidence(ctx, "zero_order.underestimates")
     return ev
 
 

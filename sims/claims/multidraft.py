@@ -20,8 +20,8 @@ from spectheory.exact import multidraft as ex
 from spectheory.montecarlo import multidraft as mc
 from spectheory.rules import multidraft as R
 
-from .. import instances as inst
-from .. import stats
+from spectheory import instances as inst
+from spectheory.judge import stats
 from ..registry import Control, register
 from ..shrink import smallest_counterexample
 

@@ -16,8 +16,8 @@ from spectheory.montecarlo import sd as mc_sd
 from spectheory.montecarlo.clock import PARALLEL, SERIAL, CallSchedule, ratio_of_means, simulate_clocks
 from spectheory.rules.sd import BROKEN_NO_BONUS, BROKEN_RESIDUAL_P, BROKEN_SWAPPED_RATIO, STANDARD, SDRule
 
-from .. import instances as inst
-from .. import stats
+from spectheory import instances as inst
+from spectheory.judge import stats
 from ..registry import Control, register
 from ..shrink import smallest_counterexample
 

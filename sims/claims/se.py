@@ -24,8 +24,8 @@ from spectheory.pairs import dirichlet_source, mix_with_noise, pair_from_tables,
 from spectheory.rules.se import (BROKEN_BONUS_UNCHECKED, BROKEN_DROP_CORRECTION, BROKEN_RESIDUAL_MEMBER,
                                  BROKEN_VERIFY_MEMBER, STANDARD)
 
-from .. import instances as inst
-from .. import stats
+from spectheory import instances as inst
+from spectheory.judge import stats
 from ..registry import Control, register
 
 PAPER = "Fu et al., Speculative Ensemble (seed 002_441515f74760b354.txt)"

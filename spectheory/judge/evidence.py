@@ -1,4 +1,4 @@
-"""Evidence records and verdicts: the stable vocabulary of a report (schema spectheory.report/1)."""
+"""Evidence records and verdicts: the stable vocabulary of every report (verify, conformance, validate)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
