@@ -1,4 +1,5 @@
-"""Run registered claim checks and assemble a report (schema ``spectheory.report/1``)."""
+"""Run registered claim checks and assemble a report (schema ``spectheory.report/2``,
+docs/report_schema.md; the JSON Schema is ``sims/schemas/report-2.json``)."""
 from __future__ import annotations
 
 import platform
@@ -9,32 +10,59 @@ from spectheory.judge import verdicts
 from spectheory.judge.evidence import combine
 from spectheory.judge.format import versions
 
+from . import papers
 from .registry import Claim, Context, select, total_mc_tests
 
-SCHEMA = "spectheory.report/1"
+SCHEMA = "spectheory.report/2"
 
 
-def control_verdict(claim: Claim, control, evidence) -> tuple[str, dict[str, str]]:
-    """The judge's control verdict for ``control`` of ``claim`` (the modes it is registered for)."""
-    return verdicts.control_verdict(claim.control_modes(control), evidence)
+def control_verdict(claim: Claim, control, evidence):
+    """The judge's verdict of ``control`` of ``claim``: ``fails`` only if it fails in every
+    (part, mode) it is required in. Returns (verdict, per mode, per part per mode)."""
+    return verdicts.control_verdict(claim.control_requirements(control), evidence)
+
+
+def tag_parts(claim: Claim, evidence, who: str = "subject") -> None:
+    """Give every evidence item its part (a one-part claim's only part when it names none) and
+    refuse evidence for an unknown part, evidence of a multi-part claim that names no part, and
+    graded evidence in a part declared not checkable."""
+    parts = {p.id: p for p in claim.parts}
+    only = claim.parts[0].id if len(claim.parts) == 1 else None
+    for e in evidence:
+        if e.part is None:
+            if only is None:
+                raise RuntimeError(f"{claim.id} ({who}): evidence {e.instance!r} names no part; tag it with "
+                                   f"ctx.part(...) or part=... (parts: {', '.join(parts)})")
+            e.part = only
+        elif e.part not in parts:
+            raise RuntimeError(f"{claim.id} ({who}): evidence {e.instance!r} names unknown part {e.part!r} "
+                               f"(parts: {', '.join(parts)})")
+        if not parts[e.part].checkable and e.outcome != "info":
+            raise RuntimeError(f"{claim.id} ({who}): graded evidence {e.instance!r} in part {e.part!r}, declared "
+                               "not checkable (only info evidence may go there)")
 
 
 def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float):
-    ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name)
+    ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name,
+                  parts=claim.parts)
     t0 = time.perf_counter()
     evidence = claim.check(ctx, subject)
     if ctx.mc_tests_run != claim.mc_tests:
         raise RuntimeError(f"{claim.id}: check ran {ctx.mc_tests_run} Monte Carlo tests but registered "
                            f"mc_tests={claim.mc_tests}; the Bonferroni split would be wrong")
+    tag_parts(claim, evidence, subject_name)
     if subject_name == "subject":
-        graded = {e.mode for e in evidence if e.outcome != "info"}
-        missing = [m for m in claim.modes if m != "logits" and m not in graded]
-        if missing:
-            raise RuntimeError(f"{claim.id}: registered modes {claim.modes} but the check graded no "
-                               f"evidence in {missing}")
+        for part in claim.checkable_parts:
+            graded = {e.mode for e in evidence if e.outcome != "info" and e.part == part.id}
+            missing = [m for m in claim.part_modes(part) if m != "logits" and m not in graded]
+            if missing:
+                where = "" if len(claim.parts) == 1 else f" part {part.id!r}"
+                raise RuntimeError(f"{claim.id}:{where} registered modes {claim.part_modes(part)} but the check "
+                                   f"graded no evidence in {missing} (a part that cannot be graded is declared "
+                                   "checkable=False with a reason)")
     verdict = combine(evidence)
     counterexample = claim.shrink(ctx, subject) if verdict == "fails" and claim.shrink else None
-    return verdict, evidence, counterexample, time.perf_counter() - t0
+    return verdict, evidence, counterexample, time.perf_counter() - t0, ctx.slack
 
 
 def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha: float):
@@ -82,6 +110,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         import os
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     claims = select(pattern)
+    by_id = {c.id: c for c in claims}
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     tasks = [(c, None) for c in claims] + [(c, ctl) for c in claims for ctl in c.controls]
@@ -128,33 +157,12 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
             bar.stop()
     for cid, evs in extra.items():  # real-logit evidence joins the claim's verdict (serial or parallel)
         if (cid, None) in results and evs:
-            v, ev, cex, secs = results[(cid, None)]
-            ev = list(ev) + evs
-            results[(cid, None)] = (combine(ev) if v != "fails" else v, ev, cex, secs)
+            v, ev, cex, secs, slack = results[(cid, None)]
+            evs = list(evs)
+            tag_parts(by_id[cid], evs, "extra evidence")
+            results[(cid, None)] = (v, list(ev) + evs, cex, secs, slack)
 
-    out = []
-    for claim in claims:
-        verdict, evidence, cex, secs = results[(claim.id, None)]
-        notes = []
-        controls = []
-        for ctl in claim.controls:
-            _, cev, ccex, csecs = results[(claim.id, ctl.name)]
-            cv, per_mode = control_verdict(claim, ctl, cev)
-            controls.append({"name": ctl.name, "description": ctl.description, "verdict": cv,
-                             "modes": per_mode, "required_modes": list(claim.control_modes(ctl)),
-                             "evidence": [e.to_json() for e in cev], "counterexample": ccex,
-                             "seconds": round(csecs, 3)})
-            if cv != "fails" and verdict != "fails":
-                verdict = "inconclusive"
-                missed = [m for m in claim.control_modes(ctl) if m != "logits" and per_mode.get(m) != "fails"]
-                notes.append(f"negative control {ctl.name!r} did not fail in mode(s) {missed} "
-                             f"(per mode: {per_mode}): the check cannot tell a broken algorithm "
-                             "from a correct one there")
-        out.append({"id": claim.id, "verdict": verdict, "statement": claim.statement,
-                    "paper": claim.paper, "reference": claim.reference,
-                    "interpretation": claim.interpretation,
-                    "evidence": [e.to_json() for e in evidence], "counterexample": cex,
-                    "controls": controls, "notes": notes, "seconds": round(secs, 3)})
+    out = [_claim_entry(claim, results) for claim in claims]
     m = total_mc_tests()
     return {
         "schema": SCHEMA,
@@ -166,3 +174,63 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
                 "duration_s": round(time.perf_counter() - t0, 2), "versions": versions(),
                 "platform": platform.platform()},
     }
+
+
+def _failing_part(claim: Claim, evidence, cex) -> str | None:
+    """The part a counterexample belongs to: the one it names, else the first failing part."""
+    if cex and cex.get("part") in {p.id for p in claim.parts}:
+        return cex["part"]
+    for p in claim.checkable_parts:
+        if verdicts.part_verdict(evidence, p.id) == "fails":
+            return p.id
+    return None
+
+
+def _claim_entry(claim: Claim, results) -> dict:
+    """One claim of the report: parts and their verdicts, the claim's verdict and summary, the
+    evidence, and every control's verdict per part per mode."""
+    _, evidence, cex, secs, slack = results[(claim.id, None)]
+    part_v = {p.id: verdicts.part_verdict(evidence, p.id, p.checkable) for p in claim.parts}
+    part_notes: dict[str, list] = {p.id: [] for p in claim.parts}
+    notes, controls = [], []
+    one = len(claim.parts) == 1
+    for ctl in claim.controls:
+        _, cev, ccex, csecs, cslack = results[(claim.id, ctl.name)]
+        need = claim.control_requirements(ctl)
+        cv, per_mode, per_part = control_verdict(claim, ctl, cev)
+        entry = {"name": ctl.name, "description": ctl.description, "verdict": cv,
+                 "modes": per_mode, "required_modes": list(claim.control_modes(ctl)),
+                 "parts": per_part, "required": {p: list(m) for p, m in need.items()},
+                 "evidence": [e.to_json() for e in cev], "counterexample": ccex,
+                 "seconds": round(csecs, 3)}
+        if cslack:
+            entry["least_slack"] = cslack
+        controls.append(entry)
+        if cv == "fails":
+            continue
+        for pid, modes in need.items():
+            missed = [m for m in modes if m != "logits" and per_part[pid].get(m) != "fails"]
+            if not missed or part_v[pid] in ("fails", verdicts.NOT_CHECKABLE):
+                continue
+            part_v[pid] = "inconclusive"
+            where = "" if one else f" in part {pid!r}"
+            note = (f"negative control {ctl.name!r} did not fail{where} in mode(s) {missed} "
+                    f"(per mode: {per_part[pid] if not one else per_mode}): the check cannot tell a broken "
+                    "algorithm from a correct one there")
+            notes.append(note)
+            part_notes[pid].append(note)
+    failing = _failing_part(claim, evidence, cex) if cex else None
+    parts = []
+    for p in claim.parts:
+        parts.append({"id": p.id, "statement": p.statement, "relation": p.relation, "checkable": p.checkable,
+                      "reason": p.reason, "modes": list(claim.part_modes(p)), "verdict": part_v[p.id],
+                      "evidence": sum(e.part == p.id for e in evidence),
+                      "counterexample": cex if p.id == failing else None,
+                      "least_slack": slack.get(p.id), "notes": part_notes[p.id]})
+    keys = papers.keys_of(claim.paper)
+    return {"id": claim.id, "verdict": verdicts.claim_verdict(part_v), "summary": verdicts.summary(part_v),
+            "relation": claim.relation_label, "statement": claim.statement,
+            "paper": papers.cite(claim.paper), "papers": [papers.PAPERS[k].to_json() for k in keys],
+            "reference": claim.reference, "interpretation": claim.interpretation, "parts": parts,
+            "evidence": [e.to_json() for e in evidence], "counterexample": cex,
+            "controls": controls, "notes": notes, "seconds": round(secs, 3)}

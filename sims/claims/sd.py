@@ -21,7 +21,7 @@ from spectheory.judge import stats
 from ..registry import Control, register
 from ..shrink import smallest_counterexample
 
-PAPER = "Leviathan et al. 2023; Chen et al. 2023 (cited by every seed)"
+PAPER = ("leviathan2023", "chen2023")
 
 CTRL_RESIDUAL = Control("residual=norm(p)", BROKEN_RESIDUAL_P, BROKEN_RESIDUAL_P.description)
 CTRL_SWAPPED = Control("accept=min(1,q/p)", BROKEN_SWAPPED_RATIO, BROKEN_SWAPPED_RATIO.description)
@@ -79,7 +79,8 @@ def shrink_lossless(ctx, rule):
 
 
 register(
-    id="sd.lossless", paper=PAPER, reference="Leviathan et al. 2023, Thm 3.5 / App. A.1",
+    id="sd.lossless", relation="law",
+    paper=PAPER, reference="Leviathan et al. 2023, Thm 3.5 / App. A.1",
     statement="Token-level rejection sampling (accept x w.p. min(1, p(x)/q(x)), else sample "
               "norm(max(p−q,0)); bonus from p after γ accepts) emits sequences distributed "
               "exactly as p, over any number of iterations.",
@@ -139,7 +140,8 @@ def shrink_acceptance(ctx, rule):
 
 
 register(
-    id="sd.acceptance", paper=PAPER, reference="Leviathan et al. 2023, Def. 3.1 / Thm 3.5 (β = 1 − D_LK)",
+    id="sd.acceptance", relation="=",
+    paper=PAPER, reference="Leviathan et al. 2023, Def. 3.1 / Thm 3.5 (β = 1 − D_LK)",
     statement="P(accept at a position) = Σ_x min(p(x), q(x)) = 1 − TV(p, q).",
     interpretation="Checked state by state: the exact probability that the algorithm accepts "
                    "the drafted token in state s equals β(s) = Σ min(p(·|s), q(·|s)) and 1 − TV. "
@@ -202,7 +204,8 @@ def shrink_expected_tokens(ctx, rule):
 
 
 register(
-    id="sd.expected_tokens", paper=PAPER, reference="Leviathan et al. 2023, Eq. 1 (Thm 3.8's numerator)",
+    id="sd.expected_tokens", relation="=",
+    paper=PAPER, reference="Leviathan et al. 2023, Eq. 1 (Thm 3.8's numerator)",
     statement="With a constant per-position acceptance α, E[tokens per iteration] = "
               "(1 − α^{γ+1})/(1 − α). On a Markov source the exact value comes from a dynamic "
               "program over the chain.",
@@ -283,7 +286,8 @@ def shrink_walltime(ctx, subject):
 
 
 register(
-    id="sd.walltime", paper=PAPER, reference="Leviathan et al. 2023, Thm 3.8",
+    id="sd.walltime", relation="=",
+    paper=PAPER, reference="Leviathan et al. 2023, Thm 3.8",
     statement="Walltime improvement over autoregressive decoding (1 − α^{γ+1}) / ((1 − α)(γc + 1)) "
               "in the cost model (draft call c, target call 1).",
     interpretation="Cost model: an iteration makes γ draft calls (time c each) and one parallel "
