@@ -87,6 +87,10 @@ class Claim:
     relation: str | None = None
     parts: tuple[Part, ...] = ()
 
+    def __post_init__(self):
+        if not self.parts and self.relation is not None:  # one part, "main": the claim itself
+            object.__setattr__(self, "parts", (Part("main", self.statement, self.relation),))
+
     def control_modes(self, control: Control) -> tuple[str, ...]:
         """Modes in which ``control`` must come out ``fails``."""
         return self.modes if control.modes is None else control.modes
@@ -151,14 +155,10 @@ def register(**kwargs) -> Claim:
     Carlo evidence declares ``mc_tests`` > 0; ``paper`` names known papers (:mod:`sims.papers`).
     The runner then checks each control per part and per mode (:func:`sims.runner.control_verdict`).
     """
-    parts = tuple(kwargs.pop("parts", None) or ())
-    if not parts:
-        rel = kwargs.get("relation")
-        if rel is None:
-            raise RegistrationError(f"{kwargs.get('id')}: give the claim's relation ({', '.join(RELATIONS)}) "
-                                    "or its parts")
-        parts = (Part("main", kwargs.get("statement", ""), rel),)
-    claim = Claim(**kwargs, parts=parts)
+    if not kwargs.get("parts") and kwargs.get("relation") is None:
+        raise RegistrationError(f"{kwargs.get('id')}: give the claim's relation ({', '.join(RELATIONS)}) "
+                                "or its parts")
+    claim = Claim(**{**kwargs, "parts": tuple(kwargs.get("parts") or ())})
     if claim.id in REGISTRY:
         raise RegistrationError(f"claim {claim.id!r} registered twice")
     try:

@@ -19,6 +19,7 @@ SCHEMA = "spectheory.report/2"
 def control_verdict(claim: Claim, control, evidence):
     """The judge's verdict of ``control`` of ``claim``: ``fails`` only if it fails in every
     (part, mode) it is required in. Returns (verdict, per mode, per part per mode)."""
+    tag_parts(claim, evidence, f"control:{control.name}")
     return verdicts.control_verdict(claim.control_requirements(control), evidence)
 
 
