@@ -71,7 +71,7 @@ _GRADES = ("equal", "distance", "bound")
 
 def sweep(instance: str, points: Iterable[dict], measure: Callable, *, grade: str = "equal", side: str = "ge",
           worst: Callable | None = None, tol: float | None = None, what: str = "value", note=None,
-          keep: bool = True, part: str | None = None) -> Evidence:
+          judge: Callable | None = None, keep: bool = True, part: str | None = None) -> Evidence:
     """Grade a sweep point by point and show its worst point.
 
     ``measure(**point) -> (claimed, measured[, details])`` at each point. ``grade``: "equal"
@@ -80,7 +80,9 @@ def sweep(instance: str, points: Iterable[dict], measure: Callable, *, grade: st
     least slack). ``worst(claimed, measured, details, point) -> badness`` overrides the choice
     (largest badness; ties keep the first point). ``note``: a string or ``note(point, claimed,
     measured, details)``. The evidence is the worst point's comparison; ``keep`` stores every
-    point with its own outcome in ``Evidence.points``."""
+    point with its own outcome in ``Evidence.points``. ``judge(instance, claimed, measured,
+    note) -> Evidence`` replaces the comparison (e.g. :func:`clipped_bound`, :func:`shortfall`:
+    the encodings some families report bounds in)."""
     if grade not in _GRADES:
         raise ValueError(f"grade must be one of {_GRADES}, got {grade!r}")
     rows = []
@@ -95,12 +97,33 @@ def sweep(instance: str, points: Iterable[dict], measure: Callable, *, grade: st
                  "bound": (lambda c, m, d, p: c - m) if side == "ge" else (lambda c, m, d, p: m - c)}[grade]
     pt, c, m, d = max(rows, key=lambda r: worst(r[1], r[2], r[3], r[0]))
     text = note(pt, c, m, d) if callable(note) else (note or "")
-    ev = _grade(instance, grade, side, c, m, tol, what, text)
+    compare = judge or (lambda i, ci, mi, n: _grade(i, grade, side, ci, mi, tol, what, n))
+    ev = compare(instance, c, m, text)
     if keep:
-        ev.points = [{**p, "claimed": ci, "measured": mi,
-                      "outcome": _grade(instance, grade, side, ci, mi, tol, what, "").outcome}
+        ev.points = [{**p, "claimed": ci, "measured": mi, "outcome": compare(instance, ci, mi, "").outcome}
                      for p, ci, mi, _ in rows]
     return _tag(ev, part)
+
+
+def clipped_bound(side: str = "ge", *, strict: bool = False, tol: float = stats.EXACT_TOL, what: str = "value"):
+    """A ``judge`` for :func:`sweep`: an exact bound reported as an equality, ``claimed`` = the
+    bound and ``measured`` = the bound while it holds, the offending value when it does not
+    (``strict``: > or <, by more than ``tol``; else ≥ / ≤ within ``tol``, absolute)."""
+    def judge(instance, bound, value, note):
+        if side == "ge":
+            ok = value > bound + tol if strict else value >= bound - tol
+        else:
+            ok = value < bound - tol if strict else value <= bound + tol
+        return stats.exact_equal(instance, bound, bound if ok else value, what=what, note=note)
+    return judge
+
+
+def shortfall(*, shift: float = 0.0, what: str = "shortfall"):
+    """A ``judge`` for :func:`sweep` whose measure returns (0, a − b) for a claim a ≥ b: reported
+    as claimed 0 and measured min(0, a − b + shift) (0 while the ordering holds)."""
+    def judge(instance, zero, diff, note):
+        return stats.exact_equal(instance, 0.0, min(0.0, diff + shift), what=what, note=note)
+    return judge
 
 
 def _grade(instance, grade, side, c, m, tol, what, note) -> Evidence:

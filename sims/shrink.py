@@ -125,10 +125,23 @@ def expr_of(obj, *modules: str) -> str | None:
     return None
 
 
+_LITERALS = (int, float, str, bool, type(None), list, tuple, dict)
+
+
+def source_of(value) -> str:
+    """Python source for an argument: :class:`Expr` as is, a literal ``repr``-ed, anything else by
+    its module-level name (:func:`expr_of`), else its ``repr``."""
+    if isinstance(value, Expr):
+        return str(value)
+    if isinstance(value, _LITERALS):
+        return repr(value)
+    return expr_of(value) or repr(value)
+
+
 def call_line(fn: Callable, *args, **kwargs) -> str:
     """``import a.b, c.d; a.b.fn(arg, key=value)``: one line of Python that recomputes a result.
-    Arguments are ``repr``-ed unless they are :class:`Expr` (source text)."""
-    text = lambda v: str(v) if isinstance(v, Expr) else repr(v)
+    Arguments go through :func:`source_of` (:class:`Expr` is source text)."""
+    text = source_of
     expr = (f"{fn.__module__}.{fn.__qualname__}(" + ", ".join([text(a) for a in args]
                                                               + [f"{k}={text(v)}" for k, v in kwargs.items()]) + ")")
     mods = imports_for(expr)

@@ -23,7 +23,7 @@ import numpy as np
 
 from spectheory.pairs import pair_from_tables
 
-from .shrink import Expr, call_line
+from .shrink import Expr, call_line, source_of
 
 
 @dataclass
@@ -63,7 +63,9 @@ def exhaustive(slack: Callable[..., float], grid, *, call: Callable[..., str] | 
     best = pts[i]
     line = call(**best) if call else call_line(slack, **best)
     order = np.argsort(vals, kind="stable")[1:4]
-    return LeastSlack(vals[i], describe(best) if describe else best, line,
+    inst = describe(best) if describe else {k: (v if isinstance(v, (int, float, str, bool)) else source_of(v))
+                                            for k, v in best.items()}
+    return LeastSlack(vals[i], inst, line,
                       f"exhaustive over {len(pts)} points", len(pts), [vals[j] for j in order])
 
 
@@ -158,7 +160,7 @@ def search_pairs(slack: Callable[..., float], space: PairSpace, *, budget: int =
     p, q = space.tables(x)
     inst = {"kind": "pair_from_tables", "V": space.V, "order": space.order,
             "p": (p[0] if space.order == 0 else p).tolist(), "q": (q[0] if space.order == 0 else q).tolist(),
-            **settings}
+            **{k: (v if isinstance(v, (int, float, str, bool)) else source_of(v)) for k, v in settings.items()}}
     how = (f"{restarts} seeded random restarts (seed {seed}) + scipy.optimize {method} over softmax logits of "
            f"the V={space.V}, order-{space.order} tables (|z| ≤ {space.bound:g}); {used} of {budget} evaluations; "
            "heuristic: the true least slack is at most this")
