@@ -66,7 +66,9 @@ def list_claims(claims: str = typer.Option("*", "--claims", "-c")):
     except UnknownClaimError as err:
         raise typer.BadParameter(str(err), param_hint="--claims") from None
     for c in chosen:
-        typer.echo(f"{c.id:<24} {c.reference}  [{c.n_mc_tests} MC tests, {len(c.controls)} controls]")
+        parts = f", {len(c.parts)} parts" if len(c.parts) > 1 else ""
+        typer.echo(f"{c.id:<26} {c.relation_label:<9} {c.reference}  [{c.n_mc_tests} MC tests, "
+                   f"{len(c.controls)} controls{parts}]")
 
 
 #: environment variable naming a captured ERSD LogitTrace (.npz) whose replay adds ``logits``
