@@ -206,12 +206,13 @@ def register(**kwargs) -> Claim:
 
 
 def _check_parts(claim: Claim) -> None:
+    bad = [p for p in claim.parts if not isinstance(p, Part)]
+    if bad:
+        raise RegistrationError(f"{claim.id}: parts must be Part(...) records, got {bad[0]!r}")
     ids = [p.id for p in claim.parts]
     if len(set(ids)) != len(ids):
         raise RegistrationError(f"{claim.id}: two parts share an id ({ids})")
     for p in claim.parts:
-        if not isinstance(p, Part):
-            raise RegistrationError(f"{claim.id}: parts must be Part(...) records, got {p!r}")
         if not _PART_ID.match(p.id):
             raise RegistrationError(f"{claim.id}: part id {p.id!r} must be lower-case letters, digits, '_', '-', '.'")
         if p.relation not in RELATIONS:
