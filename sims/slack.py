@@ -111,6 +111,16 @@ class _Budget(Exception):
     pass
 
 
+def _options(method: str, share: int) -> dict:
+    """Solver options that cap one restart at ``share`` evaluations (as far as the solver can:
+    gradient-based ones may overshoot, which the budget check in the objective stops)."""
+    if method == "Nelder-Mead":
+        return {"maxfev": share, "maxiter": share, "xatol": 1e-9, "fatol": 1e-13}
+    if method == "Powell":
+        return {"maxfev": share, "maxiter": share}
+    return {"maxfun": share, "maxiter": share}
+
+
 def search_pairs(slack: Callable[..., float], space: PairSpace, *, budget: int = 2000, restarts: int = 8,
                  seed: int = 0, method: str = "Nelder-Mead", settings: dict | None = None,
                  start_scale: float = 2.0) -> LeastSlack:
@@ -147,9 +157,7 @@ def search_pairs(slack: Callable[..., float], space: PairSpace, *, budget: int =
         x0 = rng.normal(0.0, start_scale, space.dim)
         share = max(1, (budget - used) // (restarts - r))
         try:
-            res = optimize.minimize(f, x0, method=method,
-                                    options={"maxfev": share, "maxiter": share, "xatol": 1e-9, "fatol": 1e-13}
-                                    if method == "Nelder-Mead" else {"maxfun": share, "maxiter": share})
+            res = optimize.minimize(f, x0, method=method, options=_options(method, share))
             optima.append(float(res.fun))
         except _Budget:
             break

@@ -132,3 +132,8 @@ def test_pair_search_markov_tables_and_budget():
     rec = slack.search_pairs(lambda pair: float(pair.target.table.max()), space, budget=50, restarts=5, seed=0)
     assert rec.evaluations == 50 and "50 of 50 evaluations" in rec.search  # stopped by the budget
     assert 0.5 <= rec.value <= 1.0  # the largest entry of a row is ≥ 1/2 (10 evaluations per restart)
+    # L-BFGS-B's finite-difference gradients (dim + 1 evaluations each) overshoot its own maxfun:
+    # the budget check in the objective stops it after exactly the budget
+    short = slack.search_pairs(lambda pair: float(pair.target.table.max()), space, budget=20, restarts=1, seed=0,
+                               method="L-BFGS-B")
+    assert short.evaluations == 20 and "20 of 20 evaluations" in short.search
