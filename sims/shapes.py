@@ -69,11 +69,12 @@ def each(names: Iterable[str], compare: Callable, *, get: Callable = inst.get, p
 _GRADES = ("equal", "distance", "bound")
 
 
-def sweep(instance: str, points: Iterable[dict], measure: Callable, *, grade: str = "equal", side: str = "ge",
+def sweep(instance, points: Iterable[dict], measure: Callable, *, grade: str = "equal", side: str = "ge",
           worst: Callable | None = None, tol: float | None = None, what: str = "value", note=None,
           judge: Callable | None = None, keep: bool = True, part: str | None = None) -> Evidence:
     """Grade a sweep point by point and show its worst point.
 
+    ``instance``: the evidence's label, or ``instance(point) -> str`` to name the worst point in it.
     ``measure(**point) -> (claimed, measured[, details])`` at each point. ``grade``: "equal"
     (exact equality, worst = largest |claimed − measured|), "distance" (claimed 0, worst =
     largest measured), "bound" (``measured ≥ claimed`` for side "ge", ``≤`` for "le"; worst =
@@ -90,7 +91,7 @@ def sweep(instance: str, points: Iterable[dict], measure: Callable, *, grade: st
         out = measure(**pt)
         rows.append((pt, float(out[0]), float(out[1]), out[2] if len(out) > 2 else None))
     if not rows:
-        raise ValueError(f"sweep {instance!r}: no points")
+        raise ValueError(f"sweep {instance if isinstance(instance, str) else ''}: no points")
     if worst is None:
         worst = {"equal": lambda c, m, d, p: abs(c - m),
                  "distance": lambda c, m, d, p: m,
@@ -98,9 +99,10 @@ def sweep(instance: str, points: Iterable[dict], measure: Callable, *, grade: st
     pt, c, m, d = max(rows, key=lambda r: worst(r[1], r[2], r[3], r[0]))
     text = note(pt, c, m, d) if callable(note) else (note or "")
     compare = judge or (lambda i, ci, mi, n: _grade(i, grade, side, ci, mi, tol, what, n))
-    ev = compare(instance, c, m, text)
+    name = instance(pt) if callable(instance) else instance
+    ev = compare(name, c, m, text)
     if keep:
-        ev.points = [{**p, "claimed": ci, "measured": mi, "outcome": compare(instance, ci, mi, "").outcome}
+        ev.points = [{**p, "claimed": ci, "measured": mi, "outcome": compare(name, ci, mi, "").outcome}
                      for p, ci, mi, _ in rows]
     return _tag(ev, part)
 

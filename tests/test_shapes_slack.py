@@ -81,8 +81,9 @@ def test_sweep_grades_every_point_and_shows_the_worst():
     tight = shapes.sweep("inst", shapes.grid(x=(1, 2, 3)), lambda x: (1.0, 1.0 + (x - 2) ** 2), grade="bound",
                          side="ge", what="toy bound")
     assert tight.outcome == "pass" and tight.measured == 1.0  # the point of least slack is shown
-    dist = shapes.sweep("inst", shapes.grid(x=(1, 2)), lambda x: (0.0, 1e-13 * x), grade="distance")
-    assert dist.outcome == "pass" and dist.measured == 2e-13 and dist.claimed == 0.0
+    dist = shapes.sweep(lambda p: shapes.label("inst", x=p["x"]), shapes.grid(x=(1, 2)), lambda x: (0.0, 1e-13 * x),
+                        grade="distance")
+    assert dist.outcome == "pass" and dist.measured == 2e-13 and dist.claimed == 0.0 and dist.instance == "inst x=2"
 
 
 def test_mc_shapes_count_their_tests():
