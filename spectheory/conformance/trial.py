@@ -1,0 +1,294 @@
+"""The trial call: run the sampler a few times before any statistics, and stop with a usage
+error (and a hint) when it cannot be run as configured.
+
+Checked, in order:
+
+1. **arity**: the function accepts the arguments it will be called with (``fn(p, q,
+   draft_tokens, rng)`` for a block verifier; ``make_step(target_lm, draft_lm, gamma, rng)``
+   returning ``step(context)`` for a decoding step; ``fn(p, q, drafts, rng)`` or ``fn(p, q,
+   tokens, parents, rng)`` for a multi-draft verifier);
+2. **output**: on a few calls of a Markov instance it returns a block of 1..γ+1 integer ids in
+   the vocabulary (not None, a dict, a float, a 2-D array without ``batched`` ...);
+3. **representation**: on target rows that are a point mass (token 5 of V = 8; the drafted
+   token 2 has p = 0) every call emits token 5 first, as any lossless sampler must. Reading
+   probabilities as logits (softmax of rows that sum to 1) or logits as probabilities emits
+   other tokens in most calls.
+
+When the configured options fail one of these and another combination of the adapter options
+(``batched``, ``framework``, ``adapter``; ``lm`` for decoding steps) passes all three, the run
+stops with :class:`ConformanceUsageError` naming the options that work. When no combination
+passes: an invalid output is a usage error too (the message says what was returned and what
+is expected); an exception inside the sampler is a *crash*, reported by the checks with its
+location (file:line), not a usage error; a failed representation check is left to the checks.
+"""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import itertools
+import time
+
+import numpy as np
+
+from .adapters import ADAPTERS, OUTPUT_CONTRACT, VerifierOutputError
+from .driver import crash_location, describe
+
+#: the point-mass case of the representation check
+SANITY_V, SANITY_TOKEN, SANITY_DRAFT, SANITY_CALLS = 8, 5, 2, 12
+TRIAL_INSTANCE = "markov1-V3-mix0.4"
+
+
+class ConformanceUsageError(ValueError):
+    """The sampler cannot be run as configured: a usage error (exit code 2 on the command
+    line). ``problem`` says what happened, ``hint`` what to change."""
+
+    def __init__(self, problem: str, hint: str = ""):
+        self.problem, self.hint = problem, hint
+        super().__init__(problem + (f"\nhint: {hint}" if hint else ""))
+
+
+def cli_flags(options: dict) -> str:
+    """Command-line spelling of adapter options."""
+    out = []
+    for k, v in options.items():
+        if k == "batched":
+            out.append("--batched" if v else "--unbatched")
+        else:
+            out.append(f"--{k} {v}")
+    return " ".join(out)
+
+
+def py_kwargs(options: dict) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in options.items())
+
+
+def check_arity(fn, n_args: int, call: str, hint: str) -> None:
+    """Refuse a callable that cannot take ``n_args`` positional arguments."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins without a signature: let the trial call tell
+        return
+    try:
+        sig.bind(*range(n_args))
+    except TypeError as err:
+        params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        raise ConformanceUsageError(
+            f"{getattr(fn, '__qualname__', fn)!s}{sig} cannot be called as {call} ({err}; it takes "
+            f"{len(params)} positional argument{'s' if len(params) != 1 else ''}, {n_args} are passed)",
+            hint) from None
+
+
+def torch_available() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+class Result:
+    """What a set of trial calls found: ``kind`` is "ok", "exception", "output" or "support"."""
+
+    def __init__(self, kind="ok", message="", location=None, calls=0, seconds=0.0):
+        self.kind, self.message, self.location, self.calls, self.seconds = kind, message, location, calls, seconds
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+def _guard(call, describe_input):
+    """Run one trial call: (output or None, Result or None)."""
+    try:
+        return call(), None
+    except VerifierOutputError as err:
+        return None, Result("output", f"{err} ({describe_input()})")
+    except Exception as err:  # noqa: BLE001
+        loc = crash_location(err)
+        return None, Result("exception", f"it raised {describe(err)} at {loc}", loc)
+
+
+def _block_inputs(opts: dict, g: int, V: int, what: str = "p") -> str:
+    b = "1, " if opts.get("batched") else ""
+    kind = {"probs": "probabilities", "logprobs": "log-probabilities", "logits": "logits"}[opts.get("adapter", "probs")]
+    arr = "tensors" if opts.get("framework") == "torch" else "NumPy arrays"
+    return (f"with {cli_flags(opts)} it receives p: target {kind} of shape ({b}{g + 1}, {V}), q: draft {kind} "
+            f"of shape ({b}{g}, {V}), draft_tokens: ({b}{g},) integer ids, as {arr}, and rng: a numpy Generator")
+
+
+def _sanity_rows(V=SANITY_V, k=SANITY_TOKEN, g=1):
+    p = np.zeros((g + 1, V))
+    p[:, k] = 1.0
+    q = np.full((g, V), 1.0 / V)
+    return p, q, [SANITY_DRAFT] * g
+
+
+def run_block_trial(verifier, gamma: int) -> Result:
+    """Trial calls of a block verifier under its options (see module docstring)."""
+    from sims import instances as inst
+    pair = inst.get(TRIAL_INSTANCE)
+    opts = verifier.options()
+    V, S = pair.V, pair.n_states
+    p_rep = verifier.represent(pair.target.table, "target")
+    q_rep = verifier.represent(pair.draft.table, "draft")
+    drng = np.random.default_rng(7)
+    rng = np.random.default_rng(11)
+    calls, t0 = 0, time.perf_counter()
+    with verifier.sources.active("trial"):
+        for _ in range(3):
+            s, states, draft = 0, [0], []
+            for _i in range(gamma):
+                x = int(drng.choice(V, p=pair.draft.table[s]))
+                draft.append(x)
+                s = (s * V + x) % S
+                states.append(s)
+            out, bad = _guard(lambda: verifier(p_rep[states], q_rep[states[:gamma]], draft, rng),
+                              lambda: _block_inputs(opts, gamma, V))
+            calls += 1
+            if bad is not None:
+                return bad
+            if not 1 <= len(out) <= gamma + 1 or min(out) < 0 or max(out) >= V:
+                return Result("output", f"a call returned {list(out)}: {OUTPUT_CONTRACT}, 1..γ+1 = 1..{gamma + 1} "
+                                        f"ids in [0, {V}) ({_block_inputs(opts, gamma, V)})")
+        p, q, draft = _sanity_rows(g=gamma)
+        p_in, q_in = verifier.represent(p, "target"), verifier.represent(q, "draft")
+        wrong = []
+        for _ in range(SANITY_CALLS):
+            out, bad = _guard(lambda: verifier(p_in, q_in, list(draft), rng),
+                              lambda: _block_inputs(opts, gamma, SANITY_V))
+            calls += 1
+            if bad is not None:
+                return bad
+            if not out or out[0] != SANITY_TOKEN:
+                wrong.append(out)
+    seconds = (time.perf_counter() - t0) / max(calls, 1)
+    if wrong:
+        return Result("support", f"on target rows that are a point mass at token {SANITY_TOKEN} (V = {SANITY_V}; the "
+                                 f"drafted token {SANITY_DRAFT} has p = 0), {len(wrong)} of {SANITY_CALLS} calls "
+                                 f"emitted something else first (e.g. {list(wrong[0])}); any lossless sampler emits "
+                                 f"{SANITY_TOKEN}. A sampler that reads probabilities as logits (or logits as "
+                                 "probabilities) does this", calls=calls, seconds=seconds)
+    return Result(calls=calls, seconds=seconds)
+
+
+def option_space(configured: dict, choices: dict) -> list[dict]:
+    """Every other combination of the option values, fewest changes first."""
+    keys = list(choices)
+    out = []
+    for values in itertools.product(*(choices[k] for k in keys)):
+        cand = dict(zip(keys, values))
+        if cand == {k: configured[k] for k in keys}:
+            continue
+        out.append({**configured, **cand})
+    out.sort(key=lambda c: sum(c[k] != configured[k] for k in keys))
+    return out
+
+
+def find_options(configured: dict, choices: dict, attempt) -> dict | None:
+    """The first other option combination for which ``attempt(options)`` passes."""
+    for cand in option_space(configured, choices):
+        try:
+            if attempt(cand).ok:
+                return cand
+        except ConformanceUsageError:
+            continue
+        except Exception:  # noqa: BLE001  (an alternative that cannot even be built)
+            continue
+    return None
+
+
+def adapter_choices() -> dict:
+    return {"batched": (False, True), "framework": ("numpy", "torch") if torch_available() else ("numpy",),
+            "adapter": ADAPTERS}
+
+
+def conclude(res: Result, configured: dict, working: dict | None, call: str, what: str = "sampler") -> dict:
+    """Raise the usage error the trial calls for, or return the trial's summary."""
+    if res.ok:
+        return {"calls": res.calls, "seconds_per_call": res.seconds, "result": "ok"}
+    changed = {k: v for k, v in (working or {}).items() if configured.get(k) != v}
+    if working is not None:
+        raise ConformanceUsageError(
+            f"the {what} could not be run as configured ({cli_flags(configured)}): {res.message}",
+            f"it runs correctly on the trial inputs with {cli_flags(changed)} (Python: {py_kwargs(changed)})")
+    if res.kind == "output":
+        raise ConformanceUsageError(f"the {what} returned something that is not a block: {res.message}",
+                                    f"{call} {OUTPUT_CONTRACT}")
+    return {"calls": res.calls, "result": res.kind, "message": res.message, "location": res.location}
+
+
+def trial_block_verifier(verifier, gamma: int) -> dict:
+    """The trial of a block verifier: raises :class:`ConformanceUsageError` or returns a
+    summary (``result`` "ok", "exception": a crash the run will report, or "support")."""
+    check_arity(verifier.fn, 4, "fn(p, q, draft_tokens, rng)",
+                "a block verifier takes (p, q, draft_tokens, rng) and returns the emitted tokens; decoding code "
+                "that drafts by itself is a decoding step (--kind step: make_step(target_lm, draft_lm, gamma, "
+                "rng) -> step(context)); a verifier of several drafts or a token tree is --kind multidraft")
+    res = run_block_trial(verifier, gamma)
+    working = None
+    if not res.ok:
+        configured = verifier.options()
+        working = find_options(configured, adapter_choices(),
+                               lambda o: run_block_trial(verifier.with_options(**o), gamma))
+        if working is None and res.kind == "support":
+            return {"calls": res.calls, "result": "support", "message": res.message}
+    return conclude(res, verifier.options(), working, "a block verifier fn(p, q, draft_tokens, rng)")
+
+
+# --- decoding steps --------------------------------------------------------------------------
+
+def run_step_trial(make_step, gamma: int, lm: str, dtype: str, sources) -> Result:
+    from spectheory.pairs import pair_from_tables
+
+    from sims import instances as inst
+
+    from .fake_lm import fake_lm
+    rng = np.random.default_rng(11)
+    sources.current = rng
+    calls, t0 = 0, time.perf_counter()
+    point = np.zeros(SANITY_V)
+    point[SANITY_TOKEN] = 1.0
+    cases = [(inst.get(TRIAL_INSTANCE), 3, False), (pair_from_tables(point, np.full(SANITY_V, 1.0 / SANITY_V)),
+                                                    SANITY_CALLS, True)]
+    wrong = []
+    with sources.active("trial"):
+        for pair, n_calls, sanity in cases:
+            tl, dl = fake_lm(pair.target, lm=lm, dtype=dtype), fake_lm(pair.draft, lm=lm, dtype=dtype)
+            step, bad = _guard(lambda: make_step(tl, dl, gamma, rng), lambda: f"--lm {lm}")
+            if bad is not None:
+                return bad
+            if not callable(step):
+                return Result("output", f"make_step returned {type(step).__name__}, not a function step(context) -> "
+                                        "tokens")
+            context = [0] * max(pair.target.order, 1)
+            for _ in range(n_calls):
+                from .adapters import tokens_of
+                out, bad = _guard(lambda: tokens_of(step(list(context)), batched=True),
+                                  lambda: f"with --lm {lm} the step gets a list of token ids and the fake LMs are "
+                                          + ("callables lm(contexts) -> (B, V) logits" if lm == "callable" else
+                                             "torch modules: lm(input_ids).logits of shape (B, T, V)"))
+                calls += 1
+                if bad is not None:
+                    return bad
+                if not 1 <= len(out) <= gamma + 1 or min(out) < 0 or max(out) >= pair.V:
+                    return Result("output", f"a step returned {list(out)}: {OUTPUT_CONTRACT}, 1..γ+1 = 1..{gamma + 1} "
+                                            f"ids in [0, {pair.V})")
+                if sanity and any(t != SANITY_TOKEN for t in out):
+                    wrong.append(out)
+                context.extend(out)
+    seconds = (time.perf_counter() - t0) / max(calls, 1)
+    if wrong:
+        return Result("support", f"with a target that is a point mass at token {SANITY_TOKEN}, {len(wrong)} of "
+                                 f"{SANITY_CALLS} steps emitted other tokens (e.g. {list(wrong[0])})", calls=calls,
+                      seconds=seconds)
+    return Result(calls=calls, seconds=seconds)
+
+
+def trial_decoding_step(make_step, gamma: int, lm: str, dtype: str, sources) -> dict:
+    check_arity(make_step, 4, "make_step(target_lm, draft_lm, gamma, rng)",
+                "a decoding step is given as make_step(target_lm, draft_lm, gamma, rng) returning step(context) -> "
+                "emitted tokens; a function fn(p, q, draft_tokens, rng) is a block verifier (--kind block)")
+    res = run_step_trial(make_step, gamma, lm, dtype, sources)
+    working = None
+    if not res.ok:
+        choices = {"lm": ("callable", "torch") if torch_available() else ("callable",)}
+        working = find_options({"lm": lm}, choices, lambda o: run_step_trial(make_step, gamma, o["lm"], dtype, sources))
+        if working is None and res.kind == "support":
+            return {"calls": res.calls, "result": "support", "message": res.message}
+    return conclude(res, {"lm": lm}, working, "a decoding step's step(context)", what="decoding step")
