@@ -292,3 +292,88 @@ def trial_decoding_step(make_step, gamma: int, lm: str, dtype: str, sources) -> 
         if working is None and res.kind == "support":
             return {"calls": res.calls, "result": "support", "message": res.message}
     return conclude(res, {"lm": lm}, working, "a decoding step's step(context)", what="decoding step")
+
+
+# --- multi-draft and tree verifiers ---------------------------------------------------------------
+
+def _multi_inputs(verifier, g: int, V: int) -> str:
+    opts = verifier.options()
+    b = "1, " if opts.get("batched") else ""
+    arr = "tensors" if opts.get("framework") == "torch" else "NumPy arrays"
+    if verifier.tree is None:
+        K = verifier.K
+        return (f"with {cli_flags(opts)} it receives p of shape ({b}{K}, {g + 1}, {V}), q ({b}{K}, {g}, {V}), "
+                f"drafts ({b}{K}, {g}) integer ids, as {arr}, and rng: a numpy Generator")
+    from .multidraft import tree_size
+    M = tree_size(verifier.tree)
+    return (f"with {cli_flags(opts)} it receives p of shape ({b}{M + 1}, {V}), q ({b}{M + 1}, {V}), tokens "
+            f"({b}{M},) and parents ({b}{M},) integer arrays, as {arr}, and rng: a numpy Generator")
+
+
+def run_multidraft_trial(verifier, gamma: int) -> Result:
+    from sims import instances as inst
+
+    from .multidraft import MultiRunner, tree_parents, tree_size
+    pair = inst.get(TRIAL_INSTANCE)
+    runner = MultiRunner(verifier, pair, gamma, 1, 7, "trial")
+    g = runner.gamma
+    rng = np.random.default_rng(11)
+    runner.verifier_rng = rng
+    calls, t0, wrong = 0, time.perf_counter(), []
+    with verifier.sources.active("trial"):
+        for _ in range(3):
+            res, bad = _guard(lambda: runner._call(0), lambda: _multi_inputs(verifier, g, pair.V))
+            calls += 1
+            if bad is not None:
+                return bad
+            out = res[0]
+            if not 1 <= len(out) <= g + 1 or min(out) < 0 or max(out) >= pair.V:
+                return Result("output", f"a call returned {list(out)}: {OUTPUT_CONTRACT}, 1..{g + 1} ids in "
+                                        f"[0, {pair.V}) ({_multi_inputs(verifier, g, pair.V)})")
+        p1, q1, _ = _sanity_rows(g=1)
+        p_row, q_row = verifier.represent(p1[:1], "target")[0], verifier.represent(q1, "draft")[0]
+        for _ in range(SANITY_CALLS):
+            if verifier.tree is None:
+                K = verifier.K
+                p = np.broadcast_to(p_row, (K, g + 1, SANITY_V)).copy()
+                q = np.broadcast_to(q_row, (K, g, SANITY_V)).copy()
+                call = (lambda: verifier.call_drafts(p, q, np.full((K, g), SANITY_DRAFT), rng))
+            else:
+                M = tree_size(verifier.tree)
+                p = np.broadcast_to(p_row, (M + 1, SANITY_V)).copy()
+                q = np.broadcast_to(q_row, (M + 1, SANITY_V)).copy()
+                call = (lambda: verifier.call_tree(p, q, np.full(M, SANITY_DRAFT), tree_parents(verifier.tree), rng))
+            out, bad = _guard(call, lambda: _multi_inputs(verifier, g, SANITY_V))
+            calls += 1
+            if bad is not None:
+                return bad
+            if not out or out[0] != SANITY_TOKEN:
+                wrong.append(out)
+    seconds = (time.perf_counter() - t0) / max(calls, 1)
+    if wrong:
+        return Result("support", f"on target rows that are a point mass at token {SANITY_TOKEN} (every drafted "
+                                 f"token {SANITY_DRAFT} has p = 0), {len(wrong)} of {SANITY_CALLS} calls emitted "
+                                 f"something else first (e.g. {list(wrong[0])}); any lossless verifier emits "
+                                 f"{SANITY_TOKEN}", calls=calls, seconds=seconds)
+    return Result(calls=calls, seconds=seconds)
+
+
+def trial_multidraft(verifier, gamma: int) -> dict:
+    if verifier.tree is None:
+        check_arity(verifier.fn, 4, "fn(p, q, drafts, rng)",
+                    "a verifier of K independent drafts takes (p (K, γ+1, V), q (K, γ, V), drafts (K, γ), rng); a "
+                    "tree verifier takes (p, q, tokens, parents, rng): pass tree=(b1, b2, ...) (--tree 2,2)")
+    else:
+        check_arity(verifier.fn, 5, "fn(p, q, tokens, parents, rng)",
+                    "a tree verifier takes (p (M+1, V), q (M+1, V), tokens (M,), parents (M,), rng); a verifier of "
+                    "K independent drafts takes (p, q, drafts, rng): leave tree out (--K 2)")
+    res = run_multidraft_trial(verifier, gamma)
+    working = None
+    if not res.ok:
+        working = find_options(verifier.options(), adapter_choices(),
+                               lambda o: run_multidraft_trial(verifier.with_options(**o), gamma))
+        if working is None and res.kind == "support":
+            return {"calls": res.calls, "result": "support", "message": res.message}
+    return conclude(res, verifier.options(), working,
+                    "a multi-draft verifier fn(p, q, drafts, rng)" if verifier.tree is None
+                    else "a tree verifier fn(p, q, tokens, parents, rng)", what="verifier")
