@@ -399,8 +399,10 @@ def check_block_verifier(fn, *, adapter: str = "probs", dtype: str = "float64", 
 
     try:
         with _torch_one_thread(verifier.framework == "torch"):
+            verifier.sources.scan()  # generators alive after the trial call (lazily made ones included)
             subject, crashes, blocks = run_subject(plan, make_runner, verifier.name, bar)
             from .probes import run_probes
+            verifier.sources.scan()
             sp = run_probes(verifier) if probes else None
     finally:
         if bar:
@@ -499,6 +501,7 @@ def check_decoding_step(make_step, *, lm: str = "callable", dtype: str = "float3
 
     try:
         with _torch_one_thread(lm == "torch"):
+            sources.scan()
             subject, crashes, blocks = run_subject(plan, make_runner, label, bar)
     finally:
         if bar:

@@ -176,6 +176,7 @@ class BlockRunner:
         draft_ss, verifier_ss, completion_ss = _spawn(seed, 3)
         self.draft_rng = np.random.default_rng(draft_ss)
         self.verifier_rng = np.random.default_rng(verifier_ss)
+        verifier.sources.own(self.draft_rng, self.verifier_rng)
         self.completion_seed = completion_ss
         self.verifier, self.pair, self.gamma, self.n_tokens = verifier, pair, gamma, n_tokens
         self.name, self.advance = name or pair.name, advance
@@ -265,6 +266,7 @@ class StepRunner:
         self.rng = np.random.default_rng(step_ss)
         self.completion_seed = completion_ss
         self.sources = sources if sources is not None else RandomSources(make_step)
+        self.sources.own(self.rng)
         self.pair, self.gamma, self.n_tokens, self.name, self.advance = pair, gamma, n_tokens, name or pair.name, advance
         target_lm = fake_lm(pair.target, lm=lm, dtype=dtype)
         draft_lm = fake_lm(pair.draft, lm=lm, dtype=dtype)

@@ -451,6 +451,7 @@ class MultiRunner:
         draft_ss, verifier_ss, completion_ss = _spawn(seed, 3)
         self.draft_rng = np.random.default_rng(draft_ss)
         self.verifier_rng = np.random.default_rng(verifier_ss)
+        verifier.sources.own(self.draft_rng, self.verifier_rng)
         self.completion_seed = completion_ss
         self.verifier, self.pair, self.n_tokens, self.name = verifier, pair, n_tokens, name or pair.name
         self.gamma = gamma if verifier.tree is None else len(verifier.tree)
@@ -732,7 +733,9 @@ def check_multidraft_verifier(fn, *, K: int = 2, tree=None, rule: str | None = N
     layout = verifier.layout
     try:
         with _torch_one_thread(verifier.framework == "torch"):
+            verifier.sources.scan()
             subject, crashes, blocks = run_subject(plan, make_runner, verifier.name, bar)
+            verifier.sources.scan()
             sp = run_multi_probes(verifier, min(gammas)) if probes else None
     finally:
         if bar:

@@ -20,9 +20,11 @@ While :meth:`RandomSources.active` is open, the common global sources draw from
   are swapped for routed stand-ins during the call.
 
 Whatever is not routed is **detected**: the states of the global generators (torch, NumPy,
-``random``), of every generator found in the sampler's namespaces and of every generator the
-sampler seeded itself (``default_rng(seed)``) are compared before and after each block of
-calls (each probe call is its own block). A change means a draw *escaped* the checker's
+``random``), of every generator found in the sampler's namespaces, of every generator the
+sampler seeded itself (``default_rng(seed)``) and of every other NumPy bit generator and
+``random.Random`` alive in the process (found by :meth:`RandomSources.scan`, run after the
+trial call and before the probes; the checker's own generators excluded) are compared before
+and after each block of calls (each probe call is its own block). A change means a draw *escaped* the checker's
 source: a probe in that block is not applied, and the report warns that the sampler's
 statistics are not reproducible from ``--seed``.
 
@@ -31,6 +33,7 @@ Torch is routed only when it is imported (a NumPy sampler never pays for importi
 from __future__ import annotations
 
 import contextlib
+import gc
 import random as _pyrandom
 import sys
 import types
@@ -38,6 +41,8 @@ import types
 import numpy as np
 
 from .forced import ForcedSourceUnsupported, ForcedUniforms, inverse_cdf
+
+_BitGenerator = np.random.bit_generator.BitGenerator
 
 
 def _uniform_array(rng, shape, np_dtype):
@@ -58,6 +63,8 @@ def _exponentials(rng, shape, np_dtype=np.float64):
 
 def _state(obj):
     """A comparable snapshot of a generator's state (None: not a generator we know)."""
+    if isinstance(obj, _BitGenerator):
+        return ("bit", repr(obj.state))
     if isinstance(obj, ForcedUniforms):
         return ("forced", obj.draws)
     if isinstance(obj, np.random.Generator):
@@ -66,7 +73,10 @@ def _state(obj):
         st = obj.get_state(legacy=False)
         return ("rs", repr(st))
     if isinstance(obj, _pyrandom.Random):
-        return ("py", obj.getstate())
+        try:
+            return ("py", obj.getstate())
+        except NotImplementedError:  # SystemRandom: OS entropy, no state
+            return None
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Generator):
         return ("torch", bytes(obj.get_state().numpy()))
@@ -147,6 +157,31 @@ class RandomSources:
         self._routed_names: list[str] = []
         self._np_fns = None
         self._py_fns = None
+        #: the checker's own generators (drafting, the verifier's rng): never reported
+        self._owned: dict = {}
+        #: generators found alive by scan() (compared around every block)
+        self._scanned: list = []
+
+    def own(self, *generators) -> None:
+        """Register generators the checker itself draws from during the calls (the drafting
+        rng): their state changes are not escapes."""
+        for g in generators:
+            b = g.bit_generator if isinstance(g, np.random.Generator) else g
+            self._owned[id(b)] = b
+
+    def scan(self) -> int:
+        """Find every NumPy bit generator and ``random.Random`` alive in the process (a
+        generator the sampler keeps where routing cannot reach it); returns how many are
+        watched from now on. The global ones are watched anyway; the checker's own are skipped."""
+        skip = {id(np.random.mtrand._rand._bit_generator), id(_pyrandom._inst)} | set(self._owned)
+        found = []
+        kinds, not_kinds = (_BitGenerator, _pyrandom.Random), (_RoutedPyRandom, _pyrandom.SystemRandom)
+        for o in gc.get_objects():
+            t = type(o)  # not isinstance: some objects' __class__ properties warn when read
+            if issubclass(t, kinds) and not issubclass(t, not_kinds) and id(o) not in skip:
+                found.append(o)
+        self._scanned = found
+        return len(found)
 
     # --- the current source -----------------------------------------------------------------
     def source(self):
@@ -476,6 +511,11 @@ class RandomSources:
             snap["torch"] = bytes(torch.random.get_rng_state().numpy())
         for label, obj in watched:
             snap[label] = _state(obj)
+        cur = self.current.bit_generator if isinstance(self.current, np.random.Generator) else self.current
+        for obj in self._scanned:
+            if obj is not cur and id(obj) not in self._owned:
+                snap[f"a {type(obj).__name__} generator the checker cannot route (kept where routing does not "
+                     f"reach, id {id(obj):#x})"] = _state(obj)
         return snap
 
     @contextlib.contextmanager

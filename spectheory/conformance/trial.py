@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from .adapters import ADAPTERS, OUTPUT_CONTRACT, VerifierOutputError
+from .adapters import OUTPUT_CONTRACT, VerifierOutputError
 from .driver import crash_location, describe
 
 #: the point-mass case of the representation check
@@ -129,6 +129,7 @@ def run_block_trial(verifier, gamma: int) -> Result:
     q_rep = verifier.represent(pair.draft.table, "draft")
     drng = np.random.default_rng(7)
     rng = np.random.default_rng(11)
+    verifier.sources.own(drng, rng)
     calls, t0 = 0, time.perf_counter()
     with verifier.sources.active("trial"):
         for _ in range(3):
@@ -194,8 +195,10 @@ def find_options(configured: dict, choices: dict, attempt) -> dict | None:
 
 
 def adapter_choices() -> dict:
+    """Option values the trial tries (logits before log-probabilities: code that applies a
+    softmax itself is usually written for logits)."""
     return {"batched": (False, True), "framework": ("numpy", "torch") if torch_available() else ("numpy",),
-            "adapter": ADAPTERS}
+            "adapter": ("probs", "logits", "logprobs")}
 
 
 def conclude(res: Result, configured: dict, working: dict | None, call: str, what: str = "sampler") -> dict:
@@ -209,7 +212,9 @@ def conclude(res: Result, configured: dict, working: dict | None, call: str, wha
             f"it runs correctly on the trial inputs with {cli_flags(changed)} (Python: {py_kwargs(changed)})")
     if res.kind == "output":
         raise ConformanceUsageError(f"the {what} returned something that is not a block: {res.message}",
-                                    f"{call} {OUTPUT_CONTRACT}")
+                                    f"make {call} return the emitted token ids, e.g. `return accepted + [next_token]` "
+                                    "(a list of ints, a 1-D array or tensor); if it returns more (tokens and a count, a "
+                                    "dict), wrap it: `lambda *args: fn(*args)[0]`")
     return {"calls": res.calls, "result": res.kind, "message": res.message, "location": res.location}
 
 
@@ -241,6 +246,7 @@ def run_step_trial(make_step, gamma: int, lm: str, dtype: str, sources) -> Resul
     from .fake_lm import fake_lm
     rng = np.random.default_rng(11)
     sources.current = rng
+    sources.own(rng)
     calls, t0 = 0, time.perf_counter()
     point = np.zeros(SANITY_V)
     point[SANITY_TOKEN] = 1.0
@@ -319,6 +325,7 @@ def run_multidraft_trial(verifier, gamma: int) -> Result:
     g = runner.gamma
     rng = np.random.default_rng(11)
     runner.verifier_rng = rng
+    verifier.sources.own(rng)
     calls, t0, wrong = 0, time.perf_counter(), []
     with verifier.sources.active("trial"):
         for _ in range(3):
