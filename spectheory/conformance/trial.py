@@ -12,11 +12,17 @@ Checked, in order:
 3. **representation**: on target rows that are a point mass (token 5 of V = 8; the drafted
    token 2 has p = 0) every call emits token 5 first, as any lossless sampler must. Reading
    probabilities as logits (softmax of rows that sum to 1) or logits as probabilities emits
-   other tokens in most calls.
+   other tokens in most calls;
+4. **first-token law**: the first tokens of 300 calls at γ = 1 from state 0 of the trial
+   instance do not reject p(·|0) (chi-square at level 10⁻⁴): a sampler that survives the point
+   mass under the wrong representation still draws from the wrong law.
 
 When the configured options fail one of these and another combination of the adapter options
-(``batched``, ``framework``, ``adapter``; ``lm`` for decoding steps) passes all three, the run
-stops with :class:`ConformanceUsageError` naming the options that work. When no combination
+(``batched``, ``framework``, ``adapter``; ``lm`` for decoding steps) passes all three *and* emits
+first tokens with the target's law (300 calls at γ = 1 from state 0 of the trial instance,
+chi-square at level 10⁻⁴: a lossy sampler that passes the point-mass case under another
+representation by accident is not turned into a usage error), the run stops with
+:class:`ConformanceUsageError` naming the options that work. When no combination
 passes: an invalid output is a usage error too (the message says what was returned and what
 is expected); an exception inside the sampler is a *crash*, reported by the checks with its
 location (file:line), not a usage error; a failed representation check is left to the checks.
@@ -168,6 +174,38 @@ def run_block_trial(verifier, gamma: int) -> Result:
     return Result(calls=calls, seconds=seconds)
 
 
+LAW_CALLS, LAW_LEVEL = 300, 1e-4
+
+
+def first_token_law_ok(call_one, pair) -> bool:
+    """``call_one(x, rng)`` runs one γ = 1 call from state 0 with drafted token x and returns the
+    emitted tokens; the first tokens of :data:`LAW_CALLS` calls must not reject p(·|0)."""
+    from sims import stats
+    # plain constructors: this runs inside the sampler's routing block, where default_rng is routed
+    drng, rng = np.random.Generator(np.random.PCG64(3)), np.random.Generator(np.random.PCG64(4))
+    counts = np.zeros(pair.V)
+    for _ in range(LAW_CALLS):
+        x = int(drng.choice(pair.V, p=pair.draft.table[0]))
+        try:
+            out = call_one(x, rng)
+        except Exception:  # noqa: BLE001  (a crash here is reported by the runs)
+            return False
+        if not out or not 0 <= out[0] < pair.V:
+            return False
+        counts[out[0]] += 1
+    ev = stats.chisquare_gof("trial", counts, pair.target.table[0], alpha=LAW_LEVEL, tolerance_w=1.0)
+    return ev.outcome != "fail"
+
+
+def block_law_ok(verifier) -> bool:
+    from sims import instances as inst
+    pair = inst.get(TRIAL_INSTANCE)
+    V, S = pair.V, pair.n_states
+    P, Q = verifier.represent(pair.target.table, "target"), verifier.represent(pair.draft.table, "draft")
+    with verifier.sources.active("trial"):
+        return first_token_law_ok(lambda x, rng: verifier(P[[0, (0 * V + x) % S]], Q[[0]], [x], rng), pair)
+
+
 def option_space(configured: dict, choices: dict) -> list[dict]:
     """Every other combination of the option values, fewest changes first."""
     keys = list(choices)
@@ -181,11 +219,12 @@ def option_space(configured: dict, choices: dict) -> list[dict]:
     return out
 
 
-def find_options(configured: dict, choices: dict, attempt) -> dict | None:
-    """The first other option combination for which ``attempt(options)`` passes."""
+def find_options(configured: dict, choices: dict, attempt, law=None) -> dict | None:
+    """The first other option combination for which ``attempt(options)`` passes (and
+    ``law(options)``, the first-token law test, when given)."""
     for cand in option_space(configured, choices):
         try:
-            if attempt(cand).ok:
+            if attempt(cand).ok and (law is None or law(cand)):
                 return cand
         except ConformanceUsageError:
             continue
@@ -218,22 +257,41 @@ def conclude(res: Result, configured: dict, working: dict | None, call: str, wha
     return {"calls": res.calls, "result": res.kind, "message": res.message, "location": res.location}
 
 
+LAW_MESSAGE = (f"the first tokens of {LAW_CALLS} calls at γ = 1 from state 0 of {TRIAL_INSTANCE} reject the "
+               f"target's law (chi-square, level {LAW_LEVEL:g})")
+
+
+def with_law(res: Result, law_ok) -> Result:
+    """A passing trial must also pass the first-token law test (else kind "law")."""
+    if res.ok and not law_ok():
+        return Result("law", LAW_MESSAGE + ": wrong representation of p and q, or a lossy sampler", calls=res.calls,
+                      seconds=res.seconds)
+    return res
+
+
+def settle(res: Result, configured: dict, choices: dict, attempt, law, call: str, what: str) -> dict:
+    """Search the other option combinations when the trial failed; raise or summarise."""
+    working = None
+    if not res.ok:
+        working = find_options(configured, choices, attempt, law)
+        if working is None and res.kind in ("support", "law"):
+            return {"calls": res.calls, "result": res.kind, "message": res.message}
+    return conclude(res, configured, working, call, what=what)
+
+
 def trial_block_verifier(verifier, gamma: int) -> dict:
     """The trial of a block verifier: raises :class:`ConformanceUsageError` or returns a
-    summary (``result`` "ok", "exception": a crash the run will report, or "support")."""
+    summary (``result`` "ok"; "exception": a crash the run will report; "support" or "law": a
+    failure no other options fix, left to the checks)."""
     check_arity(verifier.fn, 4, "fn(p, q, draft_tokens, rng)",
                 "a block verifier takes (p, q, draft_tokens, rng) and returns the emitted tokens; decoding code "
                 "that drafts by itself is a decoding step (--kind step: make_step(target_lm, draft_lm, gamma, "
                 "rng) -> step(context)); a verifier of several drafts or a token tree is --kind multidraft")
-    res = run_block_trial(verifier, gamma)
-    working = None
-    if not res.ok:
-        configured = verifier.options()
-        working = find_options(configured, adapter_choices(),
-                               lambda o: run_block_trial(verifier.with_options(**o), gamma))
-        if working is None and res.kind == "support":
-            return {"calls": res.calls, "result": "support", "message": res.message}
-    return conclude(res, verifier.options(), working, "a block verifier fn(p, q, draft_tokens, rng)")
+    res = with_law(run_block_trial(verifier, gamma), lambda: block_law_ok(verifier))
+    return settle(res, verifier.options(), adapter_choices(),
+                  lambda o: run_block_trial(verifier.with_options(**o), gamma),
+                  lambda o: block_law_ok(verifier.with_options(**o)),
+                  "a block verifier fn(p, q, draft_tokens, rng)", "sampler")
 
 
 # --- decoding steps --------------------------------------------------------------------------
@@ -286,18 +344,31 @@ def run_step_trial(make_step, gamma: int, lm: str, dtype: str, sources) -> Resul
     return Result(calls=calls, seconds=seconds)
 
 
+def step_law_ok(make_step, lm, dtype, sources) -> bool:
+    from sims import instances as inst
+
+    from .adapters import tokens_of
+    from .fake_lm import fake_lm
+    pair = inst.get(TRIAL_INSTANCE)
+    rng0 = np.random.default_rng(5)
+    sources.own(rng0)
+    sources.current = rng0
+    with sources.active("trial"):
+        step = make_step(fake_lm(pair.target, lm=lm, dtype=dtype), fake_lm(pair.draft, lm=lm, dtype=dtype), 1, rng0)
+        prefix = [0] * max(pair.target.order, 1)
+        return first_token_law_ok(lambda x, rng: tokens_of(step(list(prefix)), batched=True), pair)
+
+
 def trial_decoding_step(make_step, gamma: int, lm: str, dtype: str, sources) -> dict:
     check_arity(make_step, 4, "make_step(target_lm, draft_lm, gamma, rng)",
                 "a decoding step is given as make_step(target_lm, draft_lm, gamma, rng) returning step(context) -> "
                 "emitted tokens; a function fn(p, q, draft_tokens, rng) is a block verifier (--kind block)")
-    res = run_step_trial(make_step, gamma, lm, dtype, sources)
-    working = None
-    if not res.ok:
-        choices = {"lm": ("callable", "torch") if torch_available() else ("callable",)}
-        working = find_options({"lm": lm}, choices, lambda o: run_step_trial(make_step, gamma, o["lm"], dtype, sources))
-        if working is None and res.kind == "support":
-            return {"calls": res.calls, "result": "support", "message": res.message}
-    return conclude(res, {"lm": lm}, working, "a decoding step's step(context)", what="decoding step")
+    res = with_law(run_step_trial(make_step, gamma, lm, dtype, sources),
+                   lambda: step_law_ok(make_step, lm, dtype, sources))
+    choices = {"lm": ("callable", "torch") if torch_available() else ("callable",)}
+    return settle(res, {"lm": lm}, choices, lambda o: run_step_trial(make_step, gamma, o["lm"], dtype, sources),
+                  lambda o: step_law_ok(make_step, o["lm"], dtype, sources), "a decoding step's step(context)",
+                  "decoding step")
 
 
 # --- multi-draft and tree verifiers ---------------------------------------------------------------
@@ -365,6 +436,16 @@ def run_multidraft_trial(verifier, gamma: int) -> Result:
     return Result(calls=calls, seconds=seconds)
 
 
+def multidraft_law_ok(verifier) -> bool:
+    from sims import instances as inst
+
+    from .multidraft import MultiRunner
+    pair = inst.get(TRIAL_INSTANCE)
+    runner = MultiRunner(verifier, pair, 1, 1, 9, "trial")
+    with verifier.sources.active("trial"):
+        return first_token_law_ok(lambda x, rng: runner._call(0)[0], pair)
+
+
 def trial_multidraft(verifier, gamma: int) -> dict:
     if verifier.tree is None:
         check_arity(verifier.fn, 4, "fn(p, q, drafts, rng)",
@@ -374,13 +455,9 @@ def trial_multidraft(verifier, gamma: int) -> dict:
         check_arity(verifier.fn, 5, "fn(p, q, tokens, parents, rng)",
                     "a tree verifier takes (p (M+1, V), q (M+1, V), tokens (M,), parents (M,), rng); a verifier of "
                     "K independent drafts takes (p, q, drafts, rng): leave tree out (--K 2)")
-    res = run_multidraft_trial(verifier, gamma)
-    working = None
-    if not res.ok:
-        working = find_options(verifier.options(), adapter_choices(),
-                               lambda o: run_multidraft_trial(verifier.with_options(**o), gamma))
-        if working is None and res.kind == "support":
-            return {"calls": res.calls, "result": "support", "message": res.message}
-    return conclude(res, verifier.options(), working,
-                    "a multi-draft verifier fn(p, q, drafts, rng)" if verifier.tree is None
-                    else "a tree verifier fn(p, q, tokens, parents, rng)", what="verifier")
+    res = with_law(run_multidraft_trial(verifier, gamma), lambda: multidraft_law_ok(verifier))
+    return settle(res, verifier.options(), adapter_choices(),
+                  lambda o: run_multidraft_trial(verifier.with_options(**o), gamma),
+                  lambda o: multidraft_law_ok(verifier.with_options(**o)),
+                  "a multi-draft verifier fn(p, q, drafts, rng)" if verifier.tree is None
+                  else "a tree verifier fn(p, q, tokens, parents, rng)", "verifier")
