@@ -336,10 +336,21 @@ def _rows(pair, state):
     return pair.target.table[state], pair.draft.table[state]
 
 
-def specinfer_drafts_law(pair: MarkovPair, gamma: int, K: int, state: int) -> dict:
+def _check_engine(pair, state):
+    from ..checks import check_state, check_type
+    check_type(pair, MarkovPair, "pair")
+    if pair.V > 4:
+        raise ValueError(f"the exact engines enumerate every draw: V ≤ 4, got V = {pair.V}")
+    return check_state(state, pair.n_states, "state")
+
+
+def specinfer_drafts_law(pair: MarkovPair, gamma: int, K: int, state: int = 0) -> dict:
     """Exact law {emitted block: probability} of one multi-round (SpecInfer-style) call on K
     drafts from ``state``: every draft outcome enumerated (the alive drafts' tokens at each
     depth) and every acceptance test integrated (weight min(1, r/q) and its complement)."""
+    state = _check_engine(pair, state)
+    gamma = check_int(gamma, "gamma", min=1, max=3)
+    K = check_int(K, "K (number of drafts)", min=1, max=MAX_K)
     V, S = pair.V, pair.n_states
     law: dict = {}
 
@@ -378,8 +389,10 @@ def specinfer_drafts_law(pair: MarkovPair, gamma: int, K: int, state: int) -> di
     return law
 
 
-def specinfer_tree_law(pair: MarkovPair, branching: tuple, state: int) -> dict:
+def specinfer_tree_law(pair: MarkovPair, branching: tuple, state: int = 0) -> dict:
     """Exact law of one multi-round call on the static tree ``branching`` from ``state``."""
+    state = _check_engine(pair, state)
+    branching = check_tree(branching)
     V, S = pair.V, pair.n_states
     D = len(branching)
     law: dict = {}

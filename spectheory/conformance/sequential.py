@@ -54,6 +54,9 @@ class Design:
 def design(n: int, min_look: int = MIN_LOOK) -> Design:
     """The look schedule for at most ``n`` runs (looks closer than ``min_look`` runs merge with
     the next one, which then spends their shares too)."""
+    from ..checks import check_int
+    n = check_int(n, "n", min=1)
+    min_look = check_int(min_look, "min_look", min=1)
     looks, weights = [], []
     carry = 0.0
     for f, w in zip(LOOK_FRACTIONS, SPENDING):
