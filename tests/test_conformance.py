@@ -104,6 +104,10 @@ def test_broken_rules_fail_every_relevant_check(python_report):
         ctl = {k["name"]: k["verdict"] for k in _claim(python_report, check.id.split(".")[1])["controls"]}
         assert set(ctl) == set(check.controls)
         assert all(v == "fails" for v in ctl.values()), (check.id, ctl)
+    # the lossless verifier with another rule must be told apart by every standard check but the
+    # bonus law (its bonus is drawn from p too)
+    for cid in ("block_law", "acceptance_by_state", "expected_tau", "tokens_per_call"):
+        assert "lossless:accept=p(x)" in {k["name"] for k in _claim(python_report, cid)["controls"]}, cid
     for cid, names in (("support_probes", {"accept-u≤ratio", "unguarded-residual"}),
                        ("standard_probes", {"lossless:accept=p(x)"})):
         probes = {k["name"]: k["verdict"] for k in _claim(python_report, cid)["controls"]}
@@ -386,6 +390,27 @@ def test_spectheorys_own_verifier_passes_every_probe_and_unforceable_draws_are_n
     assert {e["outcome"] for c in r["claims"] for e in c["evidence"]} == {"info"}
 
 
+def greedy_sampler(p, q, draft, rng):
+    """Deterministic (no random draw at all): keep x while p(x) ≥ q(x), else the argmax of p."""
+    out = []
+    for i, x in enumerate(draft):
+        if p[i][int(x)] >= q[i][int(x)]:
+            out.append(int(x))
+            continue
+        return out + [int(np.argmax(p[i]))]
+    return out + [int(np.argmax(p[len(draft)]))]
+
+
+def test_probes_not_applied_to_a_sampler_that_draws_nothing():
+    """A sampler that draws no uniform at all never sees a forced value: every probe without a
+    violation is `info` (not applied, "drew no uniform"), none passes."""
+    r = sc.check_block_verifier(greedy_sampler, instances=(), controls=False, trial=False)
+    rows = [e for c in r["claims"] for e in c["evidence"]]
+    assert rows and not any(e["outcome"] == "pass" for e in rows)
+    assert all("drew no uniform from the forced source" in e["note"] for e in rows if e["outcome"] == "info")
+    assert r["warnings"] == []
+
+
 def test_a_generator_in_the_samplers_closure_is_routed():
     """A sampler drawing from a generator it closes over gets the forced uniforms anyway (the
     closure cell is swapped for a routed stand-in during the calls): the probes apply."""
@@ -426,4 +451,4 @@ def test_default_configuration_is_powered_for_a_correct_sampler():
     every check for a correct sampler: no test is underpowered at its stated tolerance."""
     r = sc.check_block_verifier(python_verifier)
     assert {c["verdict"] for c in r["claims"]} == {"holds"}, [(c["id"], c["verdict"]) for c in r["claims"]]
-    assert r["run"]["duration_s"] < 60
+    assert sum(b["runs"] for b in r["run"]["blocks"]) < 12 * 10_000  # the sequential design stopped some early
