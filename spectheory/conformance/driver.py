@@ -267,7 +267,8 @@ class StepRunner:
         self.completion_seed = completion_ss
         self.sources = sources if sources is not None else RandomSources(make_step)
         self.sources.own(self.rng)
-        self.pair, self.gamma, self.n_tokens, self.name, self.advance = pair, gamma, n_tokens, name or pair.name, advance
+        self.pair, self.gamma, self.n_tokens = pair, gamma, n_tokens
+        self.name, self.advance = name or pair.name, advance
         target_lm = fake_lm(pair.target, lm=lm, dtype=dtype)
         draft_lm = fake_lm(pair.draft, lm=lm, dtype=dtype)
         self.sources.current = self.rng

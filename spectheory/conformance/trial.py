@@ -254,9 +254,9 @@ def conclude(res: Result, configured: dict, working: dict | None, call: str, wha
             f"it runs correctly on the trial inputs with {cli_flags(changed)} (Python: {py_kwargs(changed)})")
     if res.kind == "output":
         raise ConformanceUsageError(f"the {what} returned something that is not a block: {res.message}",
-                                    f"make {call} return the emitted token ids, e.g. `return accepted + [next_token]` "
-                                    "(a list of ints, a 1-D array or tensor); if it returns more (tokens and a count, a "
-                                    "dict), wrap it: `lambda *args: fn(*args)[0]`")
+                                    f"make {call} return the emitted token ids, e.g. `return accepted + "
+                                    "[next_token]` (a list of ints, a 1-D array or tensor); if it returns more (tokens "
+                                    "and a count, a dict), wrap it: `lambda *args: fn(*args)[0]`")
     return {"calls": res.calls, "result": res.kind, "message": res.message, "location": res.location}
 
 
