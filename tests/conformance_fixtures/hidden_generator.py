@@ -5,7 +5,7 @@ import numpy as np
 
 class _Registry:
     def __init__(self):
-        self.streams = {"verify": np.random.default_rng()}
+        self.streams = {"verify": np.random.default_rng(2024)}  # seeded here, not by the checker
 
 
 REGISTRY = _Registry()
