@@ -364,13 +364,13 @@ def to_markdown(report: dict, evidence_name: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def claim_section(c: dict, evidence_name: str | None = None) -> list[str]:
+def claim_section(c: dict, evidence_name: str | None = None, anchor_tag: bool = True) -> list[str]:
     """One claim's section: statement, reading, parts, counterexample and call, key evidence,
-    controls and notes."""
+    controls and notes (``anchor_tag``: start with the HTML anchor the summary links to)."""
     parts = _parts(c)
     multi = len(parts) > 1
     cite = c.get("paper") or ""
-    lines = [f'<a id="{anchor(c["id"])}"></a>', "", f"## `{c['id']}`: {_summary(c)}", "",
+    lines = ([f'<a id="{anchor(c["id"])}"></a>', ""] if anchor_tag else []) + [f"## `{c['id']}`: {_summary(c)}", "",
              f"*{cite}*" + (f" · {c['reference']}" if c.get("reference") else ""), "",
              f"> {c['statement']}", ""]
     if c.get("interpretation"):
@@ -415,11 +415,12 @@ def claim_section(c: dict, evidence_name: str | None = None) -> list[str]:
     return lines
 
 
-def _evidence_blocks(report) -> list[str]:
+def _evidence_blocks(report, headings: bool = True) -> list[str]:
     lines = []
     for c in report["claims"]:
         multi = len(_parts(c)) > 1
-        lines += [f'<a id="{anchor(c["id"])}"></a>', "", f"## `{c['id']}`: {_summary(c)}", ""]
+        if headings:
+            lines += [f'<a id="{anchor(c["id"])}"></a>', "", f"## `{c['id']}`: {_summary(c)}", ""]
         lines += _evidence_table(c["evidence"], parts=multi)
         for ctl in c.get("controls") or []:
             per_mode = ", ".join(f"{m} {v}" for m, v in (ctl.get("modes") or {}).items())

@@ -164,9 +164,14 @@ def test_cli_strict_exit_status(tmp_path, monkeypatch):
 
 
 def test_cli_list(tmp_path):
-    res = CliRunner().invoke(app, ["list", "--claims", "sd.*"])
+    res = CliRunner().invoke(app, ["list", "--claims", "sd.*", "--brief"])
     assert res.exit_code == 0
     assert [line.split()[0] for line in res.output.splitlines()] == SD_IDS
+    res = CliRunner().invoke(app, ["list", "--claims", "sd.expected_tokens"])  # statements and parts
+    assert res.exit_code == 0
+    text = " ".join(res.output.split())
+    assert registry.REGISTRY["sd.expected_tokens"].statement in text
+    assert "- iid (=): With constant per-position acceptance" in text and "(=, not checkable)" in text
     res = CliRunner().invoke(app, ["list", "--claims", "zzz"])
     assert res.exit_code == 2 and isinstance(res.exception, SystemExit)
     assert "no registered claim matches 'zzz'" in res.output
