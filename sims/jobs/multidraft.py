@@ -1,4 +1,4 @@
-"""Sweep job kinds of multi-draft verification, seed 003 (``multidraft.*``).
+"""Sweep job kinds of multi-draft verification, Lin et al. 2026 (``multidraft.*``).
 
 Both take the pair (:data:`sims.jobs.PAIR_SPEC`), ``gamma`` (draft length), ``K`` (drafts) and
 ``start_state`` (default 0).

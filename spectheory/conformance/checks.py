@@ -1,6 +1,6 @@
 """The statistical checks of a verifier's runs (:class:`~spectheory.conformance.driver.Trace`)
 against the exact theory of standard speculative sampling (Leviathan et al. 2023, Alg. 1 and
-Thm 3.5; CLAIMS ``sd.lossless``, ``sd.acceptance``, ``sd.expected_tokens``).
+Thm 3.5; claim ``sd.lossless``, ``sd.acceptance``, ``sd.expected_tokens``).
 
 Each check turns one trace into :class:`~spectheory.judge.Evidence` through :mod:`~spectheory.judge.stats`
 (the statistical method of docs/statistical_method.md). Reading a call's output: ``L`` tokens
@@ -173,7 +173,7 @@ def _one(f):
 
 CHECKS = (
     Check("conformance.first_tokens", "The first N emitted tokens are distributed as p^N (lossless).",
-          "Leviathan et al. 2023, Thm 3.5; CLAIMS sd.lossless", _one(first_tokens), 1,
+          "Leviathan et al. 2023, Thm 3.5; claim sd.lossless", _one(first_tokens), 1,
           ("residual=norm(p)", "accept=min(1,q/p)", "bonus-from-row-γ−1")),
     Check("conformance.block_law", "The block emitted by one call has the exact law of one iteration "
           "(enumerated from the rule).", "Leviathan et al. 2023, Alg. 1", _one(block_law), 1,
@@ -182,10 +182,10 @@ CHECKS = (
           "state s reached by the accepted drafts.", "Leviathan et al. 2023, Alg. 1 (last line)",
           _one(bonus_by_state), 1, ("bonus-from-row-γ−1",)),
     Check("conformance.acceptance_by_state", "Each drafted token is accepted with probability "
-          "β(s) = Σ min(p(·|s), q(·|s)) in its state s.", "Leviathan et al. 2023, Def. 3.1; CLAIMS sd.acceptance",
+          "β(s) = Σ min(p(·|s), q(·|s)) in its state s.", "Leviathan et al. 2023, Def. 3.1; claim sd.acceptance",
           _one(acceptance_by_state), 1, ("accept=min(1,q/p)",)),
     Check("conformance.expected_tau", "Mean accepted drafts per call equals the chain DP "
-          "E[τ | start state] = Σ_{k=1}^{γ} (A^k 1)[s].", "Leviathan et al. 2023, Eq. 1; CLAIMS sd.expected_tokens",
+          "E[τ | start state] = Σ_{k=1}^{γ} (A^k 1)[s].", "Leviathan et al. 2023, Eq. 1; claim sd.expected_tokens",
           _one(expected_tau), 1, ("accept=min(1,q/p)", "no-bonus")),
     Check("conformance.tokens_per_call", "Every call emits the accepted draft prefix plus one "
           "correction or bonus token (γ+1 after all accepts), with the exact law of the count.",
