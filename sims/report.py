@@ -80,8 +80,20 @@ def short_fmt(x) -> str:
     return f"{v:.4g}"
 
 
+def _value_text(v, depth: int = 0) -> str:
+    """A setting's value for prose: floats to 4 digits, long or nested lists shortened."""
+    if isinstance(v, float):
+        return short_fmt(v)
+    if isinstance(v, (list, tuple)):
+        if depth >= 2:
+            return "[…]"
+        items = [_value_text(x, depth + 1) for x in v[:6]]
+        return "[" + ", ".join(items) + (", …" if len(v) > 6 else "") + "]"
+    return str(v)
+
+
 def _setting(k, v) -> str:
-    return f"{_SYMBOL.get(k, k)}={short_fmt(v) if isinstance(v, float) else v}"
+    return f"{_SYMBOL.get(k, k)}={_value_text(v)}"
 
 
 def settings_text(cex: dict) -> str:
@@ -163,7 +175,9 @@ def part_finding(claim: dict, part: dict) -> str:
     mc = [e for e in graded if e["mode"] in ("mc", "logits") and _num(e.get("p_value")) is not None]
     bounds = [(s, e) for e in exact if (s := bound_slack(e)) is not None]
     if slack and _num(slack.get("value")) is not None:
-        bits.append(f"least slack {short_fmt(slack['value'])} at {slack.get('instance') or 'the searched instance'}")
+        inst = slack.get("instance")
+        where = ", ".join(_setting(k, v) for k, v in inst.items()) if isinstance(inst, dict) else inst
+        bits.append(f"least slack {short_fmt(slack['value'])} at {where or 'the searched instance'}")
     elif bounds:
         s, e = min(bounds, key=lambda r: r[0])
         bits.append(f"least slack {short_fmt(s)} at {e['instance']} (exact, {len(bounds)} comparison"
