@@ -108,6 +108,7 @@ def verify(
     if logits is not None and not (logits / "run.json").is_file():
         raise typer.BadParameter(f"{logits} is not a `spectheory validate` run directory (no run.json)",
                                  param_hint="--logits")
+    check_trace_env(chosen)
     extra = real_logits_evidence(logits, alpha, chosen)
     report = runner.run_claims(",".join(chosen) if pairs is not None else claims, quick=quick, seed=seed,
                                alpha=alpha, progress=progress, jobs=jobs, extra_evidence=extra,
@@ -228,6 +229,29 @@ def show(claim_id: str = typer.Argument(..., help="A claim id (spectheory list s
 #: evidence to ``ersd.lemma3_1`` and ``zero_order.underestimates`` (docs/ersd.md)
 TRACE_ENV = "SPECTHEORY_TRACE"
 TRACE_CLAIMS = ("ersd.lemma3_1", "zero_order.underestimates")
+
+
+def check_trace_env(claim_ids) -> None:
+    """Refuse an unusable $SPECTHEORY_TRACE before the run (a one-line error naming what it
+    must be), when one of the claims it feeds is selected."""
+    import os
+    trace = os.environ.get(TRACE_ENV)
+    if not trace or not set(TRACE_CLAIMS) & set(claim_ids):
+        return
+    from validate import LogitTrace
+    try:
+        LogitTrace.load(trace)
+    except (OSError, ValueError, KeyError) as err:
+        hint = ""
+        try:
+            from validate.trace import CompactTrace
+            CompactTrace.load(trace)
+            hint = (" It is a compact trace that `spectheory validate` wrote: give its run directory with "
+                    "`spectheory verify --logits RUN_DIR` instead.")
+        except Exception:  # noqa: BLE001 - only for the hint
+            pass
+        raise typer.BadParameter(f"${TRACE_ENV}={trace} is not a full logit trace (validate.LogitTrace .npz, e.g. "
+                                 f"data/traces/regimes.npz): {err}.{hint}", param_hint=TRACE_ENV) from None
 
 
 def real_logits_evidence(logits: Path | None, alpha: float, claim_ids=TRACE_CLAIMS) -> dict:

@@ -113,8 +113,10 @@ def test_cli_writes_json_and_markdown(tmp_path):
     mc = [e for e in data["claims"][0]["evidence"] if e["mode"] == "mc"]
     assert mc and all("stream of 150000 iterations" in e["note"] for e in mc)  # the quick tier's size
     md = m.read_text()
-    assert "**Negative control `accept=min(1,q/p)`**" in md
-    assert "(per mode: exact fails, mc fails; must fail in exact, mc)" in md
+    assert "- `accept=min(1,q/p)` **rejected** (exact fails, mc fails)" in md
+    evidence = (tmp_path / "r-evidence.md").read_text()  # every table goes to the evidence file
+    assert "**Negative control `accept=min(1,q/p)`**" in evidence
+    assert "(per mode: exact fails, mc fails; must fail in exact, mc)" in evidence
 
 
 def test_cli_glob_list_runs_exactly_the_named_claims(tmp_path):
