@@ -30,7 +30,7 @@ README = ROOT / "README.md"
 STORED = ROOT / "docs" / "outputs" / "verify-default.json"
 COMMAND = "python -m sims.readme_outputs"
 #: terminal width the quoted table is rendered at
-WIDTH = 118
+WIDTH = 132
 _BLOCK = re.compile(r"(<!-- output: (?P<name>[\w-]+) -->\n```text\n)(?P<body>.*?)(\n```)", re.S)
 
 
@@ -62,9 +62,9 @@ def verify_table(rows: dict) -> str:
     t = Table(title=f"spectheory verify (default tier, seed {run['seed']})")
     t.add_column("claim", no_wrap=True)
     t.add_column("relation")
-    t.add_column("verdict")
+    t.add_column("verdict", max_width=20)
     t.add_column("what was found", ratio=1)
-    t.add_column("controls")
+    t.add_column("controls", no_wrap=True)
     for c in rows["claims"]:
         t.add_row(c["id"], c["relation"] or "–", c["summary"], c["finding"], c["controls"])
     console.print(t)

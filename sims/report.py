@@ -277,9 +277,9 @@ def print_table(report: dict, console=None) -> None:
     t = Table(title=_title(report), caption=verdict_counts(report), show_lines=False)
     t.add_column("claim", no_wrap=True)
     t.add_column("relation")
-    t.add_column("verdict")
+    t.add_column("verdict", max_width=20)
     t.add_column("what was found", ratio=1)
-    t.add_column("controls")
+    t.add_column("controls", no_wrap=True)
     for c in report["claims"]:
         t.add_row(c["id"], c.get("relation") or "–", f"[{colour.get(c['verdict'], 'white')}]{_summary(c)}[/]",
                   finding(c), controls_cell(c))
@@ -348,7 +348,7 @@ def _header_lines(report, evidence_name: str | None) -> list[str]:
             f"{run.get('started_at', '')} · schema `{report['schema']}` · family-wise α = {run['alpha_family']} "
             f"({run.get('correction', '')}; {run.get('mc_tests_in_registry', '–')} tests, α per test = "
             f"{run.get('alpha_per_test', 0):.3g}, power {run.get('power', '–')})"]
-    if run.get("instances"):
+    if isinstance(run.get("instances"), dict):  # a user-pairs run (a conformance run lists instance names)
         inst = run["instances"]
         head.append(f"On the user's pairs from `{inst.get('source') or 'the given pairs'}`: "
                     + ", ".join(f"{p['name']} (V={p['V']}, order {p['order']})" for p in inst["pairs"]))

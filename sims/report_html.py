@@ -376,7 +376,7 @@ def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verifi
             f"(Bonferroni over {run.get('mc_tests_in_registry', '–')} Monte Carlo tests, α per test "
             f"{run.get('alpha_per_test', 0):.3g}, power {run.get('power', '–')})")
     extra = ""
-    if run.get("instances"):
+    if isinstance(run.get("instances"), dict):
         inst = run["instances"]
         extra = ("<p class=meta>On the user's pairs from " + _e(inst.get("source") or "the given pairs") + ": "
                  + _e(", ".join(f"{p['name']} (V={p['V']}, order {p['order']})" for p in inst["pairs"])) + "</p>")
