@@ -243,3 +243,19 @@ def test_failed_or_refused_sweeps_leave_no_files(tmp_path):
         assert res.exit_code in (1, 2) and not isinstance(res.exception, Exception) or \
             isinstance(res.exception, SystemExit), (args, res.output)
         assert not out.exists(), args
+
+
+def test_a_part_no_user_pair_fits_is_not_checkable_and_its_controls_are_not_required():
+    """Only a Markov pair: sd.expected_tokens's i.i.d. part has nothing to run on, so it is
+    not-checkable (with the reason), and the control is judged where the claim was graded."""
+    from sims.instances_file import pairs_from
+    from sims.runner import run_claims
+    pairs = pairs_from({"pairs": [{"name": "m", "order": 1, "target": [[0.7, 0.3], [0.2, 0.8]],
+                                   "draft": [[0.5, 0.5], [0.4, 0.6]]}]})
+    c = run_claims("sd.expected_tokens", quick=True, progress=False, pairs=pairs)["claims"][0]
+    parts = {p["id"]: p for p in c["parts"]}
+    assert parts["iid"]["verdict"] == "not-checkable" and "no user pair fits" in parts["iid"]["reason"]
+    assert parts["chain"]["verdict"] == "holds" and c["verdict"] == "holds"
+    ctl = c["controls"][0]
+    assert ctl["verdict"] == "fails" and set(ctl["required"]) == {"chain"}, ctl["required"]
+    assert c["summary"] == "holds (1 of 3 parts; 2 not checkable)"
