@@ -137,8 +137,10 @@ class _Progress:
         if bar:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                        TimeRemainingColumn)
+            from rich.console import Console
             self.bar = Progress(TextColumn("{task.description:<44}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=True)
+                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=True,
+                                console=Console(stderr=True))
             self.bar.start()
             self.task = self.bar.add_task("checks", total=total)
         self.by_id = by_id

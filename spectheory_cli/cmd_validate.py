@@ -86,7 +86,12 @@ def validate(
         for name in names:
             check_prompt_set(name)
     except PromptSetError as e:
-        raise typer.BadParameter(str(e), param_hint="--prompts") from None
+        import difflib
+
+        from validate.prompts import ALIASES, PROMPT_SETS
+        close = difflib.get_close_matches(name, [*PROMPT_SETS, *ALIASES], n=1, cutoff=0.6)
+        hint = f" (did you mean {ALIASES.get(close[0], close[0])!r}?)" if close else ""
+        raise typer.BadParameter(f"{e}{hint}", param_hint="--prompts") from None
     _check_run_dir(out)
     _check_device(device)
     for opt, path in (("--target", target), ("--draft", draft)):

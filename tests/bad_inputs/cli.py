@@ -116,3 +116,11 @@ ROWS = [
     bad("show.cli unreadable report", run_cli, "show", "sd.lossless", "--report", _TMP / "a-file", exc=CLIError,
         match="--report: cannot read"),
 ]
+
+ROWS += [
+    bad("validate.cli typo'd prompt set", run_cli, "validate", "--prompts", "human-eval,mt-bnch", "--out", _TMP / "a-file",
+        exc=CLIError, match="unknown prompt set 'mt-bnch'.*did you mean 'mt-bench'"),
+    bad("validate.cli typo'd option", run_cli, "validate", "--gama", "3", exc=CLIError, match="No such option: --gama"),
+    bad("sweep.cli typo'd option", run_cli, "sweep", "sd.mc", "--gird", "x=1", exc=CLIError,
+        match="No such option: --gird"),
+]
