@@ -97,8 +97,7 @@ def validate(
     for opt, path in (("--target", target), ("--draft", draft)):
         if path is not None and (path.endswith(".gguf") or path.startswith((".", "/", "~"))) \
                 and not Path(path).expanduser().exists():
-            raise typer.BadParameter(f"{path} does not exist (a local directory, a .gguf file, or a hub id)",
-                                     param_hint=opt)
+            _fail(f"{opt}: {path} does not exist (a local directory, a .gguf file, or a hub id)")
     import warnings
     warnings.simplefilter("ignore", FutureWarning)  # libraries' deprecation notices are not the user's concern
     try:
