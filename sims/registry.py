@@ -69,6 +69,23 @@ class Control:
 
 
 @dataclass(frozen=True)
+class UserPairs:
+    """A claim that runs on the user's own Markov pairs (``spectheory verify --instances FILE``,
+    docs/instances.md).
+
+    ``what``: what the check does with each pair (one sentence: the catalog and ``spectheory
+    list`` show it); ``mc_tests_per_pair``: the most Monte Carlo tests one run of its check makes
+    per user pair (the Bonferroni split of a user-pairs run counts this bound, so it is known
+    before anything runs). The check asks for its instances with :meth:`Context.pairs` and builds
+    them with :meth:`Context.get`: on a normal run they return the built-in instances, on a
+    user-pairs run the user's pairs that fit (a pair that does not fit a comparison is skipped
+    with a note saying why)."""
+
+    what: str
+    mc_tests_per_pair: int = 0
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     paper: Any
@@ -86,6 +103,8 @@ class Claim:
     #: the claim's relation when it has one part (``parts`` then defaults to one part ``main``)
     relation: str | None = None
     parts: tuple[Part, ...] = ()
+    #: set when the check runs on the user's own pairs (``verify --instances``; :class:`UserPairs`)
+    user_pairs: UserPairs | None = None
 
     def __post_init__(self):
         if not self.parts and self.relation is not None:  # one part, "main": the claim itself
@@ -198,6 +217,8 @@ def register(**kwargs) -> Claim:
         raise RegistrationError(
             f"{claim.id}: no negative control covers evidence {'mode(s)' if one else '(part, mode) pair(s)'} "
             f"{what}; every (checkable part, mode) a check grades needs a broken variant that must fail there")
+    if claim.user_pairs is not None and not isinstance(claim.user_pairs, UserPairs):
+        raise RegistrationError(f"{claim.id}: user_pairs must be a UserPairs(...) record, got {claim.user_pairs!r}")
     if ("mc" in claim.modes) != (claim.mc_tests > 0):
         raise RegistrationError(f"{claim.id}: mode 'mc' listed as {('mc' in claim.modes)} but mc_tests="
                                 f"{claim.mc_tests}")
@@ -272,13 +293,45 @@ class Context:
     subject_name: str = ""
     #: the claim's parts (``Part`` records; empty outside a registered claim's run)
     parts: tuple = ()
+    #: the user's own pairs (name → MarkovPair) on a ``verify --instances`` run, else None
+    user: dict | None = None
+    #: the Bonferroni denominator when it is not the whole registry's (a user-pairs run)
+    mc_total: int | None = None
     alpha_test: float = field(init=False)
     mc_tests_run: int = field(default=0, init=False)
     #: least-slack records found by the check, per part (:meth:`least_slack`)
     slack: dict = field(default_factory=dict, init=False)
+    #: notes the check leaves for the report (e.g. a user pair skipped by a comparison, and why)
+    notes: list = field(default_factory=list, init=False)
 
     def __post_init__(self):
-        self.alpha_test = self.alpha_family / max(1, total_mc_tests())
+        self.alpha_test = self.alpha_family / max(1, total_mc_tests() if self.mc_total is None else self.mc_total)
+
+    def pairs(self, default, *, fits: Callable | None = None, what: str = "") -> list[str]:
+        """The instance names a comparison runs on: ``default`` (built-in instance names) on a
+        normal run; on a user-pairs run (``verify --instances``) the user's pairs for which
+        ``fits(pair)`` returns None. ``fits`` returns why a pair does not fit (``"needs an order-0
+        pair"``); each skipped pair leaves a note naming ``what`` comparison skipped it. Build the
+        pairs with :meth:`get`."""
+        if self.user is None:
+            return list(default)
+        out = []
+        for name, pair in self.user.items():
+            why = fits(pair) if fits is not None else None
+            if why:
+                note = f"user pair {name!r} skipped{f' by {what}' if what else ''}: {why}"
+                if note not in self.notes:
+                    self.notes.append(note)
+            else:
+                out.append(name)
+        return out
+
+    def get(self, name: str):
+        """The pair named ``name``: a user pair on a user-pairs run, else a built-in instance."""
+        if self.user is not None and name in self.user:
+            return self.user[name]
+        from spectheory import instances
+        return instances.get(name)
 
     def rng(self, *labels: str) -> np.random.Generator:
         """A Generator seeded from (run seed, claim id, subject, labels): reproducible and

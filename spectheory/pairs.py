@@ -1,6 +1,6 @@
 """Constructors for target/draft :class:`~spectheory.markov.MarkovPair` regimes.
 
-The seeds talk about drafts that are weakly or strongly aligned with the target, drafts
+The papers talk about drafts that are weakly or strongly aligned with the target, drafts
 that are distilled/quantised/truncated versions of the target, and n-gram drafts. Each
 constructor below builds one such regime and records its parameters so a report can name
 the instance and reproduce it.

@@ -1,11 +1,11 @@
-"""Drafting trees, their acceptance functions and the optimal-tree search of seed 004 (§4).
+"""Drafting trees, their acceptance functions and the optimal-tree search of Kobus & Gündüz 2025 (§4).
 
 A **drafting tree** is a finite set of vertices, each the path ``(i_1, …, i_d)`` of acceptance
-indices (1-based) from the root, closed under taking ancestors (the seed's validity condition,
+indices (1-based) from the root, closed under taking ancestors (the paper's validity condition,
 §4: "any node in this top-k list will have all its ancestors also present"). Vertex
 ``(i_1, …, i_d)`` is accepted iff the acceptance index at the j-th context of the iteration is
 ``i_j`` for every j (``spectheory.rules.ersd``). The number of drafted tokens is the number of
-vertices k; the iteration emits ``1 + #accepted vertices`` tokens, so (seed Eq. 4)
+vertices k; the iteration emits ``1 + #accepted vertices`` tokens, so (the paper's Eq. 4)
 
     E[generated tokens] = 1 + Σ_{v ∈ tree} f(v),     f(v) = P(v accepted).
 
@@ -16,7 +16,7 @@ distribution already computed for that context; only kept vertices are evaluated
 
 Acceptance functions ``f`` map a path (tuple) to a probability; they must not increase along
 paths. :func:`zero_order` builds the 0th-order one ``f(v) = Π_j a(i_j)`` from an acceptance-index
-distribution ``a`` (Chen et al. 2025, Sequoia; seed §4), :func:`fit_zero_order` fits ``a`` from
+distribution ``a`` (Chen et al. 2025, Sequoia; the paper's §4), :func:`fit_zero_order` fits ``a`` from
 observed indices. :func:`optimal_tree` is Alg. 3 (priority queue), :func:`exhaustive_optimal`
 the brute force it is checked against, :func:`breadth_first_tree` a deliberately non-greedy
 builder (negative control), :func:`specinfer_tree` the SpecInfer baseline of §5.
@@ -98,24 +98,24 @@ class Tree:
 
 
 def simple_tree() -> Tree:
-    """One drafted token (seed §2, 'simple' strategy)."""
+    """One drafted token (the paper's §2, 'simple' strategy)."""
     return Tree(((1,),), "simple")
 
 
 def sequence_tree(k: int) -> Tree:
-    """k tokens drafted autoregressively, each the first alternative (seed §2, 'sequence')."""
+    """k tokens drafted autoregressively, each the first alternative (the paper's §2, 'sequence')."""
     k = check_int(k, "k", min=1)
     return Tree(tuple((1,) * d for d in range(1, k + 1)), f"sequence{k}")
 
 
 def batch_tree(k: int) -> Tree:
-    """k alternatives for the next token (seed §2, 'batch', Sun et al. 2024)."""
+    """k alternatives for the next token (the paper's §2, 'batch', Sun et al. 2024)."""
     k = check_int(k, "k", min=1)
     return Tree(tuple((i,) for i in range(1, k + 1)), f"batch{k}")
 
 
 def specinfer_tree(k: int) -> Tree:
-    """SpecInfer tree of seed §5: 3-token sequences whose first two drafted tokens are common,
+    """SpecInfer tree of the paper's §5: 3-token sequences whose first two drafted tokens are common,
     i.e. a chain (1), (1,1) and then k − 2 alternatives (1,1,i); a sequence for k ≤ 2."""
     k = check_int(k, "k", min=1)
     if k <= 2:
@@ -157,7 +157,7 @@ def fit_zero_order(indices, n_indices: int) -> np.ndarray:
 
 
 def tree_value(f: Callable[[Path], float], tree: Tree) -> float:
-    """``Σ_v f(v)``: expected accepted tokens; E[generated] is one more (seed Eq. 4)."""
+    """``Σ_v f(v)``: expected accepted tokens; E[generated] is one more (the paper's Eq. 4)."""
     _check_f(f)
     check_type(tree, Tree, "tree", " (spectheory.trees)")
     a = getattr(f, "a", None)
@@ -170,7 +170,7 @@ def tree_value(f: Callable[[Path], float], tree: Tree) -> float:
 
 
 def expected_generated(f: Callable[[Path], float], tree: Tree) -> float:
-    """``1 + Σ_v f(v)``: expected generated tokens per target evaluation (seed Eq. 4)."""
+    """``1 + Σ_v f(v)``: expected generated tokens per target evaluation (the paper's Eq. 4)."""
     return 1.0 + tree_value(f, tree)
 
 

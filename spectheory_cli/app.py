@@ -10,6 +10,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Check the theory of speculative decoding claim by claim.")
 
 
+def _version(value: bool):
+    if value:
+        from spectheory import __version__
+        typer.echo(f"spectheory {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                              help="Print the version and exit.")):
+    """Check the theory of speculative decoding claim by claim: `spectheory verify` writes the report
+    (docs/report_schema.md), `spectheory list` lists the claims (docs/claims.md)."""
+
+
 def check_writable(path: Path, option: str) -> None:
     """Fail before the run (not after it) if the report cannot be written to ``path``:
     its folder is created if missing; an existing directory, a parent that is a file or an

@@ -113,8 +113,10 @@ def test_cli_writes_json_and_markdown(tmp_path):
     mc = [e for e in data["claims"][0]["evidence"] if e["mode"] == "mc"]
     assert mc and all("stream of 150000 iterations" in e["note"] for e in mc)  # the quick tier's size
     md = m.read_text()
-    assert "**Negative control `accept=min(1,q/p)`**" in md
-    assert "(per mode: exact fails, mc fails; must fail in exact, mc)" in md
+    assert "- `accept=min(1,q/p)` **rejected** (exact fails, mc fails)" in md
+    evidence = (tmp_path / "r-evidence.md").read_text()  # every table goes to the evidence file
+    assert "**Negative control `accept=min(1,q/p)`**" in evidence
+    assert "(per mode: exact fails, mc fails; must fail in exact, mc)" in evidence
 
 
 def test_cli_glob_list_runs_exactly_the_named_claims(tmp_path):
@@ -164,9 +166,14 @@ def test_cli_strict_exit_status(tmp_path, monkeypatch):
 
 
 def test_cli_list(tmp_path):
-    res = CliRunner().invoke(app, ["list", "--claims", "sd.*"])
+    res = CliRunner().invoke(app, ["list", "--claims", "sd.*", "--brief"])
     assert res.exit_code == 0
     assert [line.split()[0] for line in res.output.splitlines()] == SD_IDS
+    res = CliRunner().invoke(app, ["list", "--claims", "sd.expected_tokens"])  # statements and parts
+    assert res.exit_code == 0
+    text = " ".join(res.output.split())
+    assert registry.REGISTRY["sd.expected_tokens"].statement in text
+    assert "- iid (=): With constant per-position acceptance" in text and "(=, not checkable)" in text
     res = CliRunner().invoke(app, ["list", "--claims", "zzz"])
     assert res.exit_code == 2 and isinstance(res.exception, SystemExit)
     assert "no registered claim matches 'zzz'" in res.output

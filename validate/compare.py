@@ -1,4 +1,4 @@
-"""Evidence (mode ``logits``, CLAIMS "Evidence modes") from a replayed trace, built with the
+"""Evidence (mode ``logits``, "Evidence modes") from a replayed trace, built with the
 same statistical method as every other check (:mod:`spectheory.judge.stats`), so the records drop
 straight into a report.
 """

@@ -1,5 +1,5 @@
-"""Replay ERSD's estimators on a :class:`~validate.capture.LogitTrace` (seed 004; evidence mode
-``logits`` for CLAIMS ``ersd.lemma3_1`` and ``zero_order.underestimates``).
+"""Replay ERSD's estimators on a :class:`~validate.capture.LogitTrace` (Kobus & Gündüz 2025; evidence mode
+``logits`` for claim ``ersd.lemma3_1`` and ``zero_order.underestimates``).
 
 At each position t, p_t and q_t are the softmaxed target and draft logits. The replay gives
 

@@ -42,7 +42,7 @@ _LOCAL = {
     "o2-V3-mix0.4": lambda: perturbed_pair(3, 2, how="mix", strength=0.4, seed=421),
     "o2-V3-mix0.7": lambda: perturbed_pair(3, 2, how="mix", strength=0.7, seed=422),
     "o2-V3-temp2": lambda: perturbed_pair(3, 2, how="temperature", strength=2.0, seed=423),
-    # alignment in regimes (the seed's §5 explanation): tokens 0,1 lead to well-aligned contexts,
+    # alignment in regimes (the paper's §5 explanation): tokens 0,1 lead to well-aligned contexts,
     # tokens 2,3 to poorly aligned ones, and each region tends to stay
     "o1-V4-regimes": lambda: _regime_pair(),
     # Monte Carlo scale, order 0 (order-1 ones come from sims.instances)
@@ -368,7 +368,7 @@ register(
     statement="Alg. 3 (priority queue, grow the vertex with the highest acceptance probability) "
               "returns the k-vertex drafting tree maximising the expected number of accepted tokens, "
               "for any acceptance function that decreases along paths.",
-    interpretation="Trees are ancestor-closed sets of index paths (the seed's validity condition). "
+    interpretation="Trees are ancestor-closed sets of index paths (the paper's validity condition). "
                    "Exhaustive search over every such tree with k ≤ 5 vertices; acceptance functions: "
                    "0th-order fits, the exact Markov acceptance function (stationary start) and "
                    "random functions decreasing along paths.",
@@ -616,7 +616,7 @@ def check_upper(ctx, rule):
             Cmin = max(Cmin, Hg - float(cf.grs_upper_bound(Dg, 0.0)))
     ev.append(stats.info("exact", "GSD, Harsha form, all small instances", None, Cmin,
                          test="smallest constant C with H ≤ D + 2 log2(D+1) + C on every state",
-                         note="eq. 7's constant was lost in extraction: reported, not graded"))
+                         note="eq. 7's constant is not given: reported, not graded"))
     for name in ("o0-V50-weak", "o0-V50-strong"):
         pair = get(name)
         p, q = pair.target.rows[0], pair.draft.rows[0]

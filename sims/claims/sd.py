@@ -23,7 +23,7 @@ from spectheory.montecarlo import sd as mc_sd
 from spectheory.montecarlo.clock import PARALLEL, SERIAL, CallSchedule, ratio_of_means, simulate_clocks
 from spectheory.rules.sd import BROKEN_NO_BONUS, BROKEN_RESIDUAL_P, BROKEN_SWAPPED_RATIO, STANDARD, SDRule
 
-from ..registry import Control, Part, register
+from ..registry import Control, Part, UserPairs, register
 from ..shapes import each, grid, label, mc_law, mc_mean, mc_per_state, shrinker, sweep
 
 PAPER = ("leviathan2023", "chen2023")
@@ -31,6 +31,36 @@ PAPER = ("leviathan2023", "chen2023")
 CTRL_RESIDUAL = Control("residual=norm(p)", BROKEN_RESIDUAL_P, BROKEN_RESIDUAL_P.description)
 CTRL_SWAPPED = Control("accept=min(1,q/p)", BROKEN_SWAPPED_RATIO, BROKEN_SWAPPED_RATIO.description)
 CTRL_NO_BONUS = Control("no-bonus", BROKEN_NO_BONUS, BROKEN_NO_BONUS.description)
+
+
+# --- which user pairs fit which comparison (verify --instances; docs/instances.md) -------------
+# Each returns None when the pair fits, else why not (the report notes it).
+
+#: exact enumeration enumerates V**(γ+1) draft/accept outcomes per iteration in Python
+EXACT_MAX_V = 6
+
+
+def _enumerable(pair):
+    return None if pair.V <= EXACT_MAX_V and pair.n_states <= 64 else \
+        f"exact enumeration needs V ≤ {EXACT_MAX_V} and ≤ 64 states (V = {pair.V}, {pair.n_states} states)"
+
+
+def _order0(pair):
+    return None if pair.order == 0 else f"needs an order-0 (i.i.d.) pair, order {pair.order} given"
+
+
+def _markov(pair):
+    return None if pair.order >= 1 else "needs a Markov pair (order ≥ 1), order 0 given"
+
+
+def _all(*tests):
+    return lambda pair: next((why for why in (t(pair) for t in tests) if why), None)
+
+
+def _chi_square_tokens(pair) -> int:
+    """How many first tokens the Monte Carlo law test looks at on a user pair: the most N ≤ 4
+    whose V**N cells stay ≤ 625 (0: none), so the test keeps its power."""
+    return max((N for N in (1, 2, 3, 4) if pair.V ** N <= 625), default=0)
 
 
 # --- sd.lossless ------------------------------------------------------------------------------
@@ -52,12 +82,16 @@ def lossless_tv(pair, rule: SDRule, gamma: int, n_tokens: int = 3):
 
 def check_lossless(ctx, rule):
     n_first = lambda pair: 4 if pair.V <= 3 else 3
-    ev = each(inst.EXACT, lambda name, pair: sweep(
+    ev = each(ctx.pairs(inst.EXACT, fits=_enumerable, what="exact enumeration"), lambda name, pair: sweep(
         label(name, γ="1..3", N=n_first(pair)), grid(gamma=LOSSLESS_GAMMAS),
         lambda gamma: lossless_tv(pair, rule, gamma, n_first(pair)), grade="distance",
-        what="TV(first N emitted tokens, p^N), max over γ"))
-    for name, gamma, N in LOSSLESS_MC:
-        pair = inst.get(name)
+        what="TV(first N emitted tokens, p^N), max over γ"), get=ctx.get)
+    mc = LOSSLESS_MC if ctx.user is None else [
+        (name, 2, _chi_square_tokens(ctx.get(name)))
+        for name in ctx.pairs((), fits=lambda pair: None if _chi_square_tokens(pair) >= 2 else
+                              f"the chi-square test needs V² ≤ 625 cells (V = {pair.V})", what="Monte Carlo")]
+    for name, gamma, N in mc:
+        pair = ctx.get(name)
         n = ctx.size(2_000_000, 200_000)
         toks = mc_sd.sample_first_tokens(pair, gamma, N, n, rule=rule, seed=ctx.rng(name))
         counts = np.bincount(toks @ (pair.V ** np.arange(N - 1, -1, -1)), minlength=pair.V ** N)
@@ -78,7 +112,9 @@ register(
                    "supports, p = q so the residual has zero mass, one-token vocabulary, top-k "
                    "drafts with q = 0 tokens). MC: chi-square on V^N sequences.",
     check=check_lossless, subject=STANDARD, controls=(CTRL_RESIDUAL, CTRL_SWAPPED), mc_tests=len(LOSSLESS_MC),
-    shrink=shrinker(lossless_tv, fails=lambda c, m: m > 1e-12))
+    shrink=shrinker(lossless_tv, fails=lambda c, m: m > 1e-12),
+    user_pairs=UserPairs("exact: TV of the first N emitted tokens against p^N for γ = 1..3 (V ≤ 6); Monte Carlo: "
+                         "chi-square of the first N tokens at γ = 2 (V^N ≤ 625 cells, N ≥ 2)", mc_tests_per_pair=1))
 
 
 # --- sd.acceptance ----------------------------------------------------------------------------
@@ -100,14 +136,20 @@ def acceptance(pair, rule: SDRule):
     return max((acceptance_at(pair, rule, s) for s in range(pair.n_states)), key=lambda r: r[2]["gap"])[:2]
 
 
+def _per_state_enumerable(pair):
+    return None if pair.V ** 2 * pair.n_states <= 40_000 else \
+        f"per-state enumeration needs V² × states ≤ 40,000 (V = {pair.V}, {pair.n_states} states)"
+
+
 def check_acceptance(ctx, rule):
-    ev = each(inst.EXACT, lambda name, pair: sweep(
+    ev = each(ctx.pairs(inst.EXACT, fits=_per_state_enumerable, what="exact enumeration"), lambda name, pair: sweep(
         label(name, states=pair.n_states), grid(state=range(pair.n_states)),
         lambda state: acceptance_at(pair, rule, state), worst=lambda c, m, d, p: d["gap"],
         what="P(accept first draft) vs Σmin(p,q), worst state",
-        note=lambda p, c, m, d: f"|Σmin(p,q) − (1 − TV)| = {d['identity']:.1e}"))
-    for name in ACCEPTANCE_MC:
-        pair = inst.get(name)
+        note=lambda p, c, m, d: f"|Σmin(p,q) − (1 − TV)| = {d['identity']:.1e}"), get=ctx.get)
+    for name in ctx.pairs(ACCEPTANCE_MC, fits=lambda pair: None if pair.n_states <= 4096 else
+                          f"per-state counts need ≤ 4,096 states ({pair.n_states} given)", what="Monte Carlo"):
+        pair = ctx.get(name)
         n = ctx.size(1_000_000, 150_000)
         res = mc_sd.simulate(pair, 4, n, rule=rule, seed=ctx.rng(name), count_states=True)
         ev.append(mc_per_state(ctx, label(name, γ=4), res.attempts, res.accepts, pair.acceptance_by_state(),
@@ -124,7 +166,9 @@ register(
                    "the drafted token in state s equals β(s) = Σ min(p(·|s), q(·|s)) and 1 − TV. "
                    "MC: acceptance counts per state of a long stream (all positions) against β(s).",
     check=check_acceptance, subject=STANDARD, controls=(CTRL_SWAPPED,), mc_tests=len(ACCEPTANCE_MC),
-    shrink=shrinker(acceptance, applies=("V", "order", "seed"), gammas=(1,)))
+    shrink=shrinker(acceptance, applies=("V", "order", "seed"), gammas=(1,)),
+    user_pairs=UserPairs("exact: P(accept) against Σ min(p, q) and 1 − TV in every state (V² × states ≤ "
+                         "40,000); Monte Carlo: acceptance counts per state of a stream at γ = 4", mc_tests_per_pair=1))
 
 
 # --- sd.expected_tokens -----------------------------------------------------------------------
@@ -145,17 +189,20 @@ def expected_tokens_chain(pair, rule: SDRule, gamma: int, start: int = 0):
 def check_expected_tokens(ctx, rule):
     alpha = lambda pair: float(pair.acceptance_by_state()[0])
     with ctx.part("iid"):
-        ev = each(inst.IID, lambda name, pair: sweep(
+        ev = each(ctx.pairs(inst.IID, fits=_all(_order0, _enumerable), what="the i.i.d. formula (exact)"),
+                  lambda name, pair: sweep(
             label(name, γ="1..4", α=f"{alpha(pair):.4f}"), grid(gamma=ET_GAMMAS),
             lambda gamma: expected_tokens_iid(pair, rule, gamma),
-            what="(1−α^{γ+1})/(1−α) vs enumeration, worst γ"))
+            what="(1−α^{γ+1})/(1−α) vs enumeration, worst γ"), get=ctx.get)
     with ctx.part("chain"):
-        ev += each(inst.MARKOV, lambda name, pair: sweep(
+        ev += each(ctx.pairs(inst.MARKOV, fits=_all(_markov, _enumerable), what="the chain DP (exact)"),
+                   lambda name, pair: sweep(
             label(name, γ="1..3", start=0), grid(gamma=(1, 2, 3)), lambda gamma: expected_tokens_chain(pair, rule, gamma),
-            what="chain DP 1 + Σ_k (A^k 1)[s] vs enumeration, worst γ"))
+            what="chain DP 1 + Σ_k (A^k 1)[s] vs enumeration, worst γ"), get=ctx.get)
     with ctx.part("formula-on-markov"):
-        for name in inst.MARKOV + ("markov1-V50-strong", "markov1-V50-weak"):
-            pair = inst.get(name)
+        for name in ctx.pairs(inst.MARKOV + ("markov1-V50-strong", "markov1-V50-weak"), fits=_markov,
+                              what="the constant-α formula on a Markov source (info)"):
+            pair = ctx.get(name)
             a_bar = cf.stationary_acceptance(pair)
             formula, exact = cf.expected_tokens(a_bar, 4), cf.long_run_block_efficiency(pair, 4)
             ev.append(stats.info("exact", label(name, γ=4, α=f"{a_bar:.4f}"), formula, exact,
@@ -164,15 +211,18 @@ def check_expected_tokens(ctx, rule):
                                  note=f"formula off by {100 * (formula - exact) / exact:+.2f}%; outside the "
                                       "formula's i.i.d. assumption: reported, not graded"))
     n = ctx.size(4_000_000, 400_000)
-    pair = inst.get("iid-V4-random")
-    res = mc_sd.simulate(pair, 4, n, rule=rule, seed=ctx.rng("iid"), restart=True)
-    ev.append(mc_mean(ctx, label("iid-V4-random", γ=4), cf.expected_tokens(alpha(pair), 4), res.n_emitted,
-                      tolerance=0.02, what="tokens per iteration", note=f"{n} i.i.d. iterations", part="iid"))
-    pair = inst.get("markov1-V50-weak")
-    res = mc_sd.simulate(pair, 4, n, rule=rule, seed=ctx.rng("markov"), restart=True)
-    ev.append(mc_mean(ctx, label("markov1-V50-weak", γ=4, start=0), cf.expected_tokens_chain(pair, 4, 0),
-                      res.n_emitted, tolerance=0.02, what="tokens per iteration",
-                      note=f"{n} iterations restarted from state 0; claimed = chain DP", part="chain"))
+    for name in ctx.pairs(("iid-V4-random",), fits=_order0, what="Monte Carlo of the i.i.d. formula"):
+        pair = ctx.get(name)
+        res = mc_sd.simulate(pair, 4, n, rule=rule, seed=ctx.rng("iid" if ctx.user is None else name), restart=True)
+        ev.append(mc_mean(ctx, label(name, γ=4), cf.expected_tokens(alpha(pair), 4), res.n_emitted,
+                          tolerance=0.02, what="tokens per iteration", note=f"{n} i.i.d. iterations", part="iid"))
+    for name in ctx.pairs(("markov1-V50-weak",), fits=_markov, what="Monte Carlo of the chain DP"):
+        pair = ctx.get(name)
+        res = mc_sd.simulate(pair, 4, n, rule=rule, seed=ctx.rng("markov" if ctx.user is None else name),
+                             restart=True)
+        ev.append(mc_mean(ctx, label(name, γ=4, start=0), cf.expected_tokens_chain(pair, 4, 0),
+                          res.n_emitted, tolerance=0.02, what="tokens per iteration",
+                          note=f"{n} iterations restarted from state 0; claimed = chain DP", part="chain"))
     return ev
 
 
@@ -196,7 +246,11 @@ register(
                 reason="outside the formula's constant-α assumption (the paper does not claim it): reported "
                        "as info, with the relative error")),
     check=check_expected_tokens, subject=STANDARD, controls=(CTRL_NO_BONUS,), mc_tests=2,
-    shrink=shrinker(expected_tokens_iid, orders=(0,), part="iid"))
+    shrink=shrinker(expected_tokens_iid, orders=(0,), part="iid"),
+    user_pairs=UserPairs("order-0 pairs: the formula against enumeration for γ = 1..4 (V ≤ 6) and Monte Carlo at "
+                         "γ = 4 (part iid); Markov pairs: the chain DP against enumeration for γ = 1..3 (V ≤ 6), "
+                         "Monte Carlo from state 0 at γ = 4 (part chain) and the formula's error (info)",
+                         mc_tests_per_pair=1))
 
 
 # --- sd.walltime ------------------------------------------------------------------------------
@@ -235,26 +289,32 @@ def walltime(pair, timed: Timed, gamma: int, c: float):
 
 
 def check_walltime(ctx, subject):
-    ev = each(inst.IID, lambda name, pair: sweep(
+    ev = each(ctx.pairs(inst.IID, fits=_all(_order0, _enumerable), what="exact enumeration"), lambda name, pair: sweep(
         label(name, γ="1..4", c="0..1"), grid(gamma=ET_GAMMAS, c=WT_COSTS),
         lambda gamma, c: walltime(pair, subject, gamma, c),
-        what="formula vs E_exact[tokens] / E_exact[call time], worst (γ, c)"))
+        what="formula vs E_exact[tokens] / E_exact[call time], worst (γ, c)"), get=ctx.get)
     gamma, c = 4, 0.2
-    pair = inst.get("iid-V4-strong")
+    for name in ctx.pairs(("iid-V4-strong",), fits=_order0, what="Monte Carlo"):
+        ev.append(_walltime_mc(ctx, subject, name, gamma, c))
+    return ev
+
+
+def _walltime_mc(ctx, subject, name, gamma, c):
+    pair = ctx.get(name)
     n = ctx.size(4_000_000, 400_000)
-    res = mc_sd.simulate(pair, gamma, n, rule=subject.rule, seed=ctx.rng("tokens"))
+    labels = () if ctx.user is None else (name,)  # built-in runs keep their seeds
+    res = mc_sd.simulate(pair, gamma, n, rule=subject.rule, seed=ctx.rng(*labels, "tokens"))
     # discrete-event clocks: the speculative one advances by every draft call (mean c) and
     # target call (mean 1) the schedule makes; the autoregressive one by one target call per
     # emitted token. Call times are Gamma-distributed (CV 1/2), drawn independently.
     ar, sd_time = simulate_clocks(res.n_emitted, gamma, c, schedule=subject.schedule,
-                                  seed=ctx.rng("clock"), shape=WT_CALL_SHAPE)
+                                  seed=ctx.rng(*labels, "clock"), shape=WT_CALL_SHAPE)
     ratio, se = ratio_of_means(ar, sd_time)
-    ev.append(mc_mean(ctx, label("iid-V4-strong", γ=gamma, c=c),
-                      cf.walltime_improvement(float(pair.acceptance_by_state()[0]), gamma, c), mean=ratio, se=se, n=n,
-                      tolerance=0.02, what="walltime improvement Σ AR time / Σ SD time (delta-method se)",
-                      note=f"{n} iterations of the Numba kernel timed on simulated clocks: Gamma call times "
-                           f"(shape {WT_CALL_SHAPE:g}, means c and 1) for each draft and target call made"))
-    return ev
+    return mc_mean(ctx, label(name, γ=gamma, c=c),
+                   cf.walltime_improvement(float(pair.acceptance_by_state()[0]), gamma, c), mean=ratio, se=se, n=n,
+                   tolerance=0.02, what="walltime improvement Σ AR time / Σ SD time (delta-method se)",
+                   note=f"{n} iterations of the Numba kernel timed on simulated clocks: Gamma call times "
+                        f"(shape {WT_CALL_SHAPE:g}, means c and 1) for each draft and target call made")
 
 
 register(
@@ -270,4 +330,6 @@ register(
                    "times with means c and 1, so the formula must hold in expectation), ratio of "
                    "the two clocks against the formula.",
     check=check_walltime, subject=WT_STANDARD, controls=(CTRL_WT_NO_BONUS, CTRL_WT_SERIAL), mc_tests=1,
-    shrink=shrinker(walltime, applies=("V", "order", "gamma", "c", "seed"), orders=(0,), extra={"c": WT_COSTS}))
+    shrink=shrinker(walltime, applies=("V", "order", "gamma", "c", "seed"), orders=(0,), extra={"c": WT_COSTS}),
+    user_pairs=UserPairs("order-0 pairs: the formula against exact E[tokens] / E[time] for γ = 1..4 and c ∈ "
+                         "{0, 0.05, 0.2, 1} (V ≤ 6), and Monte Carlo clocks at γ = 4, c = 0.2", mc_tests_per_pair=1))

@@ -3,7 +3,7 @@
 Each check takes the verification rule under test (:class:`spectheory.rules.se.SERule`);
 the broken rules registered as controls go through the same comparisons. Members are
 ordered ``(q, p)``: q (the draft of the pair) proposes by default. Costs: q costs c, p
-costs 1 (two models); the vanilla ensemble costs Σ_k t_k per token. TV has the ½ (seed 002's
+costs 1 (two models); the vanilla ensemble costs Σ_k t_k per token. TV has the ½ (Fu et al.'s
 D_TV = Σ|·| = 2 TV: Eq. 7's ``1 − ½ D_TV`` is ``1 − TV``).
 """
 from __future__ import annotations
@@ -223,7 +223,7 @@ register(
 
 def _acceptance_worst(M, rule):
     """Worst (member, state): P(accept a proposal of member k in state s) under ``rule`` vs
-    Eq. 7 computed literally with the seed's D_TV = Σ|q_k − r|."""
+    Eq. 7 computed literally with the paper's D_TV = Σ|q_k − r|."""
     acc, _ = M.rule_tables(rule)
     worst = (0.0, 0.0, -1.0)
     for k in range(M.n):

@@ -17,6 +17,7 @@ This module holds what every family shares, and stays light (no kernels):
 """
 from __future__ import annotations
 
+import difflib
 import pkgutil
 from functools import lru_cache
 from typing import Callable
@@ -36,12 +37,28 @@ def real(*, lo: float | None = None, hi: float | None = None, lo_open: bool = Fa
     return lambda v, name: check_real(v, name, lo=lo, hi=hi, lo_open=lo_open)
 
 
+def suggest(word, options) -> str:
+    """`` (did you mean 'gamma'?)`` for a close match of ``word`` among ``options``, else ''."""
+    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def boolean() -> Callable:
+    def check(v, name):
+        if not isinstance(v, bool):
+            raise TypeError(f"{name} must be true or false, got {v!r}")
+        return v
+    return check
+
+
 def choice(*options: str) -> Callable:
     def check(v, name):
+        shown = ", ".join(map(repr, options)) if len(options) <= 20 else \
+            ", ".join(map(repr, options[:20])) + f", ... ({len(options)} in all)"
         if not isinstance(v, str):
-            raise TypeError(f"{name} must be one of {', '.join(map(repr, options))}, got {v!r}")
+            raise TypeError(f"{name} must be one of {shown}, got {v!r}")
         if v not in options:
-            raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}, got {v!r}")
+            raise ValueError(f"{name} must be one of {shown}, got {v!r}{suggest(v, options)}")
         return v
     return check
 
@@ -51,8 +68,9 @@ def parse(kind: str, params: dict, spec: dict[str, tuple[Callable, object]]) -> 
     returns every name of the spec, defaults filled in (``None`` = not given)."""
     unknown = sorted(set(params) - set(spec))
     if unknown:
+        hint = suggest(unknown[0], spec).replace(" (", "; ").rstrip(")")
         raise ValueError(f"{kind}: unknown parameter(s) {', '.join(map(repr, unknown))}; "
-                         f"accepted: {', '.join(spec)}")
+                         f"accepted: {', '.join(spec)}{hint}")
     out = {}
     for name, (check, default) in spec.items():
         if name not in params or params[name] is None:

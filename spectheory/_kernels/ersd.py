@@ -1,4 +1,4 @@
-"""Numba kernels for GSD and ERSD tree drafting on Markov sources (seed 004, Alg. 2, 4, 5).
+"""Numba kernels for GSD and ERSD tree drafting on Markov sources (Kobus & Gündüz 2025, Alg. 2, 4, 5).
 
 Randomness comes from the core's in-kernel xoshiro256++ streams (one uint64[4] state per
 stream, :mod:`spectheory._kernels.core`); independent streams run under ``prange`` and each
@@ -10,7 +10,7 @@ One context step (:func:`context_step`) draws the exponentials of an exponential
 * ERSD: the target winner ``X_p = argmin E_y/p(y)`` is emitted; its acceptance index is its
   arrival rank in the draft race ``E_y/q(y)`` (independent races: a second set of exponentials).
 * GSD: the first m arrivals of the draft race are the m alternatives drawn from q without
-  replacement (seed App. A), verified by recursive rejection (Alg. 4) with one uniform each;
+  replacement (the paper's App. A), verified by recursive rejection (Alg. 4) with one uniform each;
   if all are rejected the emitted token is an inverse-CDF draw from the last residual.
 
 Index V + 1 means 'no kept alternative accepted'.

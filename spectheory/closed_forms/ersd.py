@@ -1,5 +1,5 @@
-"""Closed forms of seed 004 (Kobus & Gündüz), as reconstructed in CLAIMS §3 (the seed's
-formulas were lost in extraction; notebooks/ersd_derivations.py derives each one).
+"""Closed forms of Kobus & Gündüz 2025, as reconstructed in docs/ersd.md (several of the paper's
+formulas had to be reconstructed; notebooks/ersd_derivations.py derives each one).
 
 ``poisson_matching_bound``   Lemma 3.1 (Li & Anantharam 2021): P(accept 1st) ≥ Σ_x p q/(p + q)
 ``ersd_first_acceptance``    exact P(X_p = X_q) = Σ_x 1 / Σ_y max(p(y)/p(x), q(y)/q(x))
@@ -9,7 +9,7 @@ formulas were lost in extraction; notebooks/ersd_derivations.py derives each one
 ``kl_lower_bound``           eq. 6: H(acceptance index) ≥ D_KL(p‖q)
 ``pfr_upper_bound``          eq. 8: H ≤ D + log(D+1) + 4 (bits; Li & El Gamal 2018)
 ``grs_upper_bound``          eq. 7 (Harsha et al. 2010 form): H ≤ D + 2 log(D+1) + C (C unprinted)
-``zero_order_expected``      1 + Σ_v Π a(i_j) for a tree under a 0th-order a (seed Eq. 4)
+``zero_order_expected``      1 + Σ_v Π a(i_j) for a tree under a 0th-order a (the paper's Eq. 4)
 """
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def lemma42_bound(a, k: int, M: int, n: int, base: float = np.e) -> float:
 
 def lemma42_min_bound(a, k: int, M: int, n_max: int = 4096, base: float = np.e,
                       require_cap: bool = True) -> tuple[float, int]:
-    """min over n of :func:`lemma42_bound` (the seed's plotted bound) and the minimising n.
+    """min over n of :func:`lemma42_bound` (the paper's plotted bound) and the minimising n.
     ``require_cap``: only n with r/n ≤ a(M) (the lemma's 'each ≤ a(M)'); n = 0 only if r = 0."""
     a = check_subprobability(a, "a (acceptance-index distribution)")
     k = check_int(k, "k", min=0)
@@ -148,14 +148,14 @@ def pfr_upper_bound(D_bits) -> np.ndarray:
 
 
 def grs_upper_bound(D_bits, C: float = 0.0) -> np.ndarray:
-    """eq. 7 in the Harsha et al. 2010 form ``D + 2 log2(D + 1) + C`` bits; the seed's constant
-    C was lost in extraction (Harsha et al. state O(1)), so C is a parameter."""
+    """eq. 7 in the Harsha et al. 2010 form ``D + 2 log2(D + 1) + C`` bits; the paper's constant
+    C is not given (Harsha et al. state O(1)), so C is a parameter."""
     D = check_real_array(D_bits, "D_bits (KL divergence in bits)", lo=0.0)
     check_real(C, "C")
     return D + 2.0 * np.log2(D + 1.0) + C
 
 
 def zero_order_expected(a, tree) -> float:
-    """``1 + Σ_{v} Π_j a(i_j)`` (seed Eq. 4 under a 0th-order acceptance function)."""
+    """``1 + Σ_{v} Π_j a(i_j)`` (the paper's Eq. 4 under a 0th-order acceptance function)."""
     from ..trees import expected_generated, zero_order
     return expected_generated(zero_order(a), tree)

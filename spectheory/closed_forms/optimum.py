@@ -5,7 +5,7 @@ rest through a modified target, as GBV and SpecTr-GBV do) and sees K i.i.d. draf
 ``X_k ~ q`` is a coupling π of ``q^{⊗K}`` (on the drafts) and ``p`` (on blocks); it accepts
 ``τ(X, Y) = max{i : some X_k^i = Y^i}``. The optimum over all couplings is a linear program
 (HiGHS through :func:`scipy.optimize.linprog`) with ``V^{γK}·V^γ`` variables: small
-instances only. Seed 003's Lemma 5.1 restricts to *conditionally independent* couplings;
+instances only. Lin et al.'s Lemma 5.1 restricts to *conditionally independent* couplings;
 the LP is over all couplings, so ``LP ≥`` every algorithm here, and ``LP − bound`` measures
 what the CIC restriction gives away.
 

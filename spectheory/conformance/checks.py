@@ -1,6 +1,6 @@
 """The statistical checks of a verifier's runs (:class:`~spectheory.conformance.driver.Trace`)
 against the exact theory of standard speculative sampling (Leviathan et al. 2023, Alg. 1 and
-Thm 3.5; CLAIMS ``sd.lossless``, ``sd.acceptance``, ``sd.expected_tokens``).
+Thm 3.5; claim ``sd.lossless``, ``sd.acceptance``, ``sd.expected_tokens``).
 
 Two groups, two verdicts. **lossless** (``group="lossless"``): what any lossless verifier must
 satisfy whatever its rule — the law of the first N tokens of a run (p^N) and the law of every
@@ -283,7 +283,7 @@ NONSTANDARD = "lossless:accept=p(x)"
 
 CHECKS = (
     Check("conformance.first_tokens", "The first N emitted tokens are distributed as p^N (lossless).",
-          "Leviathan et al. 2023, Thm 3.5; CLAIMS sd.lossless", _one(first_tokens), 1,
+          "Leviathan et al. 2023, Thm 3.5; claim sd.lossless", _one(first_tokens), 1,
           ("residual=norm(p)", "accept=min(1,q/p)", "bonus-from-row-γ−1"), group="lossless"),
     Check("conformance.token_law_by_state", "Every token of a call's block (correction, bonus, or a draw "
           "from p completing a short block) has law p(·|s) in the state s it is drawn in, at every "
@@ -297,10 +297,10 @@ CHECKS = (
           "state s reached by the accepted drafts.", "Leviathan et al. 2023, Alg. 1 (last line)",
           _one(bonus_by_state), 1, ("bonus-from-row-γ−1",)),
     Check("conformance.acceptance_by_state", "Each drafted token is accepted with probability "
-          "β(s) = Σ min(p(·|s), q(·|s)) in its state s.", "Leviathan et al. 2023, Def. 3.1; CLAIMS sd.acceptance",
+          "β(s) = Σ min(p(·|s), q(·|s)) in its state s.", "Leviathan et al. 2023, Def. 3.1; claim sd.acceptance",
           _one(acceptance_by_state), 1, ("accept=min(1,q/p)", NONSTANDARD)),
     Check("conformance.expected_tau", "Mean accepted drafts per call equals the chain DP "
-          "E[τ | start state] = Σ_{k=1}^{γ} (A^k 1)[s].", "Leviathan et al. 2023, Eq. 1; CLAIMS sd.expected_tokens",
+          "E[τ | start state] = Σ_{k=1}^{γ} (A^k 1)[s].", "Leviathan et al. 2023, Eq. 1; claim sd.expected_tokens",
           _one(expected_tau), 1, ("accept=min(1,q/p)", "no-bonus", NONSTANDARD)),
     Check("conformance.tokens_per_call", "Every call emits the accepted draft prefix plus one "
           "correction or bonus token (γ+1 after all accepts), with the exact law of the count.",
