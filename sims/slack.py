@@ -6,8 +6,9 @@ the smaller, the tighter) this module finds the instance with the least slack:
 
 * :func:`exhaustive` over a finite grid (every point evaluated) where the space allows;
 * :func:`search_pairs` over the tables of a small Markov pair (target and draft rows as
-  softmax of logits): seeded random restarts plus local optimisation (``scipy.optimize``,
-  Nelder–Mead by default) inside a stated budget of slack evaluations.
+  softmax of logits), and any continuous settings given as ``params`` (an ensemble weight, a
+  cost ratio): seeded random restarts plus local optimisation (``scipy.optimize``, Nelder–Mead
+  by default) inside a stated budget of slack evaluations.
 
 Both return a :class:`LeastSlack`: the value, the instance (a description from which it is
 rebuilt), the one-line Python call that recomputes the value (:func:`sims.shrink.recompute`

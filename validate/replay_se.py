@@ -1,5 +1,5 @@
-"""Replay Speculative Ensemble's estimators on real logits (CLAIMS ``se.acceptance``,
-``se.thm3_2``; seed 002).
+"""Replay Speculative Ensemble's estimators on real logits (claims ``se.acceptance``,
+``se.thm3_2``; Fu et al., ICML 2025).
 
 For each position t of a :class:`~validate.capture.LogitTrace` the draft (q_t, the proposer)
 and the target (p_t) give an ensemble r_t: weighted ``λ q_t + (1 − λ) p_t`` for every λ of
