@@ -6,8 +6,9 @@ the smaller, the tighter) this module finds the instance with the least slack:
 
 * :func:`exhaustive` over a finite grid (every point evaluated) where the space allows;
 * :func:`search_pairs` over the tables of a small Markov pair (target and draft rows as
-  softmax of logits): seeded random restarts plus local optimisation (``scipy.optimize``,
-  Nelder–Mead by default) inside a stated budget of slack evaluations.
+  softmax of logits), and any continuous settings given as ``params`` (an ensemble weight, a
+  cost ratio): seeded random restarts plus local optimisation (``scipy.optimize``, Nelder–Mead
+  by default) inside a stated budget of slack evaluations.
 
 Both return a :class:`LeastSlack`: the value, the instance (a description from which it is
 rebuilt), the one-line Python call that recomputes the value (:func:`sims.shrink.recompute`
@@ -123,28 +124,39 @@ def _options(method: str, share: int) -> dict:
 
 def search_pairs(slack: Callable[..., float], space: PairSpace, *, budget: int = 2000, restarts: int = 8,
                  seed: int = 0, method: str = "Nelder-Mead", settings: dict | None = None,
-                 start_scale: float = 2.0) -> LeastSlack:
-    """Least ``slack(pair, **settings)`` over the pairs of ``space``: ``restarts`` seeded random
-    starting tables (logits ~ N(0, start_scale²)), each locally optimised with
+                 params: dict | None = None, start_scale: float = 2.0) -> LeastSlack:
+    """Least ``slack(pair, **settings, **params)`` over the pairs of ``space``: ``restarts`` seeded
+    random starting tables (logits ~ N(0, start_scale²)), each locally optimised with
     ``scipy.optimize.minimize(method=...)``; at most ``budget`` slack evaluations in all (the
     budget is split evenly over the restarts; a restart that converges early leaves its share to
-    the next). Returns the least slack found (an upper bound on the true least slack: a
-    heuristic search, stated as such in ``search``)."""
+    the next). ``params``: ``{name: (lo, hi)}``, continuous settings searched together with the
+    tables (each one more coordinate, started from N(0, 1) and mapped onto the open interval
+    (lo, hi) by a logistic function; e.g. an ensemble weight or a cost ratio); the instance and
+    the call give the values found. Returns the least slack found (an upper bound on the true
+    least slack: a heuristic search, stated as such in ``search``)."""
     from scipy import optimize
     if budget < 1 or restarts < 1:
         raise ValueError("budget and restarts must be ≥ 1")
     settings = dict(settings or {})
+    box = {k: (float(lo), float(hi)) for k, (lo, hi) in (params or {}).items()}
+    if any(not hi > lo for lo, hi in box.values()) or set(box) & set(settings):
+        raise ValueError(f"params must be {{name: (lo, hi)}} with lo < hi, none of them in settings; got {params!r}")
     rng = np.random.default_rng(seed)
     used = 0
     best = (np.inf, None)
     optima = []
+
+    def values(x):
+        u = np.asarray(x[space.dim:], dtype=np.float64)
+        return {k: lo + (hi - lo) / (1.0 + np.exp(-np.clip(ui, -500, 500)))
+                for (k, (lo, hi)), ui in zip(box.items(), u)}
 
     def f(x):
         nonlocal used, best
         if used >= budget:
             raise _Budget
         used += 1
-        v = float(slack(space.pair(x), **settings))
+        v = float(slack(space.pair(x[:space.dim]), **settings, **{k: float(w) for k, w in values(x).items()}))
         if not np.isfinite(v):
             v = np.inf
         if v < best[0]:
@@ -154,7 +166,8 @@ def search_pairs(slack: Callable[..., float], space: PairSpace, *, budget: int =
     for r in range(restarts):
         if used >= budget:
             break
-        x0 = rng.normal(0.0, start_scale, space.dim)
+        x0 = rng.normal(0.0, start_scale, space.dim + len(box))
+        x0[space.dim:] /= start_scale  # params start in the logistic's central region, N(0, 1)
         share = max(1, (budget - used) // (restarts - r))
         try:
             res = optimize.minimize(f, x0, method=method, options=_options(method, share))
@@ -164,12 +177,15 @@ def search_pairs(slack: Callable[..., float], space: PairSpace, *, budget: int =
     value, x = best
     if x is None:
         raise RuntimeError("search_pairs: no slack evaluation finished inside the budget")
-    src = space.source(x)
-    p, q = space.tables(x)
+    src = space.source(x[:space.dim])
+    p, q = space.tables(x[:space.dim])
+    found = {k: float(w) for k, w in values(x).items()}
     inst = {"kind": "pair_from_tables", "V": space.V, "order": space.order,
             "p": (p[0] if space.order == 0 else p).tolist(), "q": (q[0] if space.order == 0 else q).tolist(),
-            **{k: (v if isinstance(v, (int, float, str, bool)) else source_of(v)) for k, v in settings.items()}}
+            **{k: (v if isinstance(v, (int, float, str, bool)) else source_of(v)) for k, v in settings.items()},
+            **found}
+    over = "".join(f" and {k} ∈ ({lo:g}, {hi:g})" for k, (lo, hi) in box.items())
     how = (f"{restarts} seeded random restarts (seed {seed}) + scipy.optimize {method} over softmax logits of "
-           f"the V={space.V}, order-{space.order} tables (|z| ≤ {space.bound:g}); {used} of {budget} evaluations; "
-           "heuristic: the true least slack is at most this")
-    return LeastSlack(value, inst, call_line(slack, Expr(src), **settings), how, used, sorted(optima)[:3])
+           f"the V={space.V}, order-{space.order} tables (|z| ≤ {space.bound:g}){over}; {used} of {budget} "
+           "evaluations; heuristic: the true least slack is at most this")
+    return LeastSlack(value, inst, call_line(slack, Expr(src), **settings, **found), how, used, sorted(optima)[:3])

@@ -66,12 +66,30 @@ def test_quick_report_schema_and_verdicts(quick_report):
     json.dumps(r)  # serialisable
 
 
+def _family_level(per_test: float) -> float:
+    """The family-wise α whose Bonferroni share over today's registry is exactly ``per_test``."""
+    import numpy as np
+    m = registry.total_mc_tests()
+    a = per_test * m
+    for _ in range(64):  # a few ulps either way
+        if a / m == per_test:
+            return a
+        a = np.nextafter(a, np.inf if a / m < per_test else -np.inf)
+    raise AssertionError(f"no family level gives {per_test!r} per test over {m} tests")
+
+
 def test_quick_report_numbers_are_those_before_registry_v2(quick_report):
     """Issue 15's invariant on the quick tier of sd.*: every verdict, every control verdict and
     every number of every evidence item as main gave before the registry moved to parts and the
-    claims onto the check shapes (fixture from that run; tests/_report_diff.py)."""
+    claims onto the check shapes (fixture from that run; tests/_report_diff.py). The per-test
+    level is the fixture's: the Bonferroni denominator counts every Monte Carlo test of the
+    registry, which grows as families add claims, parts and controls."""
     from _report_diff import diff_reports
     fixture = json.loads((Path(__file__).parent / "fixtures" / "verify_quick_sd_seed0.json").read_text())
+    level = next(e["alpha"] for c in fixture["claims"] for e in c["evidence"] if e["mode"] == "mc")
+    if quick_report["run"]["alpha_per_test"] != level:
+        quick_report = run_claims("sd.*", quick=True, seed=0, progress=False, alpha=_family_level(level))
+    assert quick_report["run"]["alpha_per_test"] == level
     assert diff_reports(fixture, quick_report) == []
     moved = json.loads(json.dumps(quick_report))
     moved["claims"][0]["controls"][0]["evidence"][0]["measured"] += 1e-15  # the comparison sees one ulp

@@ -125,6 +125,26 @@ def test_pair_search_finds_known_least_slacks_within_budget():
     assert again.value == rec2.value and again.call == rec2.call  # seeded
 
 
+def overlap_plus_distance(pair, t):
+    """Σ min(p, q) + |t − 1/4|: least slack 0 (disjoint tables, t = 1/4), approached from above."""
+    return float(np.minimum(pair.target.table, pair.draft.table).sum()) + abs(t - 0.25)
+
+
+def test_pair_search_also_searches_continuous_params():
+    """``params`` adds continuous settings (mapped onto their open interval) to the tables: the
+    search finds both the near-disjoint tables and t ≈ 1/4, and the call passes t back."""
+    rec = slack.search_pairs(overlap_plus_distance, slack.PairSpace(V=2), budget=1200, restarts=3, seed=0,
+                             params={"t": (0.0, 1.0)})
+    assert 0 <= rec.value < 1e-3 and abs(rec.instance["t"] - 0.25) < 1e-3 and rec.evaluations <= 1200
+    assert "t=" in rec.call and recompute(rec.call) == rec.value and "t ∈ (0, 1)" in rec.search
+    with pytest.raises(ValueError, match="lo < hi"):
+        slack.search_pairs(overlap_plus_distance, slack.PairSpace(V=2), params={"t": (1.0, 0.0)})
+    # without params the starting points (and so the records) are the ones of before
+    plain = slack.search_pairs(entropy_gap, slack.PairSpace(V=3), budget=300, restarts=2, seed=0)
+    assert plain.call == slack.search_pairs(entropy_gap, slack.PairSpace(V=3), budget=300, restarts=2, seed=0,
+                                            params={}).call
+
+
 def test_pair_search_markov_tables_and_budget():
     space = slack.PairSpace(V=2, order=1)
     assert space.dim == 8

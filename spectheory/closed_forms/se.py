@@ -1,7 +1,7 @@
-"""Closed forms of Speculative Ensemble (Fu et al. 2025) and exact long-run dynamic
+"""Closed forms of Speculative Ensemble (Fu et al., ICML 2025) and exact long-run dynamic
 programs over Markov chains.
 
-The paper's formulas (TV with the ½, Fu et al.'s D_TV = Σ|·| is 2·TV):
+The paper's formulas (claims ``se.*``; TV with the ½, the paper's D_TV = Σ|·| is 2·TV):
 
 ``acceptance``              se.acceptance  α = 1 − ½ D_TV(q, r) = 1 − TV(q, r) = Σ min(q, r)  (Eq. 7/11)
 ``expected_tokens``         se.thm3_1      (1 − α^γ)/(1 − α) tokens per cycle, no bonus (Eq. 12)

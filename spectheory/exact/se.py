@@ -1,4 +1,4 @@
-"""Exact engines for Speculative Ensemble (Fu et al. 2025) on small Markov instances.
+"""Exact engines for Speculative Ensemble (Fu et al., ICML 2025) on small Markov instances.
 
 Three algorithms, each written as one *step* of its loop, exactly as printed:
 

@@ -1,4 +1,4 @@
-"""Monte Carlo of Speculative Ensemble (Fu et al. 2025) on Markov sources.
+"""Monte Carlo of Speculative Ensemble (Fu et al., ICML 2025) on Markov sources.
 
 Public wrapper of :mod:`spectheory._kernels.se`: validates arguments, builds the alias
 tables once (:func:`prepare`), seeds one xoshiro256++ stream per run

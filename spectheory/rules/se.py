@@ -1,4 +1,4 @@
-"""Verification rules of Speculative Ensemble (Fu et al. 2025), correct and broken.
+"""Verification rules of Speculative Ensemble (Fu et al., ICML 2025), correct and broken.
 
 The correct rule (Sec. 3.2, Eq. 6): a token x proposed by member k (distribution q_k) is
 accepted with probability ``min(1, r(x)/q_k(x))``, r the ensemble distribution at that
@@ -108,4 +108,4 @@ BROKEN_DROP_CORRECTION = SERule(
 BROKEN_BONUS_UNCHECKED = SERule(
     "broken:bonus-unchecked", bonus="unchecked",
     description="negative control: the verifier's bonus token appended without checking it "
-                "against r (Fu et al. 2025 Sec. 1 warns against it)")
+                "against r (the paper's Sec. 1 warns against it)")
