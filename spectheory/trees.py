@@ -206,16 +206,7 @@ def optimal_tree(f: Callable[[Path], float], k: int, n_indices: int, *, ordered:
                 sib = v[:-1] + (v[-1] + 1,)
                 heapq.heappush(heap, (-f(sib), len(sib), sib))
         return Tree(tuple(taken), f"alg3-ordered-k{k}")
-    heap = [(-f((i,)), 1, (i,)) for i in range(1, n + 1)]
-    heapq.heapify(heap)
-    taken = []
-    while len(taken) < k and heap:
-        negval, _, v = heapq.heappop(heap)
-        taken.append(v)
-        for i in range(1, n + 1):
-            w = v + (i,)
-            heapq.heappush(heap, (-_child_value(f, v, -negval, i), len(w), w))
-    return Tree(tuple(taken), f"alg3-k{k}")
+    return _grow(f, k, n, lambda val, w: (-val, len(w)), f"alg3-k{k}")
 
 
 def breadth_first_tree(f: Callable[[Path], float], k: int, n_indices: int) -> Tree:
@@ -224,19 +215,50 @@ def breadth_first_tree(f: Callable[[Path], float], k: int, n_indices: int) -> Tr
     _check_f(f)
     k = check_int(k, "k", min=0)
     n = check_int(n_indices, "n_indices", min=1)
-    heap = [(1, -f((i,)), (i,)) for i in range(1, n + 1)]
+    return _grow(f, k, n, lambda val, w: (len(w), -val), f"bfs-k{k}")
+
+
+def _grow(f, k: int, n: int, key, name: str) -> Tree:
+    """Take k vertices from a priority queue of candidates, smallest ``key(value, path)`` first
+    (ties: the lexicographically smaller path): the root's children 1..n to begin with, then the
+    children 1..n of every vertex taken."""
+    heap = [(key(f((i,)), (i,)), (i,), f((i,))) for i in range(1, n + 1)]
     heapq.heapify(heap)
     taken = []
     while len(taken) < k and heap:
-        _, negval, v = heapq.heappop(heap)
+        _, v, val = heapq.heappop(heap)
         taken.append(v)
         for i in range(1, n + 1):
-            w = v + (i,)
-            heapq.heappush(heap, (len(w), -_child_value(f, v, -negval, i), w))
-    return Tree(tuple(taken), f"bfs-k{k}")
+            w, wval = v + (i,), _child_value(f, v, val, i)
+            heapq.heappush(heap, (key(wval, w), w, wval))
+    return Tree(tuple(taken), name)
 
 
-TREE_BUILDERS = {"alg3": optimal_tree, "breadth_first": breadth_first_tree}
+def sequence_builder(f: Callable[[Path], float], k: int, n_indices: int, cap: int = 256) -> Tree:
+    """Negative control for ``opt_tree.log_growth``: the k-sequence (a strategy that plateaus) in
+    place of the optimal tree, capped at ``cap`` tokens (its E[generated] has long reached its
+    plateau there, and a 4096-chain costs O(k²) in path tuples)."""
+    _check_f(f)
+    return sequence_tree(min(check_int(k, "k", min=1), check_int(cap, "cap", min=1)))
+
+
+def random_monotone(seed: int, n_indices: int) -> Callable[[Path], float]:
+    """A random acceptance function that decreases along paths and is not of product form: each
+    child's value is its parent's times a factor drawn (once, lazily, from ``seed``) uniform on
+    [0, 1/n), boosted by 1 + n/2 for index 1."""
+    n = check_int(n_indices, "n_indices", min=1)
+    rng = np.random.default_rng(check_int(seed, "seed", min=0))
+    cache = {(): 1.0}
+
+    def f(v):
+        v = tuple(v)
+        if v not in cache:
+            cache[v] = f(v[:-1]) * float(rng.uniform(0.0, 1.0 / n) * (1.0 + (v[-1] == 1) * n * 0.5))
+        return cache[v]
+    return f
+
+
+TREE_BUILDERS = {"alg3": optimal_tree, "breadth_first": breadth_first_tree, "sequence": sequence_builder}
 
 
 def all_trees(k: int, n_indices: int, *, ordered: bool = False):

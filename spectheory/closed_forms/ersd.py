@@ -6,6 +6,7 @@ formulas were lost in extraction; notebooks/ersd_derivations.py derives each one
 ``gsd_first_acceptance``     1 − TV(p, q) = Σ min(p, q) (the optimal coupling, Sun et al. 2023)
 ``tunstall_bound``           Thm 4.1: E[generated] ≤ log((k+1)(|A|−1)+1) / H(a)
 ``lemma42_bound``            Lemma 4.2: log((k+1)(M+n−1)+1) / H(ã_n), and its minimum over n
+``BROKEN_*``                 broken twins of Thm 4.1 and Lemma 4.2 (negative controls)
 ``kl_lower_bound``           eq. 6: H(acceptance index) ≥ D_KL(p‖q)
 ``pfr_upper_bound``          eq. 8: H ≤ D + log(D+1) + 4 (bits; Li & El Gamal 2018)
 ``grs_upper_bound``          eq. 7 (Harsha et al. 2010 form): H ≤ D + 2 log(D+1) + C (C unprinted)
@@ -85,6 +86,15 @@ def tunstall_bound(a, k: int, base: float = np.e, alphabet: int | None = None) -
     return float(num / H)
 
 
+def tunstall_bound_mixed_bases(a, k: int) -> float:
+    """Broken twin of :func:`tunstall_bound` (negative control): a natural-log numerator over the
+    entropy in bits."""
+    a = check_subprobability(a, "a (acceptance-index distribution)")
+    k = check_int(k, "k", min=0)
+    H = float(entropy(a, 2.0))
+    return float(np.log((k + 1) * (int(np.count_nonzero(a)) - 1) + 1) / H) if H > 0 else float("inf")
+
+
 def lemma42_tilde(a, M: int, n: int) -> np.ndarray:
     """ã_n: a(1..M), then the residual mass r = 1 − Σ_{i≤M} a(i) spread evenly over n indices."""
     a = check_subprobability(a, "a (acceptance-index distribution)")
@@ -132,6 +142,20 @@ def lemma42_min_bound(a, k: int, M: int, n_max: int = 4096, base: float = np.e,
     vals = np.where(H > 0, num / np.where(H > 0, H, 1.0), np.inf)
     j = int(np.argmin(vals))
     return float(vals[j]), int(ns[j])
+
+
+def lemma42_min_bound_no_extra_alphabet(a, k: int, M: int, n_max: int = 256) -> float:
+    """Broken twin of :func:`lemma42_min_bound` (negative control): the n extra indices spread the
+    residual in the entropy but are left out of the alphabet term, log((k+1)(M−1)+1) / H(ã_n),
+    minimised over n = 1..n_max (nats)."""
+    k = check_int(k, "k", min=0)
+    n_max = check_int(n_max, "n_max", min=1)
+    best = np.inf
+    for n in range(1, n_max + 1):
+        H = float(entropy(lemma42_tilde(a, M, n)))
+        if H > 0:
+            best = min(best, np.log((k + 1) * (M - 1) + 1) / H)
+    return float(best)
 
 
 def kl_lower_bound(p, q, base: float = 2.0) -> np.ndarray:
