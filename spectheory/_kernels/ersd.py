@@ -1,4 +1,4 @@
-"""Numba kernels for GSD and ERSD tree drafting on Markov sources (seed 004, Alg. 2, 4, 5).
+"""Numba kernels for GSD and ERSD tree drafting on Markov sources (Kobus & Gündüz, Alg. 2, 4, 5).
 
 Randomness comes from the core's in-kernel xoshiro256++ streams (one uint64[4] state per
 stream, :mod:`spectheory._kernels.core`); independent streams run under ``prange`` and each
@@ -10,7 +10,7 @@ One context step (:func:`context_step`) draws the exponentials of an exponential
 * ERSD: the target winner ``X_p = argmin E_y/p(y)`` is emitted; its acceptance index is its
   arrival rank in the draft race ``E_y/q(y)`` (independent races: a second set of exponentials).
 * GSD: the first m arrivals of the draft race are the m alternatives drawn from q without
-  replacement (seed App. A), verified by recursive rejection (Alg. 4) with one uniform each;
+  replacement (the paper's App. A), verified by recursive rejection (Alg. 4) with one uniform each;
   if all are rejected the emitted token is an inverse-CDF draw from the last residual.
 
 Index V + 1 means 'no kept alternative accepted'.
@@ -235,3 +235,27 @@ def run_index_stream(states, start_state, tabs, m, method, variant, shared, out_
             out_state[k, j] = s
             s = (s * V + x) % S
         states[k] = st
+
+
+@njit(cache=True)
+def grs_list_law(p, q, tail, n_max, out):
+    """Greedy rejection sampling's survival function (Harsha et al. 2010) into ``out``: the mass
+    accepted by step i is p_i(x) = min(p(x), q(x)·s_i), s_0 = 0, s_i = s_{i−1} + R_{i−1}, where
+    R_i = 1 − Σ_x p_i(x) = P(K > i); ``out[i] = R_i`` from R_0 = 1 until R < ``tail``. Returns the
+    number of values written (−1 if ``n_max`` did not reach the tail). It also stops where R no
+    longer decreases: adding R to s is then lost to rounding (R below s's last digit)."""
+    V = p.shape[0]
+    s = 0.0
+    last = 2.0
+    for i in range(n_max):
+        acc = 0.0
+        for x in range(V):
+            m = q[x] * s
+            acc += p[x] if p[x] < m else m
+        R = 1.0 - acc
+        out[i] = R
+        if R < tail or R >= last:
+            return i + 1
+        last = R
+        s += R
+    return -1

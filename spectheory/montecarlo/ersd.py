@@ -1,4 +1,4 @@
-"""Monte Carlo of GSD and ERSD tree drafting on Markov pairs (seed 004): the public wrappers
+"""Monte Carlo of GSD and ERSD tree drafting on Markov pairs (Kobus & Gündüz): the public wrappers
 of :mod:`spectheory._kernels.ersd` (validation, seeding, stream layout).
 
 Every function takes ``seed`` (int, SeedSequence or Generator) and ``n_streams`` independent
@@ -59,7 +59,7 @@ def simulate_tree(pair: MarkovPair, rule, tree: Tree, n_iterations: int, *, seed
 def sample_first_tokens(pair: MarkovPair, rule, tree: Tree, n_tokens: int, n_runs: int, *, seed=None,
                         start_state: int = 0, n_streams: int = N_STREAMS) -> np.ndarray:
     """(n_runs, n_tokens): the first generated tokens of independent runs from ``start_state``;
-    their law is p^{n_tokens} iff the method is lossless (CLAIMS ersd.lossless)."""
+    their law is p^{n_tokens} iff the method is lossless (claim ersd.lossless)."""
     T = tables(pair)
     check_type(tree, Tree, "tree", " (spectheory.trees)")
     check_state(start_state, pair.n_states)

@@ -1,4 +1,4 @@
-"""Bad-input rows of the exponential-race family (Kobus & Gündüz, seed 004): drafting trees
+"""Bad-input rows of the exponential-race family (Kobus & Gündüz, Kobus & Gündüz): drafting trees
 (``spectheory.trees``), closed forms, rules, exact engines, Monte Carlo and the verifiers."""
 from __future__ import annotations
 
