@@ -10,8 +10,8 @@
 #     language: python
 #     name: python3
 # ---
-# Exponential races, drafting trees and the Tunstall bound: derivations behind the claims (docs/claims.md)
-# (Kobus & Gündüz 2025). Several of the paper's formulas had to be reconstructed; each
+# Exponential races, drafting trees and the Tunstall bound: derivations behind the ersd
+# family's claims (Kobus & Gündüz). The paper's formulas were lost in extraction; each reconstructed
 # formula is derived here from what it rests on, with sympy proving every identity (`assert`)
 # and a numeric cross-check against spectheory. Run as a script:
 #

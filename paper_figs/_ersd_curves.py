@@ -1,4 +1,4 @@
-"""Shared computation of the figure analogues of Kobus & Gündüz 2025 (Fig. 3 and Fig. 4): expected generated
+"""Shared computation of the exponential-race figure analogues (Fig. 3 and Fig. 4): expected generated
 tokens against drafted tokens k for batch, sequence, optimal (Alg. 3) and SpecInfer trees, GSD and
 ERSD, on a first-order Markov source (V = 50, weakly aligned draft).
 

@@ -70,5 +70,6 @@ def test_trace_replay_enters_the_report(tmp_path, monkeypatch):
     rep = run_claims("ersd.lemma3_1", quick=True, progress=False, extra_evidence=extra)
     c = rep["claims"][0]
     logits = [e for e in c["evidence"] if e["mode"] == "logits"]
-    assert len(logits) == 2 and all(e["outcome"] == "pass" for e in logits)
-    assert c["verdict"] == "holds" and c["controls"][0]["verdict"] == "fails"
+    assert len(logits) == 3 and all(e["outcome"] == "pass" for e in logits)
+    assert {e["part"] for e in logits} == {"formula", "lower", "upper"}  # each lands on its part
+    assert c["verdict"] == "holds" and all(k["verdict"] == "fails" for k in c["controls"])

@@ -237,7 +237,8 @@ def test_mc_test_count_is_enforced(monkeypatch):
 #: claims the checks find false as printed (findings, each with a shrunk counterexample)
 KNOWN_FINDINGS = {
     "se.thm3_6",  # docs/se.md: Thm 3.6 is not the alternating process's speedup
-    "entropy.kl_lower", "zero_order.underestimates",  # docs/ersd.md
+    "entropy.kl_lower", "zero_order.underestimates",  # docs/ersd.md: a part of each fails,
+    "ersd.batch_crossover", "opt_tree.log_growth",  # the moderate-k band, the slope band at a(1) ≈ 0.98
     "spectr_gbv.lossless", "spectr_gbv.sub_block", "spectr_gbv.attains",  # docs/multidraft.md:
     "spectr_gbv.remark5_2", "spectr_gbv.tables",  # Alg. 1 as printed is lossy for K ≥ 2
 }

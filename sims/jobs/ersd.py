@@ -1,4 +1,4 @@
-"""Sweep job kinds of Kobus & Gündüz's drafting trees, GSD and ERSD (``ersd.*``).
+"""Sweep job kinds of the exponential-race family's drafting trees, GSD and ERSD (``ersd.*``).
 
 Both run on acceptance-index streams of simulated text (:func:`spectheory.montecarlo.ersd.index_stream`,
 Numba kernel): ``n_positions`` positions of the pair (:data:`sims.jobs.PAIR_SPEC`) under ``rule``

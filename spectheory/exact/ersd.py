@@ -1,4 +1,4 @@
-"""Exact engines for GSD and ERSD on small instances (Kobus & Gündüz 2025, Alg. 2, 4, 5).
+"""Exact engines for GSD and ERSD on small instances (Kobus & Gündüz, Alg. 2, 4, 5).
 
 The core object is, at one context with target ``p`` and draft ``q``, the law of the pair
 (acceptance index I, emitted token X) — computed from the algorithm itself:

@@ -1,5 +1,5 @@
-"""Verification rules and drafting strategies of Kobus & Gündüz ("Speculative
-Decoding via Exponential Races", arXiv 2025), as data, with the broken variants the checks must reject.
+"""Verification rules and drafting strategies of Kobus & Gündüz (Kobus & Gündüz, "Speculative
+Decoding via Exponential Races"), as data, with the broken variants the checks must reject.
 
 Two methods decide, at one context, which drafted alternative (if any) is accepted:
 
