@@ -1,11 +1,14 @@
-"""Claims ``kseq.*``, ``gbv.*``, ``spectr_gbv.*``: multi-draft and block verification
-(Lin et al., SpecTr-GBV, 2026; Sun et al., SpecTr, 2023).
+"""Claims ``kseq.*``, ``gbv.*``, ``spectr_gbv.*``: multi-draft and block verification (Lin et
+al., SpecTr-GBV, 2026; Sun et al., SpecTr, 2023), written in the check shapes of
+:mod:`sims.shapes`.
 
-Every check takes the rule under test (:class:`spectheory.rules.multidraft.MultiDraftRule`,
-or a bound/step function for the closed-form and cost claims), so the broken variants
-registered as controls go through exactly the same comparisons. Exact evidence comes from
-:mod:`spectheory.exact.multidraft` (all draft outcomes, acceptance uniforms integrated),
-Monte Carlo from the Numba kernels of :mod:`spectheory.montecarlo.multidraft`.
+Each check takes the rule under test (:class:`spectheory.rules.multidraft.MultiDraftRule`, or a
+bound/step function for the closed-form and cost claims), so the broken variants registered as
+controls go through exactly the same comparisons. Exact evidence comes from
+:mod:`spectheory.exact.multidraft` (all draft outcomes, acceptance uniforms integrated), Monte
+Carlo from the Numba kernels of :mod:`spectheory.montecarlo.multidraft`. The measures (module
+level, settings in, claimed and measured out) are what the sweeps, the shrinkers and the
+counterexamples' one-line calls use.
 """
 from __future__ import annotations
 
@@ -13,17 +16,18 @@ import time
 
 import numpy as np
 
+from spectheory import instances as inst
 from spectheory._kernels import multidraft as _k
 from spectheory.closed_forms import multidraft as cf
 from spectheory.closed_forms import optimum as opt
 from spectheory.divergences import total_variation
 from spectheory.exact import multidraft as ex
+from spectheory.judge import stats
 from spectheory.montecarlo import multidraft as mc
 from spectheory.rules import multidraft as R
 
-from spectheory import instances as inst
-from spectheory.judge import stats
 from ..registry import Control, register
+from ..shapes import differs, each, grid, label, shortfall, shrinker, sweep
 from ..shrink import smallest_counterexample
 
 PAPER = "lin2026"  # Lin et al., SpecTr-GBV (sims/papers.py)
@@ -34,134 +38,162 @@ EXACT = ("iid-V4-random", "markov1-V3-mix0.4", "markov1-V4-weak", "markov1-V4-to
          "iid-V3-equal", "iid-V3-disjoint", "iid-V1")
 MC_PAIR = "markov1-V3-mix0.4"
 
-
-def _label(name, **kw):
-    return name + "".join(f" {k}={v}" for k, v in kw.items())
-
-
-def _decode(idx, n, V):
-    out = []
-    for _ in range(n):
-        out.append(int(idx % V))
-        idx //= V
-    return list(reversed(out))
+CTRL_NO_MODIFY = Control("no-modification", R.BROKEN_NO_MODIFY, R.BROKEN_NO_MODIFY.description)
+CTRL_RESIDUAL_P = Control("residual=p", R.BROKEN_RESIDUAL_P, R.BROKEN_RESIDUAL_P.description)
+CTRL_POWER_1 = Control("(1-m)^1", R.BROKEN_POWER_1, R.BROKEN_POWER_1.description)
+CTRL_ACCEPT_ALL = Control("accept-all", R.BROKEN_ACCEPT_ALL, R.BROKEN_ACCEPT_ALL.description)
 
 
-def _lossless_worst(pair, gamma, K, rule, n_tokens):
-    """(TV, worst sequence, claimed p, measured) of the first n emitted tokens."""
+def tree0(pair, gamma: int):
+    """The block tree of ``pair`` from state 0 (every one-iteration claim starts there)."""
+    return cf.block_tree(pair, gamma, 0)
+
+
+def decode(idx: int, n: int, V: int) -> list:
+    """The tokens of block code ``idx`` (first token most significant) of length n."""
+    return [int(idx // V ** (n - 1 - j) % V) for j in range(n)]
+
+
+# --- shared measures ------------------------------------------------------------------------------
+
+def lossless_tv(pair, rule, gamma: int, K: int = 1, n_tokens: int = 3):
+    """(claimed 0, TV between the law of the first ``n_tokens`` emitted tokens and p^n, the worst
+    sequence with its p and emitted probability), exact over as many iterations as it takes."""
     d = ex.first_tokens_distribution(pair, gamma, K, n_tokens, rule)
     ref = pair.target.sequence_probs(n_tokens)
     k = int(np.argmax(np.abs(d - ref)))
-    return float(total_variation(d, ref)), _decode(k, n_tokens, pair.V), float(ref[k]), float(d[k])
+    return 0.0, float(total_variation(d, ref)), {"sequence": decode(k, n_tokens, pair.V), "p": float(ref[k]),
+                                                 "emitted": float(d[k])}
 
 
-def _lossless_evidence(ctx, rule, grid, n_tokens):
-    ev = []
-    for name in EXACT:
-        pair = inst.get(name)
-        worst = max(((_lossless_worst(pair, g, K, rule, n_tokens), g, K) for g, K in grid),
-                    key=lambda r: r[0][0])
-        (tv, seq, pc, pm), g, K = worst
-        ev.append(stats.exact_distance(
-            _label(name, γ=g, K=K, N=n_tokens), tv, what="TV(first N emitted tokens, p^N), worst (γ, K)",
-            note=f"largest error at sequence {seq}: p = {pc:.6g}, emitted with probability {pm:.6g}"))
-    return ev
+def lossless_worst_sequence(pair, rule, gamma: int, K: int = 1, n_tokens: int = 3):
+    """(p(s), P(the first ``n_tokens`` emitted tokens are s)) at the sequence s furthest from p."""
+    _, tv, d = lossless_tv(pair, rule, gamma, K, n_tokens)
+    return d["p"], d["emitted"], {"sequence": d["sequence"], "n_tokens": n_tokens, "TV": tv,
+                                  "what": "P(first N emitted tokens = sequence): claimed p(sequence), measured"}
 
 
-def _lossless_mc(ctx, rule, gamma, K, N, tol_w=0.03):
+def _worst_seq_note(pt, c, m, d):
+    return f"largest error at sequence {d['sequence']}: p = {d['p']:.6g}, emitted with probability {d['emitted']:.6g}"
+
+
+def lossless_exact(rule, points, n_tokens: int = 3):
+    """TV of the first N emitted tokens to p^N on every exact instance, worst (γ, K) named."""
+    return each(EXACT, lambda name, pair: sweep(
+        lambda pt: label(name, γ=pt["gamma"], K=pt["K"], N=n_tokens), [dict(gamma=g, K=K) for g, K in points],
+        lambda gamma, K: lossless_tv(pair, rule, gamma, K, n_tokens), grade="distance",
+        what="TV(first N emitted tokens, p^N), worst (γ, K)", note=_worst_seq_note, keep=False))
+
+
+def lossless_info(rule, gamma: int, K: int, reading: str, test: str, tail: str):
+    """An alternative reading's TV (info, not graded) on the Monte Carlo pair."""
+    _, tv, d = lossless_tv(inst.get(MC_PAIR), rule, gamma, K)
+    kw = dict(γ=gamma, K=K, N=3) if K > 1 else dict(γ=gamma, N=3)
+    return stats.info("exact", label(MC_PAIR, **kw, reading=reading), 0.0, tv, test=test,
+                      note=f"worst sequence {d['sequence']}: p = {d['p']:.6g}, emitted {d['emitted']:.6g}{tail}")
+
+
+def lossless_mc(ctx, rule, gamma: int, K: int, N: int):
+    """Chi-square of the kernel's first N emitted tokens against p^N."""
     pair = inst.get(MC_PAIR)
     n = ctx.size(600_000, 150_000)
     res = mc.simulate(pair, gamma, K, n, N, rule=rule, seed=ctx.rng(MC_PAIR, str(K)))
-    counts = mc.sequence_counts(res.tokens, pair.V)
     return ctx.mc(stats.chisquare_gof(
-        _label(MC_PAIR, γ=gamma, K=K, N=N), counts, pair.target.sequence_probs(N), alpha=ctx.alpha_test,
-        tolerance_w=tol_w, note=f"{n} independent runs of the Numba kernel (Alg. 3, modification "
-                                f"carried), first {N} emitted tokens"))
+        label(MC_PAIR, γ=gamma, K=K, N=N), mc.sequence_counts(res.tokens, pair.V), pair.target.sequence_probs(N),
+        alpha=ctx.alpha_test, tolerance_w=0.03,
+        note=f"{n} independent runs of the Numba kernel (Alg. 3, modification carried), first {N} emitted tokens"))
 
 
-def _shrink_lossless(rule, K_values, n_tokens=3):
-    def fails(pair, g, K):
-        tv, seq, pc, pm = _lossless_worst(pair, g, K, rule, n_tokens)
-        return tv > 1e-12, pc, pm, {"sequence": seq, "n_tokens": n_tokens,
-                                    "what": "P(first N emitted tokens = sequence): claimed p(sequence), measured"}
-    return smallest_counterexample(fails, V_values=(2, 3), orders=(0, 1), gammas=(1, 2), K_values=K_values,
-                                   seeds=range(4))
+def tau_samples(ctx, rule, gamma: int, K: int, *seed: str):
+    """The kernel's accepted lengths τ, one iteration each from state 0 of the MC pair."""
+    n = ctx.size(600_000, 150_000)
+    return mc.simulate(inst.get(MC_PAIR), gamma, K, n, 1, rule=rule, seed=ctx.rng(*seed)).tau.astype(float)
+
+
+def tau_mc(ctx, rule, gamma: int, K: int, tag: str):
+    """(mean, se, n, samples) of τ (plain SD, the K-SEQ control with ρ = 1, runs one draft)."""
+    K = 1 if rule.algorithm == "kseq" and rule.rho == "one" else K
+    x = tau_samples(ctx, rule, gamma, K, tag, str(K))
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)), x.size, x
+
+
+def tau_mean_test(ctx, rule, gamma: int, K: int, claimed: float, seed: tuple, instance: str, what: str,
+                  note: str):
+    """Two-sided z-test of the kernel's mean τ against a claimed E[τ]."""
+    x = tau_samples(ctx, rule, gamma, K, *seed)
+    return ctx.mc(stats.z_test_mean(instance, claimed, x, alpha=ctx.alpha_test, tolerance=0.02, what=what,
+                                    note=note.format(n=x.size)))
+
+
+def lossless_shrinker(K_values, applies=("V", "order", "gamma", "K", "seed")):
+    return shrinker(lossless_worst_sequence, fails=lambda c, m: differs(c, m, 1e-12), applies=applies,
+                    V_values=(2, 3), orders=(0, 1), gammas=(1, 2), K_values=K_values, seeds=range(4))
 
 
 # --- kseq.rho ----------------------------------------------------------------------------------
 
-KSEQ_KS = (2, 3, 4)
+KSEQ_KS = (1, 2, 3, 4)
 
 
-def _rule_rho(rule, p, q, K):
-    return 1.0 if rule.rho == "one" else cf.kseq_rho(p, q, K)
+def kseq_at(pair, rule, state: int = 0):
+    """Per K = 1..4 in a state: (residual of the ρ equation with distance of ρ from [1, K],
+    ρ*β(ρ*) at the solved ρ*, the rule's exact P(some candidate accepted), ρ used)."""
+    p, q = pair.target.conditional(state), pair.draft.conditional(state)
+    rows = {}
+    for K in KSEQ_KS:
+        rho = 1.0 if rule.rho == "one" else cf.kseq_rho(p, q, K)
+        b = cf.kseq_beta(p, q, rho)
+        resid = abs(1.0 - (1.0 - b) ** K - rho * b) + max(0.0, 1.0 - rho) + max(0.0, rho - K)
+        star = cf.kseq_rho(p, q, K)
+        acc = 1.0 - ex.tau_distribution(cf.block_tree(pair, 1, state), K, rule)[0]
+        rows[K] = (resid, star * cf.kseq_beta(p, q, star), acc, rho)
+    return rows
 
 
-def _kseq_first_acceptance(pair, K, rule, s=0):
-    tree = cf.block_tree(pair, 1, s)
-    return 1.0 - ex.tau_distribution(tree, K, rule)[0]
+def kseq_rises(pair, accs, state):
+    """(number of steps K → K+1 where the acceptance falls, or fails to rise while below its cap
+    p(supp q), the smallest step)."""
+    p, q = pair.target.conditional(state), pair.draft.conditional(state)
+    steps = np.diff(accs)
+    cap = float(p[q > 0].sum())  # no number of drafts can accept more than p(supp q)
+    bad = (steps < -1e-12) | ((np.array(accs[:-1]) < cap - 1e-12) & (steps <= 0.0))
+    return int(bad.sum()), float(steps.min())
 
 
 def check_kseq(ctx, rule):
     ev = []
     for name in EXACT:
         pair = inst.get(name)
-        worst_eq, worst_acc, mono = (0.0, None), (0.0, None), []
-        for s in range(pair.n_states):
-            p, q = pair.target.conditional(s), pair.draft.conditional(s)
-            accs = []
-            for K in (1,) + KSEQ_KS:
-                rho = _rule_rho(rule, p, q, K)
-                b = cf.kseq_beta(p, q, rho)
-                resid = abs(1.0 - (1.0 - b) ** K - rho * b) + max(0.0, 1.0 - rho) + max(0.0, rho - K)
-                if resid >= worst_eq[0]:
-                    worst_eq = (resid, (s, K, rho))
-                star = cf.kseq_rho(p, q, K)
-                claimed = star * cf.kseq_beta(p, q, star)
-                acc = _kseq_first_acceptance(pair, K, rule, s)
-                accs.append(acc)
-                if abs(acc - claimed) >= worst_acc[0]:
-                    worst_acc = (abs(acc - claimed), (s, K, claimed, acc))
-            beta = float(np.minimum(p, q).sum())
-            steps = np.diff(accs)
-            cap = float(p[q > 0].sum())  # no number of drafts can accept more than p(supp q)
-            room = np.array(accs[:-1]) < cap - 1e-12
-            bad = (steps < -1e-12) | (room & (steps <= 0.0))
-            mono.append((int(bad.sum()), float(steps.min())))
-        s, K, rho = worst_eq[1]
-        ev.append(stats.exact_equal(_label(name, K="1..4"), 0.0, worst_eq[0],
-                                    what="|1 − (1 − β(ρ))^K − ρβ(ρ)| + distance of ρ from [1, K], worst state/K",
-                                    note=f"worst at state {s}, K={K}, ρ={rho:.12g}"))
-        s, K, c, a = worst_acc[1]
-        ev.append(stats.exact_equal(_label(name, K="1..4"), c, a,
-                                    what="P(some candidate accepted) vs ρβ(ρ), worst state/K",
-                                    note=f"worst at state {s}, K={K}"))
+        per = {s: kseq_at(pair, rule, s) for s in range(pair.n_states)}
+        pts = grid(state=range(pair.n_states), K=KSEQ_KS)
+        ev.append(sweep(label(name, K="1..4"), pts, lambda state, K: (0.0, per[state][K][0]), keep=False,
+                        worst=lambda c, m, d, p: (abs(c - m), p["state"], p["K"]),
+                        what="|1 − (1 − β(ρ))^K − ρβ(ρ)| + distance of ρ from [1, K], worst state/K",
+                        note=lambda p, c, m, d: f"worst at state {p['state']}, K={p['K']}, "
+                                                f"ρ={per[p['state']][p['K']][3]:.12g}"))
+        ev.append(sweep(label(name, K="1..4"), pts, lambda state, K: per[state][K][1:3], keep=False,
+                        worst=lambda c, m, d, p: (abs(c - m), p["state"], p["K"]),
+                        what="P(some candidate accepted) vs ρβ(ρ), worst state/K",
+                        note=lambda p, c, m, d: f"worst at state {p['state']}, K={p['K']}"))
+        mono = [kseq_rises(pair, [per[s][K][2] for K in KSEQ_KS], s) for s in per]
         ev.append(stats.exact_equal(
-            _label(name, K="1..4"), 0.0, float(sum(v for v, _ in mono)),
+            label(name, K="1..4"), 0.0, float(sum(v for v, _ in mono)),
             what="number of steps K → K+1 where the acceptance falls, or fails to rise while below its "
-                 "cap p(supp q)",
-            note=f"smallest step over states: {min(m for _, m in mono):+.3g}"))
-    ev += _lossless_evidence(ctx, rule, ((1, 2), (2, 2), (2, 3)), 3)
+                 "cap p(supp q)", note=f"smallest step over states: {min(m for _, m in mono):+.3g}"))
+    ev += lossless_exact(rule, ((1, 2), (2, 2), (2, 3)))
     if rule is R.KSEQ:
-        pair = inst.get(MC_PAIR)
-        tv, seq, pc, pm = _lossless_worst(pair, 2, 3, R.KSEQ_RHO_INITIAL, 3)
-        ev.append(stats.info("exact", _label(MC_PAIR, γ=2, K=3, N=3, reading="ρ for the initial K"), 0.0, tv,
-                             test="TV(first 3 tokens, p^3) if ρ is not re-solved after drafts are dropped",
-                             note=f"worst sequence {seq}: p = {pc:.6g}, emitted {pm:.6g}: that reading is lossy"))
-    ev.append(_lossless_mc(ctx, rule, 2, 3, 3))
-    pair = inst.get(MC_PAIR)
-    n = ctx.size(600_000, 150_000)
-    p, q = pair.target.conditional(0), pair.draft.conditional(0)
+        ev.append(lossless_info(R.KSEQ_RHO_INITIAL, 2, 3, "ρ for the initial K",
+                                "TV(first 3 tokens, p^3) if ρ is not re-solved after drafts are dropped",
+                                ": that reading is lossy"))
+    ev.append(lossless_mc(ctx, rule, 2, 3, 3))
+    p, q = (inst.get(MC_PAIR).target.conditional(0), inst.get(MC_PAIR).draft.conditional(0))
     star = cf.kseq_rho(p, q, 3)
-    res = mc.simulate(pair, 1, 3, n, 1, rule=rule, seed=ctx.rng("acc"))
-    ev.append(ctx.mc(stats.z_test_mean(_label(MC_PAIR, K=3, state=0), star * cf.kseq_beta(p, q, star),
+    n = ctx.size(600_000, 150_000)
+    res = mc.simulate(inst.get(MC_PAIR), 1, 3, n, 1, rule=rule, seed=ctx.rng("acc"))
+    ev.append(ctx.mc(stats.z_test_mean(label(MC_PAIR, K=3, state=0), star * cf.kseq_beta(p, q, star),
                                        (res.tau > 0).astype(float), alpha=ctx.alpha_test, tolerance=0.01,
                                        what="acceptance at the first position", note=f"{n} iterations")))
     return ev
-
-
-def shrink_kseq(ctx, rule):
-    return _shrink_lossless(rule, (2, 3))
 
 
 register(
@@ -178,22 +210,19 @@ register(
                    "chi-square of the first 3 tokens (γ = 2, K = 3) and z-test of the acceptance.",
     check=check_kseq, subject=R.KSEQ,
     controls=(Control("rho=1", R.KSEQ_RHO_ONE, R.KSEQ_RHO_ONE.description),), mc_tests=2,
-    shrink=shrink_kseq)
+    shrink=lossless_shrinker((2, 3)))
 
 
 # --- gbv.lossless --------------------------------------------------------------------------------
 
 def check_gbv_lossless(ctx, rule):
-    ev = _lossless_evidence(ctx, rule, ((1, 1), (2, 1), (3, 1)), 3)
-    pair = inst.get(MC_PAIR)
+    ev = lossless_exact(rule, ((1, 1), (2, 1), (3, 1)))
     if rule is R.GBV:
-        tv, seq, pc, pm = _lossless_worst(pair, 3, 1, R.GBV_SEC33, 3)
-        ev.append(stats.info("exact", _label(MC_PAIR, γ=3, N=3, reading="Sec. 3.3 as printed"), 0.0, tv,
-                             test="TV(first 3 tokens, p^3) of the alternative reading (printed α with "
-                                  "unclipped ν, plus the modification)",
-                             note=f"worst sequence {seq}: p = {pc:.6g}, emitted {pm:.6g}; not graded: "
-                                  "the default reading is the greedy GBV (see docs/multidraft.md)"))
-    ev.append(_lossless_mc(ctx, rule, 3, 1, 3))
+        ev.append(lossless_info(R.GBV_SEC33, 3, 1, "Sec. 3.3 as printed",
+                                "TV(first 3 tokens, p^3) of the alternative reading (printed α with unclipped ν, "
+                                "plus the modification)",
+                                "; not graded: the default reading is the greedy GBV (see docs/multidraft.md)"))
+    ev.append(lossless_mc(ctx, rule, 3, 1, 3))
     return ev
 
 
@@ -206,55 +235,48 @@ register(
                    "Sec. 3.3's printed α with an unclipped ν is the alternative reading, reported as "
                    "info). Checked on the first 3 emitted tokens over as many iterations as it takes, "
                    "γ = 1..3, exact (TV ≤ 1e-12) and MC (chi-square, γ = 3, first 3 tokens).",
-    check=check_gbv_lossless, subject=R.GBV,
-    controls=(Control("no-modification", R.BROKEN_NO_MODIFY, R.BROKEN_NO_MODIFY.description),
-              Control("residual=p", R.BROKEN_RESIDUAL_P, R.BROKEN_RESIDUAL_P.description)),
-    mc_tests=1, shrink=lambda ctx, rule: _shrink_lossless(rule, (1,)))
+    check=check_gbv_lossless, subject=R.GBV, controls=(CTRL_NO_MODIFY, CTRL_RESIDUAL_P),
+    mc_tests=1, shrink=lossless_shrinker((1,), applies=("V", "order", "gamma", "seed")))
 
 
 # --- gbv.optimal ---------------------------------------------------------------------------------
+
+def gbv_rows(pair, rule, gamma: int):
+    """(Σ_i Σ min(p(x^i), q(x^i)), the rule's exact E[τ] with one draft, token-level SD's E[τ], the
+    one-draft optimum over all couplings (LP; None when V^γ > 64))."""
+    tree = tree0(pair, gamma)
+    return (cf.gbv_optimum(tree), ex.expected_tau(tree, 1, rule), cf.sd_expected_tau(tree),
+            opt.lp_optimum(tree, 1) if pair.V ** gamma <= 64 else None)
+
+
+def gbv_expected_tau(pair, rule, gamma: int):
+    """(Σ_i Σ min(p(x^i), q(x^i)), the rule's exact E[τ] with one draft)."""
+    return gbv_rows(pair, rule, gamma)[:2]
+
 
 def check_gbv_optimal(ctx, rule):
     ev = []
     for name in EXACT:
         pair = inst.get(name)
-        rows = []
-        for g in (1, 2, 3):
-            tree = cf.block_tree(pair, g, 0)
-            rows.append((g, cf.gbv_optimum(tree), ex.expected_tau(tree, 1, rule),
-                         cf.sd_expected_tau(tree), opt.lp_optimum(tree, 1) if pair.V ** g <= 64 else None))
-        g, claimed, got, sd, lp = max(rows, key=lambda r: abs(r[1] - r[2]))
-        ev.append(stats.exact_equal(_label(name, γ="1..3"), claimed, got,
-                                    what="E[τ] vs Σ_i Σ min(p(x^i), q(x^i)), worst γ"))
-        lp_rows = [r for r in rows if r[4] is not None]
-        g, _, got, _, lp = max(lp_rows, key=lambda r: abs(r[4] - r[2]))
-        ev.append(stats.exact_equal(_label(name, γ=f"≤{max(r[0] for r in lp_rows)}"), lp, got,
-                                    what="E[τ] vs the one-draft optimum (LP over all couplings, HiGHS), worst γ"))
-        g, _, got, sd, _ = min(rows, key=lambda r: r[2] - r[3])
-        ev.append(stats.exact_equal(_label(name, γ=g), 0.0, min(0.0, got - sd),
-                                    what="shortfall of E[τ] below token-level SD's (0 if GBV ≥ SD), worst γ",
-                                    note=f"GBV {got:.6g}, SD {sd:.6g}"))
+        rows = {g: gbv_rows(pair, rule, g) for g in (1, 2, 3)}
+        with_lp = [g for g in rows if rows[g][3] is not None]
+        ev.append(sweep(label(name, γ="1..3"), grid(g=rows), lambda g: rows[g][:2], keep=False,
+                        what="E[τ] vs Σ_i Σ min(p(x^i), q(x^i)), worst γ"))
+        ev.append(sweep(label(name, γ=f"≤{max(with_lp)}"), grid(g=with_lp), lambda g: (rows[g][3], rows[g][1]),
+                        keep=False, what="E[τ] vs the one-draft optimum (LP over all couplings, HiGHS), worst γ"))
+        ev.append(sweep(lambda pt: label(name, γ=pt["g"]), grid(g=rows), lambda g: (rows[g][2], rows[g][1]),
+                        grade="bound", keep=False, judge=lambda i, sd, got, n: stats.exact_equal(
+                            i, 0.0, min(0.0, got - sd), what="shortfall of E[τ] below token-level SD's (0 if GBV ≥ "
+                                                             "SD), worst γ", note=n),
+                        note=lambda p, sd, got, d: f"GBV {got:.6g}, SD {sd:.6g}"))
         if rule is R.GBV:
-            tree = cf.block_tree(pair, 3, 0)
-            ev.append(stats.info("exact", _label(name, γ=3, reading="Sec. 3.3 as printed"), cf.gbv_optimum(tree),
+            tree = tree0(pair, 3)
+            ev.append(stats.info("exact", label(name, γ=3, reading="Sec. 3.3 as printed"), cf.gbv_optimum(tree),
                                  ex.expected_tau(tree, 1, R.GBV_SEC33),
                                  test="E[τ] of the alternative reading (printed α, unclipped ν) vs Σ min"))
-    pair = inst.get(MC_PAIR)
-    n = ctx.size(600_000, 150_000)
-    tree = cf.block_tree(pair, 3, 0)
-    res = mc.simulate(pair, 3, 1, n, 1, rule=rule, seed=ctx.rng("tau"))
-    ev.append(ctx.mc(stats.z_test_mean(_label(MC_PAIR, γ=3), cf.gbv_optimum(tree), res.tau.astype(float),
-                                       alpha=ctx.alpha_test, tolerance=0.02, what="accepted length τ",
-                                       note=f"{n} iterations from state 0")))
+    ev.append(tau_mean_test(ctx, rule, 3, 1, cf.gbv_optimum(tree0(inst.get(MC_PAIR), 3)), ("tau",),
+                            label(MC_PAIR, γ=3), "accepted length τ", "{n} iterations from state 0"))
     return ev
-
-
-def shrink_gbv_optimal(ctx, rule):
-    def fails(pair, g, K):
-        tree = cf.block_tree(pair, g, 0)
-        c, m = cf.gbv_optimum(tree), ex.expected_tau(tree, 1, rule)
-        return abs(c - m) > stats.EXACT_TOL, c, m
-    return smallest_counterexample(fails, seeds=range(4))
 
 
 register(
@@ -265,28 +287,24 @@ register(
     interpretation="Exact E[τ] of one iteration against the sum, against the true one-draft optimum "
                    "(LP over all couplings of q-blocks and p-blocks, HiGHS; V^γ ≤ 64) and against SD's "
                    "E[τ], γ = 1..3. MC: z-test of the kernel's mean τ (γ = 3).",
-    check=check_gbv_optimal, subject=R.GBV,
-    controls=(Control("accept-all", R.BROKEN_ACCEPT_ALL, R.BROKEN_ACCEPT_ALL.description),), mc_tests=1,
-    shrink=shrink_gbv_optimal)
+    check=check_gbv_optimal, subject=R.GBV, controls=(CTRL_ACCEPT_ALL,), mc_tests=1,
+    shrink=shrinker(gbv_expected_tau, applies=("V", "order", "gamma", "seed"), seeds=range(4)))
 
 
 # --- spectr_gbv.lossless ---------------------------------------------------------------------------
 
 def check_sgbv_lossless(ctx, rule):
-    ev = _lossless_evidence(ctx, rule, ((1, 2), (2, 2), (1, 3)), 3)
+    ev = lossless_exact(rule, ((1, 2), (2, 2), (1, 3)))
     for name in ("iid-V3-equal", MC_PAIR):
-        tree = cf.block_tree(inst.get(name), 2, 0)
+        tree = tree0(inst.get(name), 2)
         tv, seq, pc, pm = max((ex.one_iteration_tv(tree, K, rule) for K in (2, 3)), key=lambda r: r[0])
-        ev.append(stats.exact_distance(_label(name, γ=2, K="2,3"), tv,
+        ev.append(stats.exact_distance(label(name, γ=2, K="2,3"), tv,
                                        what="Thm 4.2 in one iteration: TV of O = (t, y, tail from Alg. 2) to p^γ",
                                        note=f"worst sequence {list(seq)}: p = {pc:.6g}, emitted {pm:.6g}"))
     if rule is R.SPECTR_GBV:
-        pair = inst.get(MC_PAIR)
-        tv, seq, pc, pm = _lossless_worst(pair, 2, 2, R.BROKEN_IGNORE_H, 3)
-        ev.append(stats.info("exact", _label(MC_PAIR, γ=2, K=2, N=3, reading="line 5 without the H test"),
-                             0.0, tv, test="TV(first 3 tokens, p^3) of the alternative reading of Alg. 1",
-                             note=f"worst sequence {seq}: p = {pc:.6g}, emitted {pm:.6g}; not lossless either"))
-    ev.append(_lossless_mc(ctx, rule, 2, 2, 3))
+        ev.append(lossless_info(R.BROKEN_IGNORE_H, 2, 2, "line 5 without the H test",
+                                "TV(first 3 tokens, p^3) of the alternative reading of Alg. 1", "; not lossless either"))
+    ev.append(lossless_mc(ctx, rule, 2, 2, 3))
     return ev
 
 
@@ -299,15 +317,15 @@ register(
                    "full block; correction from Eq. 4; Alg. 2's modification carried into the next "
                    "iteration. Exact: first 3 emitted tokens over iterations, (γ, K) ∈ {(1,2), (2,2), "
                    "(1,3)}, and Thm 4.2's one-iteration statement. MC: chi-square (γ = 2, K = 2).",
-    check=check_sgbv_lossless, subject=R.SPECTR_GBV,
-    controls=(Control("no-modification", R.BROKEN_NO_MODIFY, R.BROKEN_NO_MODIFY.description),
-              Control("residual=p", R.BROKEN_RESIDUAL_P, R.BROKEN_RESIDUAL_P.description)),
-    mc_tests=1, shrink=lambda ctx, rule: _shrink_lossless(rule, (1, 2, 3)))
+    check=check_sgbv_lossless, subject=R.SPECTR_GBV, controls=(CTRL_NO_MODIFY, CTRL_RESIDUAL_P),
+    mc_tests=1, shrink=lossless_shrinker((1, 2, 3)))
 
 
 # --- spectr_gbv.sub_block -------------------------------------------------------------------------
 
-def _sub_block_gap(tree, K, rule):
+def sub_block(pair, rule, gamma: int, K: int):
+    """(A(x^i), P(τ ≥ i, t^i = x^i)) at the block x^i where they differ most (ties: the last)."""
+    tree = tree0(pair, gamma)
     acc = ex.prefix_acceptance(tree, K, rule)
     worst = (0.0, None, 0.0, 0.0)
     for i in range(1, tree.gamma + 1):
@@ -315,41 +333,26 @@ def _sub_block_gap(tree, K, rule):
         d = np.abs(acc[i] - a)
         j = int(np.argmax(d))
         if d[j] >= worst[0]:
-            worst = (float(d[j]), (i, j), float(a[j]), float(acc[i][j]))
-    return worst
+            worst = (float(d[j]), decode(j, i, pair.V), float(a[j]), float(acc[i][j]))
+    return worst[2], worst[3], {"block": worst[1], "what": "A(x^i) claimed, P(τ ≥ i, t^i = x^i) measured"}
 
 
 def check_sub_block(ctx, rule):
-    ev = []
-    for name in EXACT:
-        pair = inst.get(name)
-        gap, (i, j), a, m = max((_sub_block_gap(cf.block_tree(pair, g, 0), K, rule) + (g, K)
-                                 for g in (1, 2) for K in (1, 2, 3)), key=lambda r: r[0])[:4]
-        ev.append(stats.exact_equal(_label(name, γ="1,2", K="1..3"), a, m,
-                                    what="P(τ ≥ i, t^i = x^i) vs A(x^i), worst block",
-                                    note=f"worst block x^{i} = {_decode(j, i, pair.V)}"))
+    ev = each(EXACT, lambda name, pair: sweep(
+        label(name, γ="1,2", K="1..3"), grid(gamma=(1, 2), K=(1, 2, 3)), lambda gamma, K: sub_block(pair, rule, gamma, K),
+        what="P(τ ≥ i, t^i = x^i) vs A(x^i), worst block", keep=False,
+        note=lambda p, c, m, d: f"worst block x^{len(d['block'])} = {d['block']}"))
     pair = inst.get(MC_PAIR)
     K, g = 3, 2
-    tree = cf.block_tree(pair, g, 0)
     n = ctx.size(600_000, 150_000)
     res = mc.simulate(pair, g, K, n, 1, rule=rule, seed=ctx.rng("sub"))
     first = np.where(res.tau >= 1, res.tcode // pair.V ** np.maximum(res.tau - 1, 0), pair.V)
-    counts = np.bincount(first, minlength=pair.V + 1)
-    a1 = cf.A(tree.P[1], tree.Q[1], K)
-    probs = np.append(a1, 1.0 - a1.sum())
-    ev.append(ctx.mc(stats.chisquare_gof(_label(MC_PAIR, γ=g, K=K, i=1), counts, probs, alpha=ctx.alpha_test,
-                                         tolerance_w=0.03,
+    a1 = cf.A(tree0(pair, g).P[1], tree0(pair, g).Q[1], K)
+    ev.append(ctx.mc(stats.chisquare_gof(label(MC_PAIR, γ=g, K=K, i=1), np.bincount(first, minlength=pair.V + 1),
+                                         np.append(a1, 1.0 - a1.sum()), alpha=ctx.alpha_test, tolerance_w=0.03,
                                          note="cells: first accepted token x (claimed A(x)) and τ = 0 "
                                               f"(claimed 1 − Σ A); {n} iterations")))
     return ev
-
-
-def shrink_sub_block(ctx, rule):
-    def fails(pair, g, K):
-        gap, (i, j), a, m = _sub_block_gap(cf.block_tree(pair, g, 0), K, rule)
-        return gap > stats.EXACT_TOL, a, m, {"block": _decode(j, i, pair.V),
-                                             "what": "A(x^i) claimed, P(τ ≥ i, t^i = x^i) measured"}
-    return smallest_counterexample(fails, gammas=(1, 2), K_values=(1, 2, 3), seeds=range(4))
 
 
 register(
@@ -359,69 +362,60 @@ register(
     interpretation="'Accepted length of x^i ≥ i' read as: Alg. 1's final accepted block t has τ ≥ i and "
                    "prefix t^i = x^i (then the drafts contain x^i). Exact for every block, γ ∈ {1, 2}, "
                    "K = 1..3; MC: chi-square of the first accepted token (γ = 2, K = 3).",
-    check=check_sub_block, subject=R.SPECTR_GBV,
-    controls=(Control("(1-m)^1", R.BROKEN_POWER_1, R.BROKEN_POWER_1.description),), mc_tests=1,
-    shrink=shrink_sub_block)
+    check=check_sub_block, subject=R.SPECTR_GBV, controls=(CTRL_POWER_1,), mc_tests=1,
+    shrink=shrinker(sub_block, applies=("V", "order", "gamma", "K", "seed"), gammas=(1, 2), K_values=(1, 2, 3),
+                    seeds=range(4)))
 
 
 # --- spectr_gbv.upper_bound / attains ----------------------------------------------------------------
 
-def _tau_mc(ctx, rule, pair_name, g, K, label):
-    pair = inst.get(pair_name)
-    if rule.algorithm == "kseq" and rule.rho == "one":  # plain SD stands in: one draft
-        K = 1
-    n = ctx.size(600_000, 150_000)
-    res = mc.simulate(pair, g, K, n, 1, rule=rule, seed=ctx.rng(label, str(K)))
-    x = res.tau.astype(float)
-    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(n)), n, x
+def bound_and_tau(pair, rule, gamma: int, K: int):
+    """(Lemma 5.1's bound Σ_i Σ_{x^i} A(x^i), the rule's exact E[τ] of one iteration)."""
+    tree = tree0(pair, gamma)
+    return cf.lemma51_bound(tree, K), ex.expected_tau(tree, K, rule)
+
+
+def _excess(i, b, e, n):
+    return stats.exact_equal(i, 0.0, max(0.0, e - b), what="excess of E[τ] over Lemma 5.1's bound (0 if within), "
+                                                           "worst (γ, K)", note=n)
 
 
 def check_upper_bound(ctx, rule):
     ev = []
     for name in EXACT:
         pair = inst.get(name)
-        rows = []
-        for g in (1, 2):
-            tree = cf.block_tree(pair, g, 0)
-            for K in (1, 2, 3):
-                rows.append((cf.lemma51_bound(tree, K), ex.expected_tau(tree, K, rule), g, K, tree))
-        b, e, g, K, tree = max(rows, key=lambda r: r[1] - r[0])
-        ev.append(stats.exact_equal(_label(name, γ=g, K=K), 0.0, max(0.0, e - b),
-                                    what="excess of E[τ] over Lemma 5.1's bound (0 if within), worst (γ, K)",
-                                    note=f"E[τ] = {e:.6g}, bound = {b:.6g}"))
+        ev.append(sweep(lambda pt: label(name, γ=pt["gamma"], K=pt["K"]), grid(gamma=(1, 2), K=(1, 2, 3)),
+                        lambda gamma, K: bound_and_tau(pair, rule, gamma, K), grade="bound", side="le", judge=_excess,
+                        keep=False, note=lambda p, b, e, d: f"E[τ] = {e:.6g}, bound = {b:.6g}"))
         if rule is R.SPECTR_GBV and pair.V <= 3:
-            tree = cf.block_tree(pair, 2, 0)
+            tree = tree0(pair, 2)
             for K in (2, 3):
-                lp = opt.lp_optimum(tree, K)
-                b = cf.lemma51_bound(tree, K)
-                ev.append(stats.info("exact", _label(name, γ=2, K=K), b, lp,
+                lp, b = opt.lp_optimum(tree, K), cf.lemma51_bound(tree, K)
+                gaps = ", ".join(f"{who} {lp - v:+.4g}" for who, v in (
+                    ("SpecTr-GBV", ex.expected_tau(tree, K, rule)), ("K-SEQ", ex.expected_tau(tree, K, R.KSEQ)),
+                    ("GBV (1 draft)", cf.gbv_optimum(tree)), ("SD (1 draft)", cf.sd_expected_tau(tree))))
+                ev.append(stats.info("exact", label(name, γ=2, K=K), b, lp,
                                      test="true optimum over all couplings (LP, HiGHS) vs Lemma 5.1's bound",
-                                     note=f"gap LP − bound = {lp - b:+.4g}; gaps to LP: SpecTr-GBV "
-                                          f"{lp - ex.expected_tau(tree, K, rule):+.4g}, K-SEQ "
-                                          f"{lp - ex.expected_tau(tree, K, R.KSEQ):+.4g}, GBV (1 draft) "
-                                          f"{lp - cf.gbv_optimum(tree):+.4g}, SD (1 draft) "
-                                          f"{lp - cf.sd_expected_tau(tree):+.4g}; the LP is not "
+                                     note=f"gap LP − bound = {lp - b:+.4g}; gaps to LP: {gaps}; the LP is not "
                                           "restricted to conditionally independent couplings"))
     if rule is R.SPECTR_GBV:  # the claim's own class, searched directly (K = 2): not a subject property
         from spectheory.pairs import random_pair
-        for label, pair in (("random_pair(V=2, order=1, 0.7, seed=12)", random_pair(2, 1, 0.7, seed=12)),
-                            (MC_PAIR, inst.get(MC_PAIR))):
-            tree = cf.block_tree(pair, 2, 0)
+        for name, pair in (("random_pair(V=2, order=1, 0.7, seed=12)", random_pair(2, 1, 0.7, seed=12)),
+                           (MC_PAIR, inst.get(MC_PAIR))):
+            tree = tree0(pair, 2)
             found, _ = opt.cic_search(tree, restarts=ctx.size(8, 4), iters=20, seed=0)
             b = cf.lemma51_bound(tree, 2)
-            ev.append(stats.exact_equal(_label(label, γ=2, K=2), 0.0, max(0.0, found - b),
+            ev.append(stats.exact_equal(label(name, γ=2, K=2), 0.0, max(0.0, found - b),
                                         what="excess over the bound of the best conditionally independent "
                                              "coupling found (alternating LPs over the two kernels)",
                                         note=f"best found {found:.6g}, bound {b:.6g}, LP over all couplings "
                                              f"{opt.lp_optimum(tree, 2):.6g}; a heuristic search: a pass "
                                              "means no counterexample was found"))
-    pair = inst.get(MC_PAIR)
     g, K = 2, 3
-    b = cf.lemma51_bound(cf.block_tree(pair, g, 0), K)
-    m, se, n, _ = _tau_mc(ctx, rule, MC_PAIR, g, K, "ub")
-    ev.append(ctx.mc(stats.z_test_bound(_label(MC_PAIR, γ=g, K=K), b, mean=m, se=se, n=n, side="le",
-                                              alpha=ctx.alpha_test, tolerance=0.02, what="accepted length τ",
-                                              note=f"{n} iterations")))
+    m, se, n, _ = tau_mc(ctx, rule, g, K, "ub")
+    ev.append(ctx.mc(stats.z_test_bound(label(MC_PAIR, γ=g, K=K), cf.lemma51_bound(tree0(inst.get(MC_PAIR), g), K),
+                                        mean=m, se=se, n=n, side="le", alpha=ctx.alpha_test, tolerance=0.02,
+                                        what="accepted length τ", note=f"{n} iterations")))
     return ev
 
 
@@ -435,35 +429,16 @@ register(
                    "search of the CIC class for K = 2, γ = 2 (alternating LPs over the two per-draft "
                    "kernels, from feasible random starts; finding nothing above the bound is not a "
                    "proof). Exact: γ ∈ {1,2}, K = 1..3; MC: one-sided z-test.",
-    check=check_upper_bound, subject=R.SPECTR_GBV,
-    controls=(Control("accept-all", R.BROKEN_ACCEPT_ALL, R.BROKEN_ACCEPT_ALL.description),), mc_tests=1)
-
-
-def _attains_gap(pair, g, K, rule):
-    tree = cf.block_tree(pair, g, 0)
-    return cf.lemma51_bound(tree, K), ex.expected_tau(tree, K, rule)
+    check=check_upper_bound, subject=R.SPECTR_GBV, controls=(CTRL_ACCEPT_ALL,), mc_tests=1)
 
 
 def check_attains(ctx, rule):
-    ev = []
-    for name in EXACT:
-        pair = inst.get(name)
-        b, e, g, K = max(((*_attains_gap(pair, g, K, rule), g, K) for g in (1, 2) for K in (1, 2, 3)),
-                         key=lambda r: abs(r[0] - r[1]))
-        ev.append(stats.exact_equal(_label(name, γ=g, K=K), b, e, what="E[τ] vs Lemma 5.1's bound, worst (γ, K)"))
-    g, K = 2, 3
-    b = cf.lemma51_bound(cf.block_tree(inst.get(MC_PAIR), g, 0), K)
-    m, se, n, x = _tau_mc(ctx, rule, MC_PAIR, g, K, "att")
-    ev.append(ctx.mc(stats.z_test_mean(_label(MC_PAIR, γ=g, K=K), b, x, alpha=ctx.alpha_test, tolerance=0.02,
-                                       what="accepted length τ", note=f"{n} iterations")))
+    ev = each(EXACT, lambda name, pair: sweep(
+        lambda pt: label(name, γ=pt["gamma"], K=pt["K"]), grid(gamma=(1, 2), K=(1, 2, 3)),
+        lambda gamma, K: bound_and_tau(pair, rule, gamma, K), keep=False, what="E[τ] vs Lemma 5.1's bound, worst (γ, K)"))
+    ev.append(tau_mean_test(ctx, rule, 2, 3, cf.lemma51_bound(tree0(inst.get(MC_PAIR), 2), 3), ("att", "3"),
+                            label(MC_PAIR, γ=2, K=3), "accepted length τ", "{n} iterations"))
     return ev
-
-
-def shrink_attains(ctx, rule):
-    def fails(pair, g, K):
-        b, e = _attains_gap(pair, g, K, rule)
-        return abs(b - e) > stats.EXACT_TOL, b, e
-    return smallest_counterexample(fails, gammas=(1, 2), K_values=(1, 2, 3), seeds=range(4))
 
 
 register(
@@ -472,9 +447,9 @@ register(
     statement="SpecTr-GBV's E[τ] equals Lemma 5.1's bound Σ_i Σ_{x^i} A(x^i).",
     interpretation="Exact E[τ] of one iteration of Alg. 1 (all draft outcomes, uniforms integrated), "
                    "γ ∈ {1, 2}, K = 1..3; MC: two-sided z-test of the kernel's mean τ (γ = 2, K = 3).",
-    check=check_attains, subject=R.SPECTR_GBV,
-    controls=(Control("(1-m)^1", R.BROKEN_POWER_1, R.BROKEN_POWER_1.description),), mc_tests=1,
-    shrink=shrink_attains)
+    check=check_attains, subject=R.SPECTR_GBV, controls=(CTRL_POWER_1,), mc_tests=1,
+    shrink=shrinker(bound_and_tau, applies=("V", "order", "gamma", "K", "seed"), gammas=(1, 2), K_values=(1, 2, 3),
+                    seeds=range(4)))
 
 
 # --- spectr_gbv.remark5_2 ------------------------------------------------------------------------------
@@ -497,34 +472,26 @@ def check_remark(ctx, bound):
     for name in EXACT:
         pair = inst.get(name)
         for g in (1, 2, 3):
-            tree = cf.block_tree(pair, g, 0)
+            tree = tree0(pair, g)
             vals = np.array([bound(tree, K) for K in REMARK_KS])
-            steps = np.diff(vals)
-            ev.append(stats.exact_equal(_label(name, γ=g, K="1..8"), 0.0, float((steps <= 0).sum()),
+            ev.append(stats.exact_equal(label(name, γ=g, K="1..8"), 0.0, float((np.diff(vals) <= 0).sum()),
                                         what="number of steps K → K+1 with Bound(K+1) ≤ Bound(K)",
                                         note=f"Bound(1..8) = {np.round(vals, 6).tolist()}"))
-            lim = bound(tree, 10 ** 9)
-            ev.append(stats.exact_equal(_label(name, γ=g, K="1e9"), float(g), lim, tol=1e-6,
+            ev.append(stats.exact_equal(label(name, γ=g, K="1e9"), float(g), bound(tree, 10 ** 9), tol=1e-6,
                                         what="Bound(K) → γ as K → ∞ (K = 10^9)",
-                                        note=f"analytic limit Σ_i Σ_(q(x^i)>0) p(x^i) = "
-                                             f"{cf.bound_limit(tree):.6g}"))
-            ev.append(stats.exact_equal(_label(name, γ=g, K=1), cf.gbv_optimum(tree), bound(tree, 1),
+                                        note=f"analytic limit Σ_i Σ_(q(x^i)>0) p(x^i) = {cf.bound_limit(tree):.6g}"))
+            ev.append(stats.exact_equal(label(name, γ=g, K=1), cf.gbv_optimum(tree), bound(tree, 1),
                                         what="Bound(1) vs GBV's Σ min(p(x^i), q(x^i))"))
-    pair = inst.get(MC_PAIR)
-    n = ctx.size(600_000, 150_000)
     for g in (2, 3):
-        tree = cf.block_tree(pair, g, 0)
-        res = mc.simulate(pair, g, 1, n, 1, rule=R.GBV, seed=ctx.rng("gbv", str(g)))
-        ev.append(ctx.mc(stats.z_test_mean(_label(MC_PAIR, γ=g, K=1), bound(tree, 1), res.tau.astype(float),
-                                           alpha=ctx.alpha_test, tolerance=0.02,
-                                           what="GBV's simulated accepted length vs Bound(1)",
-                                           note=f"{n} GBV iterations (Numba kernel)")))
+        ev.append(tau_mean_test(ctx, R.GBV, g, 1, bound(tree0(inst.get(MC_PAIR), g), 1), ("gbv", str(g)),
+                                label(MC_PAIR, γ=g, K=1), "GBV's simulated accepted length vs Bound(1)",
+                                "{n} GBV iterations (Numba kernel)"))
     return ev
 
 
 def shrink_remark(ctx, bound):
     def fails(pair, g, K):
-        tree = cf.block_tree(pair, g, 0)
+        tree = tree0(pair, g)
         a, b = bound(tree, K), bound(tree, K + 1)
         if not b > a:
             return True, a, b, {"what": f"Bound(K={K}) claimed < Bound(K+1) measured", "property": "monotonicity"}
@@ -534,19 +501,18 @@ def shrink_remark(ctx, bound):
         c = cf.gbv_optimum(tree)
         return abs(bound(tree, 1) - c) > stats.EXACT_TOL, c, bound(tree, 1), {"property": "consistency"}
     return smallest_counterexample(fails, V_values=(2, 3), gammas=(1, 2), K_values=(1, 2), seeds=range(4),
-                                   pair_factory=_edge_pair)
+                                   pair_factory=edge_pair)
 
 
-def _edge_pair(V, order, concentration, seed):
+def edge_pair(V: int, order: int, concentration: float, seed: int):
     """Shrink candidates for Remark 5.2: random pairs have full support and p ≠ q, where the
     remark holds; its edge cases are q = p (even seeds) and a top-(V−1) draft (odd seeds)."""
     from spectheory.markov import MarkovPair
     from spectheory.pairs import dirichlet_source, top_k
-    p = dirichlet_source(V, order, 1.0, seed=seed)
+    p = dirichlet_source(V, order, concentration, seed=seed)
     q = p if seed % 2 == 0 else top_k(p, V - 1)
-    kind = "q = p" if seed % 2 == 0 else f"q = top_{V - 1}(p)"
-    return MarkovPair(p, q, f"edge-V{V}-o{order}-s{seed}", {"construction": f"p = dirichlet_source(V={V}, "
-                                                           f"order={order}, 1.0, seed={seed}); {kind}"})
+    return MarkovPair(p, q, f"edge-V{V}-o{order}-s{seed}", {"construction": f"sims.claims.multidraft.edge_pair({V}, "
+                                                           f"{order}, {concentration:g}, {seed})"})
 
 
 register(
@@ -596,13 +562,11 @@ def _time_step(step, V, K, reps):
 
 
 def check_cost(ctx, step):
-    ev = []
     Vs = (1024, 4096, 16384) if ctx.quick else (1024, 2048, 4096, 8192, 16384, 32768)  # in cache
     tv = [_time_step(step, V, 4, max(2, 200_000 // V)) for V in Vs]
-    ev.append(ctx.mc(stats.scaling_exponent("V=" + ",".join(map(str, Vs)) + " K=4", Vs, tv, claimed=1.0,
-                                            tolerance=0.3, what="time per selection step",
-                                            note="best of 5 repeats; taken under shared load; "
-                                                 f"times {[f'{t * 1e6:.1f}us' for t in tv]}")))
+    ev = [ctx.mc(stats.scaling_exponent("V=" + ",".join(map(str, Vs)) + " K=4", Vs, tv, claimed=1.0, tolerance=0.3,
+                                        what="time per selection step", note="best of 5 repeats; taken under shared "
+                                                                             f"load; times {[f'{t * 1e6:.1f}us' for t in tv]}"))]
     Ks = (2, 8, 32, 128)
     tk = [_time_step(step, 8192, K, 30) for K in Ks]
     kseq = [_time_step(lambda p, q, K: _k.kseq_rho_step(p, q, K, int(np.ceil(np.log2(K))) + 1), 8192, K, 30)
@@ -634,61 +598,55 @@ register(
 CORRECT_SET = ("spectr_gbv", R.SPECTR_GBV)
 SD_AS_SGBV = ("sd-in-place-of-spectr_gbv", R.MultiDraftRule("sd-as-sgbv", algorithm="kseq", modify=False,
                                                            rho="one"))
+#: the tables' orderings: (name, the E[τ] difference that must be ≥ 0 given t(γ, K) = E[τ] of
+#: (SpecTr-GBV, SpecTr, SD, GBV), the (γ, K) it is taken at, the label's K)
+ORDERINGS = (
+    ("SpecTr-GBV ≥ SpecTr", lambda t, g, K: t(g, K)[0] - t(g, K)[1], grid(gamma=(1, 2), K=(2, 3)), None),
+    ("SpecTr ≥ SD", lambda t, g, K: t(g, K)[1] - t(g, K)[2], grid(gamma=(1, 2), K=(2, 3)), None),
+    ("GBV ≥ SD", lambda t, g, K: t(g, K)[3] - t(g, K)[2], grid(gamma=(1, 2), K=(2, 3)), None),
+    ("BE grows with K", lambda t, g, K: t(g, K + 1)[0] - t(g, K)[0], grid(gamma=(1, 2), K=(1, 2)), "1..3"),
+    ("BE grows with γ", lambda t, g, K: t(g + 1, K)[0] - t(g, K)[0], grid(gamma=(1, 2), K=(2,)), None),
+)
 
 
-def _orderings(pair, g, K, sgbv_rule):
-    tree = cf.block_tree(pair, g, 0)
-    sg = ex.expected_tau(tree, K, sgbv_rule) if sgbv_rule.algorithm == "spectr_gbv" else \
-        ex.expected_tau(tree, 1, sgbv_rule)
-    ks = ex.expected_tau(tree, K, R.KSEQ)
-    sd = cf.sd_expected_tau(tree)
-    gb = cf.gbv_optimum(tree)
-    return sg, ks, sd, gb
+def method_taus(pair, subject, gamma: int, K: int):
+    """Exact E[τ] of one iteration from state 0: (SpecTr-GBV (the subject's rule), SpecTr (K-SEQ),
+    token-level SD, GBV)."""
+    rule = subject[1]
+    tree = tree0(pair, gamma)
+    sg = ex.expected_tau(tree, K if rule.algorithm == "spectr_gbv" else 1, rule)
+    return sg, ex.expected_tau(tree, K, R.KSEQ), cf.sd_expected_tau(tree), cf.gbv_optimum(tree)
+
+
+def first_broken_ordering(pair, subject, gamma: int, K: int):
+    """(E[τ] of the right-hand side, of the left-hand side) of the first pairwise ordering that fails."""
+    sg, ks, sd, gb = method_taus(pair, subject, gamma, K)
+    for (what, *_), a, b in zip(ORDERINGS, (sg, ks, gb), (ks, sd, sd)):
+        if a < b - 1e-12:
+            return b, a, {"ordering": what, "what": "E[τ] of the right-hand side claimed as a lower bound, E[τ] "
+                                                    "of the left-hand side measured"}
+    return 0.0, 0.0
 
 
 def check_tables(ctx, subject):
-    _, rule = subject
     ev = []
     for name in ("iid-V4-random", MC_PAIR, "markov1-V4-weak", "iid-V3-equal"):
-        pair = inst.get(name)
-        worst = {}
-        for g in (1, 2):
-            for K in (2, 3):
-                sg, ks, sd, gb = _orderings(pair, g, K, rule)
-                for key, d in (("SpecTr-GBV ≥ SpecTr", sg - ks), ("SpecTr ≥ SD", ks - sd), ("GBV ≥ SD", gb - sd)):
-                    if key not in worst or d < worst[key][0]:
-                        worst[key] = (d, g, K)
-            sgs = [_orderings(pair, g, K, rule)[0] for K in (1, 2, 3)]
-            d = float(np.diff(sgs).min())
-            if "BE grows with K" not in worst or d < worst["BE grows with K"][0]:
-                worst["BE grows with K"] = (d, g, "1..3")
-        sgs = [_orderings(pair, g, 2, rule)[0] for g in (1, 2, 3)]
-        worst["BE grows with γ"] = (float(np.diff(sgs).min()), "1..3", 2)
-        for key, (d, g, K) in worst.items():
-            ev.append(stats.exact_equal(_label(name, γ=g, K=K), 0.0, min(0.0, d + 1e-13),
-                                        what=f"shortfall in '{key}' in E[τ] (0 if the ordering holds), worst",
-                                        note=f"smallest difference {d:+.4g}"))
+        pair, memo = inst.get(name), {}
+        t = lambda g, K: memo[g, K] if (g, K) in memo else memo.setdefault((g, K), method_taus(pair, subject, g, K))
+        for key, gap, pts, k_label in ORDERINGS:
+            ev.append(sweep(lambda pt: label(name, γ="1..3" if key.endswith("γ") else pt["gamma"], K=k_label or pt["K"]),
+                            pts, lambda gamma, K: (0.0, gap(t, gamma, K)), grade="bound", keep=False,
+                            judge=shortfall(shift=1e-13, what=f"shortfall in '{key}' in E[τ] (0 if the ordering "
+                                                              "holds), worst"),
+                            note=lambda p, c, d, x: f"smallest difference {d:+.4g}"))
     g, K = 2, 3
-    m1, se1, n1, _ = _tau_mc(ctx, R.KSEQ, MC_PAIR, g, K, "tab-kseq")
-    m2, se2, n2, _ = _tau_mc(ctx, rule, MC_PAIR, g, K, "tab-sgbv")
+    m1, se1, n1, _ = tau_mc(ctx, R.KSEQ, g, K, "tab-kseq")
+    m2, se2, n2, _ = tau_mc(ctx, subject[1], g, K, "tab-sgbv")
     ev.append(ctx.mc(stats.z_test_bound(
-        _label(MC_PAIR, γ=g, K=K), 0.0, mean=m1 - m2, se=float(np.hypot(se1, se2)), n=n1 + n2, side="le",
+        label(MC_PAIR, γ=g, K=K), 0.0, mean=m1 - m2, se=float(np.hypot(se1, se2)), n=n1 + n2, side="le",
         alpha=ctx.alpha_test, tolerance=0.02, what="E[τ_SpecTr] − E[τ_SpecTr-GBV]",
         note=f"two independent samples of {n1} iterations; SpecTr {m1:.4f}, SpecTr-GBV {m2:.4f}")))
     return ev
-
-
-def shrink_tables(ctx, subject):
-    _, rule = subject
-
-    def fails(pair, g, K):
-        sg, ks, sd, gb = _orderings(pair, g, K, rule)
-        for what, a, b in (("SpecTr-GBV ≥ SpecTr", sg, ks), ("SpecTr ≥ SD", ks, sd), ("GBV ≥ SD", gb, sd)):
-            if a < b - 1e-12:
-                return True, b, a, {"ordering": what, "what": "E[τ] of the right-hand side claimed as a lower "
-                                                              "bound, E[τ] of the left-hand side measured"}
-        return False, 0.0, 0.0
-    return smallest_counterexample(fails, gammas=(1, 2), K_values=(2, 3), seeds=range(4))
 
 
 register(
@@ -701,4 +659,6 @@ register(
                    "not exceed SpecTr-GBV's (γ = 2, K = 3).",
     check=check_tables, subject=CORRECT_SET,
     controls=(Control("SD as SpecTr-GBV", SD_AS_SGBV, "negative control: plain SD in SpecTr-GBV's place"),),
-    mc_tests=1, shrink=shrink_tables)
+    mc_tests=1, shrink=shrinker(first_broken_ordering, fails=lambda c, m: c > m + 1e-12,
+                                applies=("V", "order", "gamma", "K", "seed"), gammas=(1, 2), K_values=(2, 3),
+                                seeds=range(4)))
