@@ -79,7 +79,9 @@ class Claim:
     controls: tuple[Control, ...] = ()
     mc_tests: int = 0
     interpretation: str = ""
-    shrink: Callable[["Context", Any], dict | None] | None = None
+    #: the smallest counterexample when the check fails: a dict, or a list of dicts (one per failing
+    #: part, each naming its ``part``), or None
+    shrink: Callable[["Context", Any], dict | list | None] | None = None
     #: evidence modes the check grades ("exact", "mc", "logits"); each must be covered by a
     #: negative control that fails in that mode (see :func:`register`).
     modes: tuple[str, ...] = ("exact", "mc")

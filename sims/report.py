@@ -132,9 +132,11 @@ def to_markdown(report: dict) -> str:
                   f"*{c['paper']}, {c['reference']}.* {c['interpretation']}", ""]
         lines += _parts_lines(c)
         lines += [f"- {n}" for n in c["notes"]]
-        if c["counterexample"]:
-            where = next((p["id"] for p in c.get("parts") or [] if p.get("counterexample")), None)
-            lines += [f"- {cex_line(c['counterexample'])}" + (f" (part `{where}`)" if multi and where else ""), ""]
+        on_parts = [(p["id"], p["counterexample"]) for p in c.get("parts") or [] if p.get("counterexample")]
+        if multi and on_parts:  # one per failing part that has one
+            lines += [f"- {cex_line(x)} (part `{pid}`)" for pid, x in on_parts] + [""]
+        elif c["counterexample"]:
+            lines += [f"- {cex_line(c['counterexample'])}", ""]
         lines += _evidence_table(c["evidence"], parts=multi)
         for ctl in c["controls"]:
             per_mode = ", ".join(f"{m} {v}" for m, v in ctl.get("modes", {}).items())

@@ -177,6 +177,12 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
     }
 
 
+def _counterexamples(cex) -> list[dict]:
+    """A shrink's result as a list: None, one counterexample, or one per failing part (each naming
+    its ``part``)."""
+    return [x for x in (cex if isinstance(cex, list) else [cex]) if x]
+
+
 def _failing_part(claim: Claim, evidence, cex) -> str | None:
     """The part a counterexample belongs to: the one it names, else the first failing part."""
     if cex and cex.get("part") in {p.id for p in claim.parts}:
@@ -202,7 +208,7 @@ def _claim_entry(claim: Claim, results) -> dict:
         entry = {"name": ctl.name, "description": ctl.description, "verdict": cv,
                  "modes": per_mode, "required_modes": list(claim.control_modes(ctl)),
                  "parts": per_part, "required": {p: list(m) for p, m in need.items()},
-                 "evidence": [e.to_json() for e in cev], "counterexample": ccex,
+                 "evidence": [e.to_json() for e in cev], "counterexample": (_counterexamples(ccex) or [None])[0],
                  "seconds": round(csecs, 3)}
         if cslack:
             entry["least_slack"] = cslack
@@ -220,18 +226,20 @@ def _claim_entry(claim: Claim, results) -> dict:
                     "algorithm from a correct one there")
             notes.append(note)
             part_notes[pid].append(note)
-    failing = _failing_part(claim, evidence, cex) if cex else None
+    by_part: dict = {}
+    for x in _counterexamples(cex):  # each counterexample on the part it names (else the first failing one)
+        by_part.setdefault(_failing_part(claim, evidence, x), x)
     parts = []
     for p in claim.parts:
         parts.append({"id": p.id, "statement": p.statement, "relation": p.relation, "checkable": p.checkable,
                       "reason": p.reason, "modes": list(claim.part_modes(p)), "verdict": part_v[p.id],
                       "evidence": sum(e.part == p.id for e in evidence),
-                      "counterexample": cex if p.id == failing else None,
+                      "counterexample": by_part.get(p.id),
                       "least_slack": slack.get(p.id), "notes": part_notes[p.id]})
     keys = papers.keys_of(claim.paper)
     return {"id": claim.id, "verdict": verdicts.claim_verdict(part_v), "summary": verdicts.summary(part_v),
             "relation": claim.relation_label, "statement": claim.statement,
             "paper": papers.cite(claim.paper), "papers": [papers.PAPERS[k].to_json() for k in keys],
             "reference": claim.reference, "interpretation": claim.interpretation, "parts": parts,
-            "evidence": [e.to_json() for e in evidence], "counterexample": cex,
+            "evidence": [e.to_json() for e in evidence], "counterexample": (_counterexamples(cex) or [None])[0],
             "controls": controls, "notes": notes, "seconds": round(secs, 3)}

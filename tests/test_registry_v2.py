@@ -153,6 +153,24 @@ def test_failing_part_gets_the_counterexample(empty_registry):
     assert [p["counterexample"] for p in c["parts"]] == [None, {"claimed": 0.0, "measured": 1.0}]
 
 
+
+def test_one_counterexample_per_failing_part(empty_registry):
+    """A shrink may return a list, one counterexample per failing part: each lands on the part it
+    names, the claim shows the first, and the Markdown report lists each with its part."""
+    def check(ctx, subject):
+        return [ok(part="a", outcome="fail"), ok(part="b", outcome="fail")]
+
+    cexs = [{"part": "b", "claimed": 1.0, "measured": 2.0}, {"part": "a", "claimed": 3.0, "measured": 4.0}]
+    c = _run(empty_registry, parts=THREE[:2], check=check, subject="ok",
+             controls=(Control("bad", "bad", "broken"),), shrink=lambda ctx, s: cexs)
+    assert c["summary"] == "fails (2 of 2 parts)"
+    assert [p["counterexample"] for p in c["parts"]] == [cexs[1], cexs[0]]
+    assert c["counterexample"] == cexs[0] and c["controls"][0]["counterexample"] == cexs[0]
+    md = to_markdown({"schema": "x", "claims": [c], "run": {
+        "started_at": "t", "seed": 0, "quick": True, "duration_s": 0, "alpha_family": 0.01, "correction": "c",
+        "mc_tests_in_registry": 0, "alpha_per_test": 0.01, "power": 0.9}})
+    assert "claimed 3, measured 4 (part `a`)" in md and "claimed 1, measured 2 (part `b`)" in md
+
 @pytest.mark.parametrize("bad_check, message", [
     (lambda ctx, s: [ok(part="zzz")], "unknown part 'zzz'"),
     (lambda ctx, s: [ok()], "names no part"),
