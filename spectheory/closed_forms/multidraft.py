@@ -204,13 +204,13 @@ def _ratio(num, den):
     return np.clip(r, 0.0, 1.0)
 
 
-def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = None) -> list:
+def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = None, scale: float = 1.0) -> list:
     """Acceptance probabilities ``h[i][code]`` for every block, i = 1..γ (``h[0]`` unused).
 
     ``h_form="eq2"``: seed Eq. 2 for i < γ and Eq. 3 for i = γ (translated):
     ``h(x^i) = [Σ_x W(x^i,x) − W(x^i)] / [1 − (1 − q(x^i))^K − p(x^i) + Σ_x W(x^i,x)]``,
     ``h(x^γ) = A(x^γ) / (1 − (1 − q(x^γ))^K)``.
-    ``power`` replaces K in ``(1 − m)^K`` (broken variants only).
+    ``power`` replaces K in ``(1 − m)^K`` and ``scale`` multiplies every h (broken variants only).
     ``h_form="sec3.3"`` (K = 1 only): the single-draft formula printed in Sec. 3.3,
     ``α(x^i) = Σ_x max(ν_i p(x|x^i) − q(x|x^i), 0) / Σ_x max(q(x|x^i) − ν_i p(x|x^i), 0)`` with
     the unclipped ``ν_i = p(x^i)/q(x^i)``, and ``α(x^γ) = min(ν_γ, 1)`` — which is Sun et al.
@@ -248,7 +248,7 @@ def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = N
         num = Wc - W(Pi, Qi, e)
         den = has_prob(Qi, K) - Pi + Wc
         h.append(_ratio(num, den))
-    return h
+    return h if scale == 1.0 else [None] + [scale * hi for hi in h[1:]]
 
 
 def residual_weights(tree: BlockTree, i: int, code: int, K: int) -> np.ndarray:
