@@ -1,0 +1,125 @@
+"""The multi-draft family's claims module (sims/claims/multidraft.py): the cost claim decided from
+counted operations whatever the load, the counted references against the kernels, the broken rules
+of the new controls against the exact engine, and the counterexamples (smallest, only the settings
+that apply, a call that recomputes them)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sims.claims import multidraft as md
+from sims.registry import REGISTRY, Context, load_all
+from sims.shrink import recompute
+from spectheory import instances as inst
+from spectheory._kernels import multidraft as _k
+from spectheory.closed_forms import multidraft as cf
+from spectheory.exact import multidraft as ex
+from spectheory.judge.evidence import combine
+from spectheory.montecarlo import multidraft as mc
+from spectheory.opcount import count_opcodes
+from spectheory.rules import multidraft as R
+
+load_all()
+
+
+def _ctx(cid: str, quick: bool = True) -> Context:
+    return Context(seed=0, quick=quick, claim_id=cid, subject_name="subject", parts=REGISTRY[cid].parts)
+
+
+def _graded(ev):
+    return [(e.part, e.instance, e.claimed, e.measured, e.outcome) for e in ev if e.outcome != "info"]
+
+
+def _verdicts(ev, claim):
+    return {p.id: combine([e for e in ev if e.part == p.id]) for p in claim.parts}
+
+
+# --- spectr_gbv.cost: counted operations, not the machine's load ---------------------------------
+
+def _slowed_clock(monkeypatch, slow):
+    """Replace the timing clock: ``slow(i)`` seconds are added to the i-th reading."""
+    real, calls = md._clock, iter(range(10 ** 9))
+    monkeypatch.setattr(md, "_clock", lambda: real() + slow(next(calls)))
+
+
+@pytest.mark.parametrize("slow", [
+    lambda i: 0.05 if i == 7 else 0.0,                  # one repeat of one size 50 ms slower
+    lambda i: 0.02 * (i // 2) if 6 <= i < 12 else 0.0,  # every repeat of one size point, growing
+], ids=["one-repeat", "one-size-point"])
+def test_cost_verdict_is_the_same_under_an_artificial_slowdown(monkeypatch, slow):
+    claim = REGISTRY["spectr_gbv.cost"]
+    for subject in [claim.subject] + [c.subject for c in claim.controls]:
+        base = md.check_cost(_ctx(claim.id), subject)
+        _slowed_clock(monkeypatch, slow)
+        slowed = md.check_cost(_ctx(claim.id), subject)
+        monkeypatch.undo()
+        assert _graded(slowed) == _graded(base)
+        assert _verdicts(slowed, claim) == _verdicts(base, claim)
+        assert all(e.mode == "exact" for e in base)
+    info = lambda ev: [e.measured for e in ev if e.outcome == "info"]
+    assert info(slowed) != info(base)  # the slowdown reached the timings, which are only info
+
+
+def test_cost_counts_are_deterministic_and_load_free():
+    a = md.step_cost(md.sgbv_step, 512, 8)
+    assert a == md.step_cost(md.sgbv_step, 512, 8)
+    assert md.step_cost(md.sgbv_step, 1024, 8) > 1.9 * a  # linear in V
+    assert md.step_cost(md.sgbv_step_loop_power, 256, 128) > 5 * md.step_cost(md.sgbv_step, 256, 128)
+
+
+def test_counted_references_compute_what_the_kernels_compute():
+    rng = np.random.default_rng(3)
+    for V in (1, 7, 300):
+        p, q = rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V))
+        for K in (1, 2, 9, 64):
+            h = _k.selection_step(p, q, 0.3, 0.2, K)
+            assert cf.selection_step_reference(p.tolist(), q.tolist(), 0.3, 0.2, K) == pytest.approx(h, abs=1e-12)
+            assert cf.selection_step_reference(p.tolist(), q.tolist(), 0.3, 0.2, K, "loop") == pytest.approx(h, abs=1e-9)
+            if K > 1:
+                rho = _k.kseq_rho_step(p, q, K, int(np.ceil(np.log2(K))) + 1)
+                assert cf.kseq_rho_reference(p.tolist(), q.tolist(), K) == pytest.approx(rho, abs=1e-12)
+
+
+def test_count_opcodes():
+    def f(n):
+        s = 0
+        for i in range(n):
+            s += i
+        return s
+    (v10, n10), (v20, n20) = count_opcodes(f, 10), count_opcodes(f, 20)
+    assert (v10, v20) == (45, 190) and n20 - n10 == n10 - count_opcodes(f, 0)[1]  # linear in n, exactly
+    assert count_opcodes(sum, [1, 2])[1] == 0
+    with pytest.raises(TypeError, match="callable"):
+        count_opcodes(3)
+
+
+# --- the broken rules of the new controls ----------------------------------------------------------
+
+@pytest.mark.parametrize("rule, K", [(R.BROKEN_HALF_H, 1), (R.BROKEN_HALF_H, 2), (R.KSEQ_RHO_K, 3)])
+def test_new_broken_rules_kernel_matches_exact(rule, K):
+    pair = inst.get("markov1-V3-mix0.4")
+    exact = ex.expected_tau(cf.block_tree(pair, 2, 0), K, rule)
+    x = mc.simulate(pair, 2, K, 100_000, 1, rule=rule, seed=5).tau
+    assert abs(x.mean() - exact) < 5 * x.std() / np.sqrt(x.size)
+
+
+def test_half_h_and_rho_k_are_worse_than_the_correct_rules():
+    tree = cf.block_tree(inst.get("iid-V3-equal"), 2, 0)  # p = q: every correct rule accepts all
+    assert ex.expected_tau(tree, 1, R.GBV) == pytest.approx(2.0)
+    assert ex.expected_tau(tree, 1, R.BROKEN_HALF_H) < 2.0 - 0.5
+    assert ex.expected_tau(tree, 2, R.KSEQ_RHO_K) < 2.0 - 0.1
+    with pytest.raises(ValueError, match="h_scale"):
+        R.MultiDraftRule("x", h_scale=2.0)
+
+
+def test_report_diff_exempts_only_the_wall_clock_info_of_timing_claims():
+    from _report_diff import diff_reports
+
+    def report(cid, counted, timed, outcome="pass"):
+        ev = [{"mode": "exact", "instance": "V=1,2", "claimed": 1.0, "measured": counted, "outcome": outcome},
+              {"mode": "exact", "instance": "V=1,2 wall-clock", "claimed": 1.0, "measured": timed, "outcome": "info"}]
+        return {"claims": [{"id": cid, "verdict": "holds", "evidence": ev, "controls": []}]}
+    assert diff_reports(report("spectr_gbv.cost", 0.99, 0.7), report("spectr_gbv.cost", 0.99, 1.3)) == []
+    assert diff_reports(report("spectr_gbv.cost", 0.99, 0.7), report("spectr_gbv.cost", 0.98, 0.7))  # a count
+    assert diff_reports(report("spectr_gbv.cost", 0.99, 0.7), report("spectr_gbv.cost", 0.99, 0.7, "fail"))
+    assert diff_reports(report("other.claim", 0.99, 0.7), report("other.claim", 0.99, 1.3))  # info elsewhere
