@@ -274,6 +274,9 @@ class Context:
     subject_name: str = ""
     #: the claim's parts (``Part`` records; empty outside a registered claim's run)
     parts: tuple = ()
+    #: what this run is graded in, ``{part: modes}``: every part in its modes for the subject, the
+    #: (part, mode) pairs a control must fail in for a control (:meth:`wants`); None: everything
+    required: dict | None = None
     alpha_test: float = field(init=False)
     mc_tests_run: int = field(default=0, init=False)
     #: least-slack records found by the check, per part (:meth:`least_slack`)
@@ -289,6 +292,23 @@ class Context:
 
     def size(self, default: int, quick: int) -> int:
         return quick if self.quick else default
+
+    @property
+    def modes(self) -> tuple:
+        """The evidence modes this run is graded in (in any part)."""
+        if self.required is None:
+            return MODES
+        return tuple(m for m in MODES if any(m in ms for ms in self.required.values()))
+
+    def wants(self, mode: str, part: str | None = None) -> bool:
+        """Whether this run's evidence in ``mode`` (of ``part``, or of any part) is graded. A check
+        may skip work a control is not judged on: its Monte Carlo (``if ctx.wants("mc")``) when it
+        must fail in exact mode only (the runner then accepts zero Monte Carlo tests from it instead
+        of ``mc_tests``), a part's costly search (``if ctx.wants("exact", "rises")``) when it is not
+        required in that part. The subject is graded in everything its claim lists."""
+        if self.required is None:
+            return True
+        return mode in (self.required.get(part, ()) if part is not None else self.modes)
 
     def mc(self, ev: Evidence) -> Evidence:
         """Count a Monte Carlo test (the runner checks the count against ``mc_tests``)."""

@@ -43,12 +43,18 @@ def tag_parts(claim: Claim, evidence, who: str = "subject") -> None:
                                "not checkable (only info evidence may go there)")
 
 
-def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float):
+def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float,
+                 required: dict | None = None):
+    """One check; ``required``: the (part, mode) pairs a control is judged on (None: the subject,
+    judged on every part in its modes)."""
+    if required is None:
+        required = {p.id: claim.part_modes(p) for p in claim.checkable_parts}
     ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name,
-                  parts=claim.parts)
+                  parts=claim.parts, required=required)
     t0 = time.perf_counter()
     evidence = claim.check(ctx, subject)
-    if ctx.mc_tests_run != claim.mc_tests:
+    skipped_mc = ctx.mc_tests_run == 0 and not ctx.wants("mc")  # a control not graded in mc may skip it
+    if ctx.mc_tests_run != claim.mc_tests and not skipped_mc:
         raise RuntimeError(f"{claim.id}: check ran {ctx.mc_tests_run} Monte Carlo tests but registered "
                            f"mc_tests={claim.mc_tests}; the Bonferroni split would be wrong")
     tag_parts(claim, evidence, subject_name)
@@ -73,7 +79,7 @@ def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha:
     ctl = None if control is None else next(c for c in claim.controls if c.name == control)
     subject = claim.subject if ctl is None else ctl.subject
     return _run_subject(claim, subject, "subject" if ctl is None else f"control:{ctl.name}",
-                        seed, quick, alpha)
+                        seed, quick, alpha, None if ctl is None else claim.control_requirements(ctl))
 
 
 def _run_group(items, seed: int, quick: bool, alpha: float):
@@ -150,7 +156,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
             subject = claim.subject if ctl is None else ctl.subject
             name = "subject" if ctl is None else f"control:{ctl.name}"
             results[(claim.id, None if ctl is None else ctl.name)] = _run_subject(
-                claim, subject, name, seed, quick, alpha)
+                claim, subject, name, seed, quick, alpha, None if ctl is None else claim.control_requirements(ctl))
             if bar:
                 bar.advance(job)
     finally:

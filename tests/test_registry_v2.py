@@ -154,6 +154,32 @@ def test_failing_part_gets_the_counterexample(empty_registry):
 
 
 
+def test_a_control_graded_in_exact_only_may_skip_monte_carlo(empty_registry):
+    """ctx.wants("mc") is False for a control required in exact mode only: it may run no Monte Carlo
+    test (the subject, and a control required in mc, must run all of them)."""
+    seen = {}
+
+    def check(ctx, subject):
+        seen[subject] = (ctx.modes, ctx.wants("exact", "a"), ctx.wants("mc", "b"))
+        ev = [ok(part="a", outcome="fail" if subject == "bad" else "pass")]
+        if ctx.wants("mc"):
+            ev.append(ctx.mc(ok("mc", part="b", outcome="fail" if subject == "bad-mc" else "pass")))
+        return ev
+
+    parts = (Part("a", "first", "=", modes=("exact",)), Part("b", "second", "=", modes=("mc",)))
+    c = _run(empty_registry, parts=parts, check=check, subject="ok", modes=("exact", "mc"), mc_tests=1,
+             controls=(Control("bad", "bad", "broken", parts=("a",)), Control("bad-mc", "bad-mc", "broken", parts=("b",))))
+    assert seen == {"ok": (("exact", "mc"), True, True), "bad": (("exact",), True, False),
+                    "bad-mc": (("mc",), False, True)}
+    assert c["verdict"] == "holds" and [k["verdict"] for k in c["controls"]] == ["fails", "fails"]
+    assert [e["mode"] for e in c["controls"][0]["evidence"]] == ["exact"]
+    from sims import runner
+    claim = registry.REGISTRY["toy.claim"]
+    skipping = registry.Claim(**{**claim.__dict__, "check": lambda ctx, s: [ok(part="a")]})
+    with pytest.raises(RuntimeError, match="mc_tests"):  # the subject may not skip its Monte Carlo
+        runner._run_subject(skipping, "ok", "subject", 0, True, 0.01)
+
+
 def test_one_counterexample_per_failing_part(empty_registry):
     """A shrink may return a list, one counterexample per failing part: each lands on the part it
     names, the claim shows the first, and the Markdown report lists each with its part."""
