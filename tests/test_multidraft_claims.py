@@ -123,3 +123,45 @@ def test_report_diff_exempts_only_the_wall_clock_info_of_timing_claims():
     assert diff_reports(report("spectr_gbv.cost", 0.99, 0.7), report("spectr_gbv.cost", 0.98, 0.7))  # a count
     assert diff_reports(report("spectr_gbv.cost", 0.99, 0.7), report("spectr_gbv.cost", 0.99, 0.7, "fail"))
     assert diff_reports(report("other.claim", 0.99, 0.7), report("other.claim", 0.99, 1.3))  # info elsewhere
+
+
+# --- counterexamples: the smallest, only the settings that apply, a call that recomputes them --------
+
+FAILING = {  # claim: {part: the settings its counterexample must carry, exactly}
+    "spectr_gbv.lossless": {"main": {"V", "order", "gamma", "K", "seed"}},
+    "spectr_gbv.sub_block": {"main": {"V", "order", "gamma", "K", "seed"}},
+    "spectr_gbv.attains": {"main": {"V", "order", "gamma", "K", "seed"}},
+    "spectr_gbv.remark5_2": {"increasing": {"V", "order", "gamma", "K", "seed"}, "limit": {"V", "order", "gamma", "seed"}},
+    "spectr_gbv.tables": {"sgbv-ge-spectr": {"V", "order", "gamma", "K", "seed", "ordering"},
+                          "grows-k": {"V", "order", "gamma", "K", "seed", "ordering"}},
+}
+SETTINGS = {"V", "order", "gamma", "K", "seed", "ordering"}
+
+
+@pytest.mark.parametrize("cid", sorted(FAILING))
+def test_counterexamples_are_smallest_applicable_and_recomputable(cid):
+    claim = REGISTRY[cid]
+    cexs = claim.shrink(_ctx(cid), claim.subject)
+    cexs = cexs if isinstance(cexs, list) else [cexs]
+    by_part = {c.get("part", "main"): c for c in cexs}
+    assert set(by_part) == set(FAILING[cid])
+    for part, cex in by_part.items():
+        assert set(cex) & SETTINGS == FAILING[cid][part], (part, cex)
+        assert cex["V"] == 2 and cex["order"] == 0 and cex["gamma"] == 1  # nothing smaller fails
+        if "K" in cex:  # K = 1 is GBV (lossless, attains the bound): K = 2 is the smallest that fails,
+            assert cex["K"] == (1 if part in ("increasing", "grows-k") else 2)  # but for steps K → K + 1
+        out = recompute(cex["call"])
+        assert (out[0], out[1]) == (cex["claimed"], cex["measured"])
+
+
+def test_remark_fails_only_on_its_edge_cases():
+    """Strict increase fails exactly where no block has 0 < q < p; the limit exactly where q misses
+    part of p's support; random (full-support, p ≠ q) pairs fail neither."""
+    for tree in md.random_trees():
+        assert not md.flat_in_k(tree) and not md.limit_short(tree)
+    for name in md.EXACT:
+        for g in (1, 2):
+            tree = md.tree0(inst.get(name), g)
+            rises = np.diff([md.bound_as_printed(tree, K) for K in md.REMARK_KS])
+            assert (rises.min() > 0) == (not md.flat_in_k(tree)), name
+            assert (abs(md.bound_as_printed(tree, 10 ** 9) - g) <= 1e-6) == (not md.limit_short(tree)), name

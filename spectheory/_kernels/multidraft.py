@@ -1,4 +1,4 @@
-"""Numba kernels for multi-draft verification (seed 003: SpecTr-GBV / GBV; K-SEQ).
+"""Numba kernels for multi-draft verification (Lin et al. 2026: SpecTr-GBV / GBV; Sun et al. 2023: K-SEQ).
 
 SpecTr-GBV needs joint block probabilities of every sub-block it may meet and, across
 iterations, Alg. 2's modified target: each iteration rebuilds the complete V-ary block tree

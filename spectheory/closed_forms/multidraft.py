@@ -1,6 +1,6 @@
-"""Closed forms of seed 003 (SpecTr-GBV, Lin et al. 2026) and of K-SEQ (Sun et al. 2023).
+"""Closed forms of SpecTr-GBV (Lin et al. 2026) and of K-SEQ (Sun et al. 2023).
 
-Notation is ours throughout: ``p`` target, ``q`` draft (the seed swaps the letters; its
+Notation is ours throughout: ``p`` target, ``q`` draft (the paper swaps the letters; its
 equations are quoted here translated). Blocks ``x^i`` are indexed by depth i and a flat code
 (first token most significant), so depth-i arrays have ``V**i`` entries:
 
@@ -26,7 +26,7 @@ from ..markov import MarkovPair, next_state
 MAX_LEAVES = 200_000
 
 
-# --- K-SEQ (Sun et al. 2023, SpecTr; seed Sec. 3.2) -------------------------------------------
+# --- K-SEQ (Sun et al. 2023, SpecTr; Lin et al. Sec. 3.2) -------------------------------------------
 
 def _check_pq(p, q):
     p, q = check_pair(p, q, names=("p (target)", "q (draft)"))
@@ -44,7 +44,7 @@ def _beta(p, q, rho):
 
 
 def kseq_beta(p, q, rho: float) -> float:
-    """β(ρ) = Σ_x min(q(x), p(x)/ρ) (seed Sec. 3.2, translated); ρ ≥ 1."""
+    """β(ρ) = Σ_x min(q(x), p(x)/ρ) (Lin et al. Sec. 3.2, translated); ρ ≥ 1."""
     p, q = _check_pq(p, q)
     return _beta(p, q, _check_rho(rho))
 
@@ -207,7 +207,7 @@ def _ratio(num, den):
 def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = None, scale: float = 1.0) -> list:
     """Acceptance probabilities ``h[i][code]`` for every block, i = 1..γ (``h[0]`` unused).
 
-    ``h_form="eq2"``: seed Eq. 2 for i < γ and Eq. 3 for i = γ (translated):
+    ``h_form="eq2"``: the paper's Eq. 2 for i < γ and Eq. 3 for i = γ (translated):
     ``h(x^i) = [Σ_x W(x^i,x) − W(x^i)] / [1 − (1 − q(x^i))^K − p(x^i) + Σ_x W(x^i,x)]``,
     ``h(x^γ) = A(x^γ) / (1 − (1 − q(x^γ))^K)``.
     ``power`` replaces K in ``(1 − m)^K`` and ``scale`` multiplies every h (broken variants only).

@@ -1,4 +1,4 @@
-"""Exact law of multi-draft verification (seed 003: SpecTr-GBV, GBV; SpecTr's K-SEQ).
+"""Exact law of multi-draft verification (Lin et al. 2026: SpecTr-GBV, GBV; SpecTr's K-SEQ).
 
 One iteration: every draft outcome is summed over (K i.i.d. blocks from q) and every
 uniform acceptance test is integrated analytically (a test ``η < h`` is a branch of weight

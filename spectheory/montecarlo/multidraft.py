@@ -1,4 +1,4 @@
-"""Monte Carlo of multi-draft verification on Markov pairs (seed 003; K-SEQ).
+"""Monte Carlo of multi-draft verification on Markov pairs (SpecTr-GBV, GBV; K-SEQ).
 
 The public functions validate arguments, build the kernels' tables (alias tables of the
 draft rows, ρ and residuals of K-SEQ per state and number of drafts alive) and split the

@@ -1,19 +1,19 @@
-"""Multi-draft and block verification rules of seed 003 (Lin et al. 2026), as data.
+"""Multi-draft and block verification rules of SpecTr-GBV (Lin et al. 2026), as data.
 
-Notation: ``p`` target, ``q`` draft (the seed swaps them; see spectheory.closed_forms.multidraft).
+Notation: ``p`` target, ``q`` draft (the paper swaps them; see spectheory.closed_forms.multidraft).
 
 * ``spectr_gbv`` — Alg. 1 (verification), Eq. 2/3 (sub-block and full-block acceptance
   ``h``), Eq. 4 (residual) and Alg. 2 (distribution modification), combined as Alg. 3.
 * ``gbv`` — greedy block verification, single draft (Sec. 3.3). **Interpretation**: the
-  seed's Sec. 3.3 prints ``α(x^i) = Σ max(ν_i p − q, 0)/Σ max(q − ν_i p, 0)`` with an
+  paper's Sec. 3.3 prints ``α(x^i) = Σ max(ν_i p − q, 0)/Σ max(q − ν_i p, 0)`` with an
   unclipped ν, which is Sun et al. 2024b's (non-greedy) block verification; the catalog's
-  ``gbv.optimal`` value ``Σ min(p(x^i), q(x^i))`` and the seed's Remark 5.2 ("Bound(1) ...
+  ``gbv.optimal`` value ``Σ min(p(x^i), q(x^i))`` and the paper's Remark 5.2 ("Bound(1) ...
   corresponds exactly to GBV") identify GBV with SpecTr-GBV at K = 1 (Sun et al. 2024c), so
   that is the default (``h_form="eq2"``); ``h_form="sec3.3"`` is the printed formula, a switch.
-* ``kseq`` — SpecTr's K-SEQ (Sun et al. 2023; seed Sec. 3.2): per position, candidates
+* ``kseq`` — SpecTr's K-SEQ (Sun et al. 2023; Lin et al. Sec. 3.2): per position, candidates
   tried in order, each accepted w.p. ``min(1, p(x)/(ρ q(x)))``; first accepted emitted and
   the drafts carrying it retained; none → residual ``norm(max(p − ρq, 0))``. **Interpretation**:
-  the seed does not say which K the ρ equation uses after drafts are dropped; default
+  the paper does not say which K the ρ equation uses after drafts are dropped; default
   ``rho_k="retained"`` (ρ solved for the number of drafts still alive, as in SpecTr's
   draft-tree form); ``rho_k="initial"`` keeps the initial K (a switch).
 
