@@ -221,17 +221,16 @@ def _box_vertices(lo, hi) -> list:
 
 def _cic_given_direction(q, p, T, f):
     """max E[τ] over CIC couplings of two drafts whose second kernel is r2 = q + c·fᵀ: exact (an LP
-    per vertex c of the feasible box, the rows of r1 − q confined to f's orthogonal complement)."""
+    per vertex c of the feasible box, the rows of r1 − q confined to f's orthogonal complement).
+    ``f = 0``: r2 ≡ q, and r1 any coupling of (q, p) (one LP)."""
     nx, ny = len(q), len(p)
-    if np.ptp(f) < 1e-12:  # no direction: r2 = q, r1 any coupling of (q, p)
-        lo = hi = np.zeros(nx)
-    else:
-        lo, hi = -q / f.max(), q / -f.min()
+    free = np.ptp(f) < 1e-12
+    lo, hi = (np.zeros(nx), np.zeros(nx)) if free else (-q / f.max(), q / -f.min())
     rows = [np.kron(np.ones(nx), np.eye(ny)[y]) for y in range(ny)]            # Σ_a r1(a|y) = 1
     rows += [np.kron(np.eye(nx)[a], p) for a in range(nx - 1)]                 # Σ_y p r1(a|y) = q(a)
-    rows += [np.kron(np.eye(nx)[a], p * f) for a in range(nx)]                 # rows of r1 − q ⟂ f
+    rows += [] if free else [np.kron(np.eye(nx)[a], p * f) for a in range(nx)]  # rows of r1 − q ⟂ f
     A = np.array(rows)
-    b = np.concatenate([np.ones(ny), q[:-1], np.zeros(nx)])
+    b = np.concatenate([np.ones(ny), q[:-1], np.zeros(0 if free else nx)])
     best = (-np.inf, None, None)
     for c in _box_vertices(lo, hi):
         r2 = q[:, None] + c[:, None] * f[None, :]
@@ -250,8 +249,10 @@ def cic_optimum(tree: BlockTree, *, grid: int = 12, refine: int = 2, maxfev: int
     Reduction (exact): write ``r_k = q 1ᵀ + D_k``; the constraint is ``D1 diag(p) D2ᵀ = 0`` — the
     rows of D1 and of D2 span L²(p)-orthogonal subspaces of the centred functions of y, a space of
     dimension n_y − 1 ≤ 3. Since E[τ] is symmetric in the two drafts, one of them (say r2) may be
-    taken to vary along a single direction f: ``r2 = q + c fᵀ``, the rows of r1 − q orthogonal to f
-    (the cases r2 ≡ q and r1 ≡ q are c = 0). For fixed f the best E[τ] is convex in c (a maximum
+    taken to vary along a single direction f: ``r2 = q + c fᵀ``, the rows of r1 − q orthogonal to f,
+    or not at all: ``r2 ≡ q`` with r1 any coupling of (q, p) (one more LP; with these two cases every
+    pair of orthogonal subspaces of a space of dimension ≤ 3 is covered, up to swapping the drafts).
+    For fixed f the best E[τ] is convex in c (a maximum
     of linear functions of c over r1's polytope, which does not depend on c), so it sits at a
     vertex of c's feasible box ``{Σ c = 0, q + c f ≥ 0}``: one HiGHS LP per vertex gives it
     exactly. What is left is the direction f on the unit sphere of the centred functions: a point
@@ -293,6 +294,9 @@ def cic_optimum(tree: BlockTree, *, grid: int = 12, refine: int = 2, maxfev: int
                   for u in np.linspace(0.0, 2 * np.pi, grid, endpoint=False)]
     scored = sorted(((value(a), a) for a in starts), key=lambda r: -r[0][0][0])
     (best, f_best), _ = scored[0]
+    independent = _cic_given_direction(q, p, T, np.zeros(len(p)))  # r2 ≡ q: one draft independent of Y
+    if independent[0] > best[0]:
+        best, f_best = independent, np.zeros(len(p))
     if d >= 2:
         for (_, _), a in scored[:refine]:
             res = optimize.minimize(lambda x: -value(x)[0][0], a, method="Nelder-Mead",
