@@ -165,3 +165,23 @@ def test_remark_fails_only_on_its_edge_cases():
             rises = np.diff([md.bound_as_printed(tree, K) for K in md.REMARK_KS])
             assert (rises.min() > 0) == (not md.flat_in_k(tree)), name
             assert (abs(md.bound_as_printed(tree, 10 ** 9) - g) <= 1e-6) == (not md.limit_short(tree)), name
+
+
+# --- every part is graded on its own instances, not only at its least-slack point -------------------
+
+PART_EVIDENCE = {  # claim: {part: graded evidence items the subject gives it in the quick tier}
+    "kseq.rho": {"rho": 7, "acceptance": 8, "lossless": 8, "rises": 8},
+    "gbv.optimal": {"value": 8, "optimal": 7, "ge-sd": 8},
+    "spectr_gbv.upper_bound": {"spectr-gbv": 9, "cic-gamma1": 3, "cic-gamma2": 2},
+    "spectr_gbv.remark5_2": {"increasing": 22, "limit": 21, "k1": 23},
+    "spectr_gbv.cost": {"v-linear": 1, "k-free": 1, "kseq-log-k": 2},
+    "spectr_gbv.tables": {"sgbv-ge-spectr": 6, "spectr-ge-sd": 5, "gbv-ge-sd": 5, "grows-k": 5, "grows-gamma": 5},
+}
+
+
+@pytest.mark.parametrize("cid", sorted(PART_EVIDENCE))
+def test_each_part_gets_its_own_graded_evidence(cid):
+    claim = REGISTRY[cid]
+    ev = claim.check(_ctx(cid), claim.subject)
+    graded = {p: sum(1 for e in ev if e.part == p and e.outcome != "info") for p in PART_EVIDENCE[cid]}
+    assert graded == PART_EVIDENCE[cid]

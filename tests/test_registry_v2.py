@@ -160,7 +160,7 @@ def test_a_control_graded_in_exact_only_may_skip_monte_carlo(empty_registry):
     seen = {}
 
     def check(ctx, subject):
-        seen[subject] = (ctx.modes, ctx.wants("exact", "a"), ctx.wants("mc", "b"))
+        seen[subject] = (ctx.modes, ctx.wants("exact", "a"), ctx.wants("mc", "b"), ctx.wants("exact", "b"))
         ev = [ok(part="a", outcome="fail" if subject == "bad" else "pass")]
         if ctx.wants("mc"):
             ev.append(ctx.mc(ok("mc", part="b", outcome="fail" if subject == "bad-mc" else "pass")))
@@ -169,8 +169,8 @@ def test_a_control_graded_in_exact_only_may_skip_monte_carlo(empty_registry):
     parts = (Part("a", "first", "=", modes=("exact",)), Part("b", "second", "=", modes=("mc",)))
     c = _run(empty_registry, parts=parts, check=check, subject="ok", modes=("exact", "mc"), mc_tests=1,
              controls=(Control("bad", "bad", "broken", parts=("a",)), Control("bad-mc", "bad-mc", "broken", parts=("b",))))
-    assert seen == {"ok": (("exact", "mc"), True, True), "bad": (("exact",), True, False),
-                    "bad-mc": (("mc",), False, True)}
+    assert seen == {"ok": (("exact", "mc"), True, True, False), "bad": (("exact",), True, False, False),
+                    "bad-mc": (("mc",), False, True, False)}
     assert c["verdict"] == "holds" and [k["verdict"] for k in c["controls"]] == ["fails", "fails"]
     assert [e["mode"] for e in c["controls"][0]["evidence"]] == ["exact"]
     from sims import runner
