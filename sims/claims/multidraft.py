@@ -387,6 +387,10 @@ register(
 
 # --- spectr_gbv.sub_block -------------------------------------------------------------------------
 
+#: the shrink grid of the one-iteration claims (sub_block, attains): γ ∈ {1, 2}, K = 1..3
+ONE_ITERATION = dict(applies=("V", "order", "gamma", "K", "seed"), gammas=(1, 2), K_values=(1, 2, 3), seeds=range(4))
+
+
 def sub_block(pair, rule, gamma: int, K: int):
     """(A(x^i), P(τ ≥ i, t^i = x^i)) at the block x^i where they differ most (ties: the last)."""
     tree = tree0(pair, gamma)
@@ -429,8 +433,7 @@ register(
                    "at K = 1 (SpecTr-GBV is GBV there) and fails for K ≥ 2 on 5 of the 7 pairs (disjoint "
                    "supports and V = 1 pass).",
     check=check_sub_block, subject=R.SPECTR_GBV, controls=(CTRL_POWER_1,), mc_tests=1,
-    shrink=shrinker(sub_block, applies=("V", "order", "gamma", "K", "seed"), gammas=(1, 2), K_values=(1, 2, 3),
-                    seeds=range(4)))
+    shrink=shrinker(sub_block, **ONE_ITERATION))
 
 
 # --- spectr_gbv.upper_bound / attains ----------------------------------------------------------------
@@ -601,8 +604,7 @@ register(
                    "V = 1 equal it). No conditionally independent coupling found reaches the bound either "
                    "(spectr_gbv.upper_bound's cic parts).",
     check=check_attains, subject=R.SPECTR_GBV, controls=(CTRL_POWER_1,), mc_tests=1,
-    shrink=shrinker(bound_and_tau, applies=("V", "order", "gamma", "K", "seed"), gammas=(1, 2), K_values=(1, 2, 3),
-                    seeds=range(4)))
+    shrink=shrinker(bound_and_tau, **ONE_ITERATION))
 
 
 # --- spectr_gbv.remark5_2 ------------------------------------------------------------------------------

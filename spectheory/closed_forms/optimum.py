@@ -91,6 +91,21 @@ def gamma1_optimum_fast(p, q, K: int) -> float:
     return float(min(1.0, (cp + 1.0 - np.minimum(cq, 1.0) ** K).min()))
 
 
+def _cic_setup(tree: BlockTree):
+    """(q, p over the support blocks at depth γ, T[x1, x2, y] = τ of two drafts against the target
+    block — the longer common prefix —, the draft blocks, the target blocks)."""
+    V, g = tree.V, tree.gamma
+    codes = np.arange(V ** g)
+    digits = np.stack([(codes // V ** (g - 1 - j)) % V for j in range(g)], axis=1)
+    match = np.cumprod(digits[:, None, :] == digits[None, :, :], axis=2).sum(axis=2).astype(float)
+    xs = np.flatnonzero(tree.Q[g] > 0)
+    ys = np.flatnonzero(tree.P[g] > 0)
+    q = tree.Q[g][xs] / tree.Q[g][xs].sum()
+    p = tree.P[g][ys] / tree.P[g][ys].sum()
+    M = match[np.ix_(xs, ys)]
+    return q, p, np.maximum(M[:, None, :], M[None, :, :]), xs, ys
+
+
 def cic_search(tree: BlockTree, *, restarts: int = 20, iters: int = 30, seed=0) -> tuple[float, dict]:
     """Best E[τ] found over conditionally independent couplings of K = 2 drafts (Lemma 5.1's
     class): ``π(x1, x2, y) = p(y) r1(x1|y) r2(x2|y)`` with the drafts' joint law ``q ⊗ q``.
@@ -104,17 +119,8 @@ def cic_search(tree: BlockTree, *, restarts: int = 20, iters: int = 30, seed=0) 
     restarts = check_int(restarts, "restarts", min=1)
     iters = check_int(iters, "iters", min=0)
     rng = check_random_state(seed)
-    V, g = tree.V, tree.gamma
-    codes = np.arange(V ** g)
-    digits = np.stack([(codes // V ** (g - 1 - j)) % V for j in range(g)], axis=1)
-    match = np.cumprod(digits[:, None, :] == digits[None, :, :], axis=2).sum(axis=2).astype(float)
-    xs = np.flatnonzero(tree.Q[g] > 0)
-    ys = np.flatnonzero(tree.P[g] > 0)
-    q = tree.Q[g][xs] / tree.Q[g][xs].sum()
-    p = tree.P[g][ys] / tree.P[g][ys].sum()
-    M = match[np.ix_(xs, ys)]  # (nx, ny): common-prefix length of draft block and target block
+    q, p, T, xs, ys = _cic_setup(tree)
     nx, ny = len(xs), len(ys)
-    T = np.maximum(M[:, None, :], M[None, :, :])  # (x1, x2, y) → τ
 
     def solve(fixed, first):
         # variables r(x|y) for the free kernel, index x*ny + y
@@ -177,19 +183,6 @@ def cic_search(tree: BlockTree, *, restarts: int = 20, iters: int = 30, seed=0) 
         if cur > best:
             best, arg = cur, {"r1": r1, "r2": r2, "draft_blocks": xs, "target_blocks": ys}
     return best, arg
-
-
-def _cic_setup(tree: BlockTree):
-    V, g = tree.V, tree.gamma
-    codes = np.arange(V ** g)
-    digits = np.stack([(codes // V ** (g - 1 - j)) % V for j in range(g)], axis=1)
-    match = np.cumprod(digits[:, None, :] == digits[None, :, :], axis=2).sum(axis=2).astype(float)
-    xs = np.flatnonzero(tree.Q[g] > 0)
-    ys = np.flatnonzero(tree.P[g] > 0)
-    q = tree.Q[g][xs] / tree.Q[g][xs].sum()
-    p = tree.P[g][ys] / tree.P[g][ys].sum()
-    M = match[np.ix_(xs, ys)]
-    return q, p, np.maximum(M[:, None, :], M[None, :, :]), xs, ys
 
 
 def _centered_basis(p) -> np.ndarray:
