@@ -185,3 +185,14 @@ def test_each_part_gets_its_own_graded_evidence(cid):
     ev = claim.check(_ctx(cid), claim.subject)
     graded = {p: sum(1 for e in ev if e.part == p and e.outcome != "info") for p in PART_EVIDENCE[cid]}
     assert graded == PART_EVIDENCE[cid]
+
+
+def test_cic_slack_is_the_closed_form_at_gamma1_v2():
+    """The least-slack measure of upper_bound's cic parts, against the closed form of the CIC optimum at
+    γ = 1, V = 2 (tests/test_multidraft_exact.py): bound − optimum = Σ_y p(y)(1 − m(y))(m(y) − q(y))."""
+    for order, conc, seed in ((0, 1.0, 0), (1, 0.7, 12)):
+        pair = md.random_pair(2, order, conc, seed=seed)
+        p, q = pair.target.conditional(0), pair.draft.conditional(0)
+        m = np.minimum(1.0, q / p)
+        assert md.cic_slack(2, order, conc, seed, gamma=1, grid=3) == pytest.approx(
+            float((p * (1 - m) * (m - q)).sum()), abs=1e-9)
