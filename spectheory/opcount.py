@@ -15,6 +15,7 @@ CPython 3.11 here). Wall-clock times are reported beside it as information.
 """
 from __future__ import annotations
 
+import gc
 import sys
 from typing import Any, Callable
 
@@ -24,7 +25,9 @@ def count_opcodes(fn: Callable, *args, **kwargs) -> tuple[Any, int]:
 
     Frames entered during the call (``fn`` itself when it is Python code, and everything it calls
     in Python) are traced opcode by opcode (``frame.f_trace_opcodes``); any tracer already
-    installed (a debugger, coverage) is put back afterwards."""
+    installed (a debugger, coverage) is put back afterwards. The garbage collector is paused
+    meanwhile: a collection would run other objects' finalizers inside the traced call, and their
+    bytecodes would be counted, differently from one call to the next."""
     if not callable(fn):
         raise TypeError(f"count_opcodes needs a callable, got {type(fn).__name__}")
     n = 0
@@ -38,10 +41,13 @@ def count_opcodes(fn: Callable, *args, **kwargs) -> tuple[Any, int]:
             n += 1
         return tracer
 
-    old = sys.gettrace()
+    old, collecting = sys.gettrace(), gc.isenabled()
+    gc.disable()
     sys.settrace(tracer)
     try:
         out = fn(*args, **kwargs)
     finally:
         sys.settrace(old)
+        if collecting:
+            gc.enable()
     return out, n

@@ -4,6 +4,8 @@ of the new controls against the exact engine, and the counterexamples (smallest,
 that apply, a call that recomputes them)."""
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -60,11 +62,42 @@ def test_cost_verdict_is_the_same_under_an_artificial_slowdown(monkeypatch, slow
     assert info(slowed) != info(base)  # the slowdown reached the timings, which are only info
 
 
+class _Finalized:
+    """Garbage whose collection runs Python code (a finalizer in a reference cycle)."""
+
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        sum(range(10))
+
+
 def test_cost_counts_are_deterministic_and_load_free():
     a = md.step_cost(md.sgbv_step, 512, 8)
     assert a == md.step_cost(md.sgbv_step, 512, 8)
+    k = md.step_cost(md.kseq_step, 256, 32)
+    assert md.step_cost(md.kseq_step, 256, 32) == k
     assert md.step_cost(md.sgbv_step, 1024, 8) > 1.9 * a  # linear in V
     assert md.step_cost(md.sgbv_step_loop_power, 256, 128) > 5 * md.step_cost(md.sgbv_step, 256, 128)
+
+
+def test_count_opcodes_does_not_count_finalizers_of_a_collection():
+    """A garbage collection inside the counted call would run other objects' finalizers there (the
+    K-SEQ count once differed by a few bytecodes between two runs of one test): collections are
+    paused while counting, so the count does not depend on when the collector runs."""
+    def make_cycles(n):
+        for _ in range(n):
+            _Finalized()
+    threshold = gc.get_threshold()
+    counts = []
+    try:
+        for t in (1, 700):  # a collection at every allocation, or the default
+            gc.set_threshold(t)
+            counts.append(count_opcodes(make_cycles, 50)[1])
+    finally:
+        gc.set_threshold(*threshold)
+        gc.collect()
+    assert counts[0] == counts[1]
 
 
 def test_counted_references_compute_what_the_kernels_compute():

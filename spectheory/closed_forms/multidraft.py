@@ -13,6 +13,7 @@ equations are quoted here translated). Blocks ``x^i`` are indexed by depth i and
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -357,7 +358,7 @@ def kseq_rho_reference(p, q, K: int, search: str = "bisection") -> float:
             else:
                 return 0.5 * (lo + rho)
         return 0.5 * (lo + hi)
-    for _ in range(int(np.ceil(np.log2(K))) + 1):
+    for _ in range(math.ceil(math.log2(K)) + 1):
         mid = 0.5 * (lo + hi)
         if f(mid) > 0.0:
             lo = mid
