@@ -96,7 +96,9 @@ class Claim:
     controls: tuple[Control, ...] = ()
     mc_tests: int = 0
     interpretation: str = ""
-    shrink: Callable[["Context", Any], dict | None] | None = None
+    #: the smallest counterexample when the check fails: a dict, or a list of dicts (one per failing
+    #: part, each naming its ``part``), or None
+    shrink: Callable[["Context", Any], dict | list | None] | None = None
     #: evidence modes the check grades ("exact", "mc", "logits"); each must be covered by a
     #: negative control that fails in that mode (see :func:`register`).
     modes: tuple[str, ...] = ("exact", "mc")
@@ -297,6 +299,9 @@ class Context:
     user: dict | None = None
     #: the Bonferroni denominator when it is not the whole registry's (a user-pairs run)
     mc_total: int | None = None
+    #: what this run is graded in, ``{part: modes}``: every part in its modes for the subject, the
+    #: (part, mode) pairs a control must fail in for a control (:meth:`wants`); None: everything
+    required: dict | None = None
     alpha_test: float = field(init=False)
     mc_tests_run: int = field(default=0, init=False)
     #: least-slack records found by the check, per part (:meth:`least_slack`)
@@ -340,6 +345,23 @@ class Context:
 
     def size(self, default: int, quick: int) -> int:
         return quick if self.quick else default
+
+    @property
+    def modes(self) -> tuple:
+        """The evidence modes this run is graded in (in any part)."""
+        if self.required is None:
+            return MODES
+        return tuple(m for m in MODES if any(m in ms for ms in self.required.values()))
+
+    def wants(self, mode: str, part: str | None = None) -> bool:
+        """Whether this run's evidence in ``mode`` (of ``part``, or of any part) is graded. A check
+        may skip work a control is not judged on: its Monte Carlo (``if ctx.wants("mc")``) when it
+        must fail in exact mode only (the runner then accepts zero Monte Carlo tests from it instead
+        of ``mc_tests``), a part's costly search (``if ctx.wants("exact", "rises")``) when it is not
+        required in that part. The subject is graded in everything its claim lists."""
+        if self.required is None:
+            return True
+        return mode in (self.required.get(part, ()) if part is not None else self.modes)
 
     def mc(self, ev: Evidence) -> Evidence:
         """Count a Monte Carlo test (the runner checks the count against ``mc_tests``)."""

@@ -402,9 +402,10 @@ def claim_section(c: dict, evidence_name: str | None = None, anchor_tag: bool = 
             rec, of = p["least_slack"], f" of `{p['id']}`" if multi else ""
             lines += [f"Least slack{of}: {short_fmt(rec.get('value'))} "
                       f"({rec.get('search', '')}); recompute:", "", "```python", rec["call"], "```", ""]
-    cex = c.get("counterexample")
-    if cex:
-        where = next((p["id"] for p in parts if p.get("counterexample")), None)
+    on_parts = [(p["id"], p["counterexample"]) for p in parts if p.get("counterexample")]
+    if not on_parts and c.get("counterexample"):
+        on_parts = [(None, c["counterexample"])]
+    for where, cex in on_parts:  # one per failing part that has one
         lines += [f"**Counterexample**{f' (part `{where}`)' if multi and where else ''}: {settings_text(cex) or 'the instance'}"
                   + (f", pair `{cex['source']}`" if cex.get("source") else "")
                   + f": claimed {fmt(cex.get('claimed'))}, measured {fmt(cex.get('measured'))}"

@@ -45,12 +45,18 @@ def tag_parts(claim: Claim, evidence, who: str = "subject") -> None:
 
 
 def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float,
-                 user: dict | None = None, mc_total: int | None = None):
+                 user: dict | None = None, mc_total: int | None = None, required: dict | None = None):
+    """One check; ``user``/``mc_total``: the user's pairs and their Bonferroni denominator on a
+    ``--instances`` run; ``required``: the (part, mode) pairs a control is judged on (None: the
+    subject, judged on every part in its modes)."""
+    if required is None:
+        required = {p.id: claim.part_modes(p) for p in claim.checkable_parts}
     ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name,
-                  parts=claim.parts, user=user, mc_total=mc_total)
+                  parts=claim.parts, user=user, mc_total=mc_total, required=required)
     t0 = time.perf_counter()
     evidence = claim.check(ctx, subject)
-    if user is None and ctx.mc_tests_run != claim.mc_tests:
+    skipped_mc = ctx.mc_tests_run == 0 and not ctx.wants("mc")  # a control not graded in mc may skip it
+    if user is None and ctx.mc_tests_run != claim.mc_tests and not skipped_mc:
         raise RuntimeError(f"{claim.id}: check ran {ctx.mc_tests_run} Monte Carlo tests but registered "
                            f"mc_tests={claim.mc_tests}; the Bonferroni split would be wrong")
     if user is not None and ctx.mc_tests_run > claim.user_pairs.mc_tests_per_pair * len(user):
@@ -94,7 +100,7 @@ def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha:
     ctl = None if control is None else next(c for c in claim.controls if c.name == control)
     subject = claim.subject if ctl is None else ctl.subject
     return _run_subject(claim, subject, "subject" if ctl is None else f"control:{ctl.name}",
-                        seed, quick, alpha, user, mc_total)
+                        seed, quick, alpha, user, mc_total, None if ctl is None else claim.control_requirements(ctl))
 
 
 def _run_group(items, seed: int, quick: bool, alpha: float, user: dict | None = None, mc_total: int | None = None):
@@ -287,6 +293,12 @@ def takes_pairs() -> list[Claim]:
     return [c for c in select("*") if c.user_pairs is not None]
 
 
+def _counterexamples(cex) -> list[dict]:
+    """A shrink's result as a list: None, one counterexample, or one per failing part (each naming
+    its ``part``)."""
+    return [x for x in (cex if isinstance(cex, list) else [cex]) if x]
+
+
 def _failing_part(claim: Claim, evidence, cex) -> str | None:
     """The part a counterexample belongs to: the one it names, else the first failing part."""
     if cex and cex.get("part") in {p.id for p in claim.parts}:
@@ -331,7 +343,7 @@ def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
         entry = {"name": ctl.name, "description": ctl.description, "verdict": cv,
                  "modes": per_mode, "required_modes": list(claim.control_modes(ctl)),
                  "parts": per_part, "required": {p: list(m) for p, m in need.items()},
-                 "evidence": [e.to_json() for e in cev], "counterexample": ccex,
+                 "evidence": [e.to_json() for e in cev], "counterexample": (_counterexamples(ccex) or [None])[0],
                  "seconds": round(csecs, 3)}
         if cslack:
             entry["least_slack"] = cslack
@@ -349,18 +361,20 @@ def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
                     "algorithm from a correct one there")
             notes.append(note)
             part_notes[pid].append(note)
-    failing = _failing_part(claim, evidence, cex) if cex else None
+    by_part: dict = {}
+    for x in _counterexamples(cex):  # each counterexample on the part it names (else the first failing one)
+        by_part.setdefault(_failing_part(claim, evidence, x), x)
     parts = []
     for p in claim.parts:
         parts.append({"id": p.id, "statement": p.statement, "relation": p.relation, "checkable": p.checkable,
                       "reason": reasons[p.id], "modes": list(claim.part_modes(p)), "verdict": part_v[p.id],
                       "evidence": sum(e.part == p.id for e in evidence),
-                      "counterexample": cex if p.id == failing else None,
+                      "counterexample": by_part.get(p.id),
                       "least_slack": slack.get(p.id), "notes": part_notes[p.id]})
     keys = papers.keys_of(claim.paper)
     return {"id": claim.id, "verdict": verdicts.claim_verdict(part_v), "summary": verdicts.summary(part_v),
             "relation": claim.relation_label, "statement": claim.statement,
             "paper": papers.cite(claim.paper), "papers": [papers.PAPERS[k].to_json() for k in keys],
             "reference": claim.reference, "interpretation": claim.interpretation, "parts": parts,
-            "evidence": [e.to_json() for e in evidence], "counterexample": cex,
+            "evidence": [e.to_json() for e in evidence], "counterexample": (_counterexamples(cex) or [None])[0],
             "controls": controls, "notes": notes, "seconds": round(secs, 3)}

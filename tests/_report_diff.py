@@ -4,8 +4,10 @@ Claim by claim and evidence item by evidence item (subject and every control), t
 every number of every evidence item must be identical: mode, instance, claimed, measured, CI,
 p, n, alpha, power, detectable, tolerance, outcome. Timings (``seconds``, ``run``) and fields
 that one report has and the other lacks (new fields of a later schema) are not compared.
-Evidence of wall-clock timing claims (``TIMING_CLAIMS``) is compared in its verdicts only: its
-numbers are measurements of the machine.
+The ``info`` evidence of claims that report wall-clock timings beside their graded counts
+(``TIMING_CLAIMS``) is compared in its outcome only: its numbers are measurements of the machine.
+Their graded evidence (counted operations, deterministic) is compared number by number like any
+other.
 
     .venv/bin/python tests/_report_diff.py BASE.json NEW.json     # exit 1 and list differences
 
@@ -16,18 +18,19 @@ from __future__ import annotations
 import json
 import sys
 
-#: claims whose evidence numbers are wall-clock measurements (verdicts still compared)
+#: claims whose info evidence holds wall-clock measurements (its outcome still compared)
 TIMING_CLAIMS = ("spectr_gbv.cost",)
 EVIDENCE_FIELDS = ("mode", "instance", "claimed", "measured", "ci_low", "ci_high", "p_value", "n", "alpha",
                    "power", "detectable", "tolerance", "outcome")
 
 
-def _evidence(where: str, a: list, b: list, numbers: bool) -> list[str]:
+def _evidence(where: str, a: list, b: list, timing: bool) -> list[str]:
     out = []
     if len(a) != len(b):
         return [f"{where}: {len(a)} evidence items before, {len(b)} after"]
     for i, (x, y) in enumerate(zip(a, b)):
-        fields = EVIDENCE_FIELDS if numbers else ("mode", "outcome")
+        wall_clock = timing and "info" in (x.get("outcome"), y.get("outcome"))
+        fields = ("mode", "instance", "outcome") if wall_clock else EVIDENCE_FIELDS
         diff = [f"{k}: {x.get(k)!r} → {y.get(k)!r}" for k in fields if x.get(k) != y.get(k)]
         if diff:
             out.append(f"{where} evidence #{i} ({x.get('instance')}): " + "; ".join(diff))
@@ -46,10 +49,10 @@ def diff_reports(base: dict, new: dict, claims=None) -> list[str]:
             out.append(f"{cid}: missing from the {'new' if cid not in cur else 'base'} report")
             continue
         a, b = old[cid], cur[cid]
-        numbers = cid not in TIMING_CLAIMS
+        timing = cid in TIMING_CLAIMS
         if a["verdict"] != b["verdict"]:
             out.append(f"{cid}: verdict {a['verdict']} → {b['verdict']}")
-        out += _evidence(cid, a["evidence"], b["evidence"], numbers)
+        out += _evidence(cid, a["evidence"], b["evidence"], timing)
         ka = {k["name"]: k for k in a["controls"]}
         kb = {k["name"]: k for k in b["controls"]}
         if list(ka) != list(kb):
@@ -60,7 +63,7 @@ def diff_reports(base: dict, new: dict, claims=None) -> list[str]:
                 out.append(f"{cid} [control {name}]: verdict {ka[name]['verdict']} → {kb[name]['verdict']}")
             if ka[name].get("modes") != kb[name].get("modes"):
                 out.append(f"{cid} [control {name}]: per mode {ka[name].get('modes')} → {kb[name].get('modes')}")
-            out += _evidence(f"{cid} [control {name}]", ka[name]["evidence"], kb[name]["evidence"], numbers)
+            out += _evidence(f"{cid} [control {name}]", ka[name]["evidence"], kb[name]["evidence"], timing)
     return out
 
 

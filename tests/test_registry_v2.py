@@ -153,6 +153,50 @@ def test_failing_part_gets_the_counterexample(empty_registry):
     assert [p["counterexample"] for p in c["parts"]] == [None, {"claimed": 0.0, "measured": 1.0}]
 
 
+
+def test_a_control_graded_in_exact_only_may_skip_monte_carlo(empty_registry):
+    """ctx.wants("mc") is False for a control required in exact mode only: it may run no Monte Carlo
+    test (the subject, and a control required in mc, must run all of them)."""
+    seen = {}
+
+    def check(ctx, subject):
+        seen[subject] = (ctx.modes, ctx.wants("exact", "a"), ctx.wants("mc", "b"), ctx.wants("exact", "b"))
+        ev = [ok(part="a", outcome="fail" if subject == "bad" else "pass")]
+        if ctx.wants("mc"):
+            ev.append(ctx.mc(ok("mc", part="b", outcome="fail" if subject == "bad-mc" else "pass")))
+        return ev
+
+    parts = (Part("a", "first", "=", modes=("exact",)), Part("b", "second", "=", modes=("mc",)))
+    c = _run(empty_registry, parts=parts, check=check, subject="ok", modes=("exact", "mc"), mc_tests=1,
+             controls=(Control("bad", "bad", "broken", parts=("a",)), Control("bad-mc", "bad-mc", "broken", parts=("b",))))
+    assert seen == {"ok": (("exact", "mc"), True, True, False), "bad": (("exact",), True, False, False),
+                    "bad-mc": (("mc",), False, True, False)}
+    assert c["verdict"] == "holds" and [k["verdict"] for k in c["controls"]] == ["fails", "fails"]
+    assert [e["mode"] for e in c["controls"][0]["evidence"]] == ["exact"]
+    from sims import runner
+    claim = registry.REGISTRY["toy.claim"]
+    skipping = registry.Claim(**{**claim.__dict__, "check": lambda ctx, s: [ok(part="a")]})
+    with pytest.raises(RuntimeError, match="mc_tests"):  # the subject may not skip its Monte Carlo
+        runner._run_subject(skipping, "ok", "subject", 0, True, 0.01)
+
+
+def test_one_counterexample_per_failing_part(empty_registry):
+    """A shrink may return a list, one counterexample per failing part: each lands on the part it
+    names, the claim shows the first, and the Markdown report lists each with its part."""
+    def check(ctx, subject):
+        return [ok(part="a", outcome="fail"), ok(part="b", outcome="fail")]
+
+    cexs = [{"part": "b", "claimed": 1.0, "measured": 2.0}, {"part": "a", "claimed": 3.0, "measured": 4.0}]
+    c = _run(empty_registry, parts=THREE[:2], check=check, subject="ok",
+             controls=(Control("bad", "bad", "broken"),), shrink=lambda ctx, s: cexs)
+    assert c["summary"] == "fails (2 of 2 parts)"
+    assert [p["counterexample"] for p in c["parts"]] == [cexs[1], cexs[0]]
+    assert c["counterexample"] == cexs[0] and c["controls"][0]["counterexample"] == cexs[0]
+    md = to_markdown({"schema": "x", "claims": [c], "run": {
+        "started_at": "t", "seed": 0, "quick": True, "duration_s": 0, "alpha_family": 0.01, "correction": "c",
+        "mc_tests_in_registry": 0, "alpha_per_test": 0.01, "power": 0.9}})
+    assert "claimed 3, measured 4 (part `a`)" in md and "claimed 1, measured 2 (part `b`)" in md
+
 @pytest.mark.parametrize("bad_check, message", [
     (lambda ctx, s: [ok(part="zzz")], "unknown part 'zzz'"),
     (lambda ctx, s: [ok()], "names no part"),
