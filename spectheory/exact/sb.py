@@ -714,7 +714,7 @@ def accepted_per_round_law(pair: MarkovPair, gamma: int, start_state: int = 0) -
     gamma = check_int(gamma, "gamma (draft length)", min=1)
     check_state(start_state, pair.n_states)
     nu = stationary_distribution(cf_sd.iteration_kernel(pair, gamma), start=start_state)
-    return nu @ tau_law_by_state(pair, gamma).T
+    return nu @ tau_law_by_state(pair, gamma)
 
 
 def tau_law_by_state(pair: MarkovPair, gamma: int) -> np.ndarray:
