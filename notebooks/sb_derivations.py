@@ -226,4 +226,4 @@ for al in (0.4, 0.8):
 # %%
 diff = sp.simplify((PEARL - T_closed).subs(M, gi))
 assert sp.simplify(diff - gi * (a - 1) / S_g) == 0
-print("done")
+print("all derivations proved")

@@ -86,16 +86,16 @@ def _token_tuples(q, k, tokens):
             yield tup, float(np.prod(q[list(tup)]))
         return
 
-    def rec(prefix, prob, left):
+    def rec(prefix, prob):
         if len(prefix) == k:
             yield tuple(prefix), prob
             return
-        for x in supp:
-            if x in prefix:
-                continue
-            yield from rec(prefix + [x], prob * q[x] / left, left - q[x])
+        rest = [x for x in supp if x not in prefix]
+        left = float(q[rest].sum())
+        for x in rest:
+            yield from rec(prefix + [x], prob * q[x] / left)
 
-    yield from rec([], 1.0, 1.0)
+    yield from rec([], 1.0)
 
 
 def _rrs(p, q, tup, without_replacement, surv, corr, weight, argmax):
@@ -738,6 +738,7 @@ def alpha_readings(pair: MarkovPair, gamma: int, start_state: int = 0) -> dict:
     and per verified position (``per_position``: the acceptance rate of all tested drafts)."""
     check_type(pair, MarkovPair, "pair")
     gamma = check_int(gamma, "gamma (draft length)", min=1)
+    start_state = check_state(start_state, pair.n_states)
     beta = pair.acceptance_by_state()
     nu = stationary_distribution(cf_sd.iteration_kernel(pair, gamma), start=start_state)
     law = accepted_per_round_law(pair, gamma, start_state)

@@ -1,0 +1,165 @@
+"""Bad-input rows of the SpecBranch (sb) family: rules, closed forms, exact engines, Monte Carlo,
+the branch-point verifier and H-RAD."""
+from __future__ import annotations
+
+import numpy as np
+
+from spectheory import hrad
+from spectheory.closed_forms import sb as cf
+from spectheory.distributions import DistributionError
+from spectheory.exact import sb as ex
+from spectheory.montecarlo import sb as mc
+from spectheory.pairs import pair_from_tables, perturbed_pair
+from spectheory.rules import sb as R
+from spectheory.verifiers import sb as vf
+
+from . import bad
+
+NAN, INF = float("nan"), float("inf")
+P, Q = np.array([0.6, 0.3, 0.1]), np.array([0.2, 0.3, 0.5])
+PAIR = perturbed_pair(3, 1, strength=0.4, seed=1)
+IID = pair_from_tables(P, Q)
+PIPE = R.Pipeline(2, c=2.0)
+POL = np.tile([0.2, 0.3, 0.5], (3, 1))
+HPIPE = R.Pipeline(2, c=2.0, policy_table=POL)
+
+ROWS = [
+    # --- rules as data (spectheory.rules.sb) ---
+    bad("sb.BranchRule tokens", R.BranchRule, "x", "best", match="tokens must be one of"),
+    bad("sb.BranchRule verify", R.BranchRule, "x", "topk", "vote", match="verify must be one of"),
+    bad("sb.BranchRule residual", R.BranchRule, "x", "topk", "rrs", "max", match="residual must be one of"),
+    bad("sb.BranchRule kseq needs iid", R.BranchRule, "x", "topk", "kseq", match="K-SEQ verifies i.i.d. drafts"),
+    bad("sb.Method kind", R.Method, "x", "tree", match="kind must be one of"),
+    bad("sb.Method policy", R.Method, "x", "pipeline", policy="oracle", match="policy must be one of"),
+    bad("sb.Method rule type", R.Method, "x", "pipeline", branch_rule="match", exc=TypeError,
+        match="branch_rule must be a BranchRule"),
+    bad("sb.Method branching on sps", R.Method, "x", "sps", branching=True, match="belong to pipeline methods"),
+    bad("sb.Method keep_overlap with branches", R.Method, "x", "pipeline", branching=True, keep_overlap=True,
+        match="keep_overlap"),
+    bad("sb.Method branching not bool", R.Method, "x", "pipeline", branching=1, exc=TypeError,
+        match="branching must be a bool"),
+    bad("sb.Pipeline gamma=0", R.Pipeline, 0, c=2.0, match="gamma.*≥ 1"),
+    bad("sb.Pipeline gamma=2.5", R.Pipeline, 2.5, c=2.0, match="gamma.*integer"),
+    bad("sb.Pipeline c=0", R.Pipeline, 2, c=0.0, match=r"c \(target/draft call-time ratio T_p/T_q\) must lie in"),
+    bad("sb.Pipeline c=NaN", R.Pipeline, 2, c=NAN, match="must be finite"),
+    bad("sb.Pipeline neither c nor profile", R.Pipeline, 2, match="exactly one of c"),
+    bad("sb.Pipeline both c and profile", R.Pipeline, 2, c=1.0, target_cost=[1, 1, 1], match="exactly one of c"),
+    bad("sb.Pipeline short profile", R.Pipeline, 3, target_cost=[1.0, 1.0], match="at least γ \\+ 1"),
+    bad("sb.Pipeline profile with 0", R.Pipeline, 1, target_cost=[1.0, 0.0], match="call times > 0"),
+    bad("sb.Pipeline eps=1.5", R.Pipeline, 2, c=1.0, eps=1.5, match=r"eps .*must lie in \[0, 1\]"),
+    bad("sb.Pipeline k_max=0", R.Pipeline, 2, c=1.0, k_max=0, match="k_max must be ≥ 1"),
+    bad("sb.Pipeline policy shape", R.Pipeline, 2, c=1.0, policy_table=np.ones((3, 2)), match=r"\(S, 3\) table"),
+    bad("sb.Pipeline policy rows", R.Pipeline, 2, c=1.0, policy_table=np.ones((3, 3)), match="probability vectors"),
+    bad("sb.Pipeline.cost n=0", PIPE.cost, 0, match="n_positions must be ≥ 1"),
+    bad("sb.n_branches conf=1.5", R.n_branches, 1.5, 4, match=r"conf .*\[0, 1\]"),
+    bad("sb.n_branches conf=NaN", R.n_branches, NAN, 4, match=r"conf .*\[0, 1\]"),
+    bad("sb.n_branches k_max=0", R.n_branches, 0.5, 0, match="k_max must be ≥ 1"),
+    bad("sb.policy_for missing table", R.policy_for, R.SPECBRANCH, PIPE, 3, match="uses H-RAD"),
+    bad("sb.policy_for wrong rows", R.policy_for, R.SPECBRANCH, HPIPE, 4, match="the pair has 4 states"),
+    bad("sb.policy_for method str", R.policy_for, "specbranch", PIPE, 3, exc=TypeError, match="method must be a Method"),
+    # --- closed forms (spectheory.closed_forms.sb) ---
+    bad("sb.trunc_geom_pmf alpha=NaN", cf.trunc_geom_pmf, NAN, 3, match="alpha.*finite"),
+    bad("sb.trunc_geom_pmf alpha=1.5", cf.trunc_geom_pmf, 1.5, 3, match=r"alpha.*\[0, 1\]"),
+    bad("sb.trunc_geom_pmf gamma=0", cf.trunc_geom_pmf, 0.5, 0, match="gamma.*≥ 1"),
+    bad("sb.trunc_geom_mean gamma=True", cf.trunc_geom_mean, 0.5, True, exc=TypeError, match="gamma.*bool"),
+    bad("sb.sps_latency c<0", cf.sps_latency, 0.5, 3, -1.0, match="c .*≥ 0"),
+    bad("sb.sps_latency alpha=-0.1", cf.sps_latency, -0.1, 3, 2.0, match="alpha.*≥ 0"),
+    bad("sb.ideal_parallel_latency gamma=0.5", cf.ideal_parallel_latency, 0.5, 2.0, match="gamma.*≥ 1"),
+    bad("sb.ideal_parallel_latency c=inf", cf.ideal_parallel_latency, 2, INF, match="c .*finite"),
+    bad("sb.ideal_gain c=NaN", cf.ideal_gain, 2, NAN, match="c .*finite"),
+    bad("sb.best_ideal_gain c<0", cf.best_ideal_gain, -2.0, match="c .*≥ 0"),
+    bad("sb.psd_latency alpha=1.2", cf.psd_latency, 1.2, 2, 2.0, match="alpha.*≤ 1"),
+    bad("sb.psd_latency gamma=0", cf.psd_latency, 0.5, 0, 2.0, match="gamma.*≥ 1"),
+    bad("sb.psd_latency gamma text", cf.psd_latency, 0.5, "two", 2.0, match="gamma.*numeric"),
+    bad("sb.psd_latency_derivative gamma=0.5", cf.psd_latency_derivative, 0.5, 0.5, 2.0, match="gamma.*\\[1"),
+    bad("sb.psd_minimiser c=0.5", cf.psd_minimiser, 0.5, 0.5, match=r"c .*\[1, inf\]"),
+    bad("sb.psd_minimiser alpha=NaN", cf.psd_minimiser, NAN, 2.0, match="alpha.*finite"),
+    bad("sb.psd_minimiser gamma_max=0", cf.psd_minimiser, 0.5, 2.0, integer=True, gamma_max=0,
+        match="gamma_max must be ≥ 1"),
+    bad("sb.pearl_latency alpha=2", cf.pearl_latency, 2.0, 2, 2.0, match="alpha.*≤ 1"),
+    bad("sb.geom_sum n<0", cf.geom_sum, 0.5, -1, match="n .*≥ 0"),
+    bad("sb.speedup latency=0", cf.speedup, 0.0, 2.0, match="latency must be > 0"),
+    # --- exact engines (spectheory.exact.sb) ---
+    bad("sb.branch_law mismatched V", ex.branch_law, [0.5, 0.5], Q, 2, R.SEED_MATCH, exc=DistributionError,
+        match="mismatched vocabularies"),
+    bad("sb.branch_law not normalised", ex.branch_law, [0.5, 0.6, 0.1], Q, 2, R.SEED_MATCH, exc=DistributionError,
+        match="does not sum to 1"),
+    bad("sb.branch_law 2-D", ex.branch_law, [P, P], [Q, Q], 2, R.SEED_MATCH, match="1-D distributions"),
+    bad("sb.branch_law k=0", ex.branch_law, P, Q, 0, R.SEED_MATCH, match="k .*≥ 1"),
+    bad("sb.branch_law rule str", ex.branch_law, P, Q, 2, "match", exc=TypeError, match="rule must be a BranchRule"),
+    bad("sb.branch_point_tv k=-1", ex.branch_point_tv, P, Q, -1, R.SEED_MATCH, match="k .*≥ 1"),
+    bad("sb.model pair str", ex.model, "pair", R.PEARL, PIPE, exc=TypeError, match="pair must be a MarkovPair"),
+    bad("sb.model pipe str", ex.model, PAIR, R.PEARL, "pipe", exc=TypeError, match="pipe must be a Pipeline"),
+    bad("sb.first_tokens_distribution n=0", ex.first_tokens_distribution, PAIR, R.PEARL, PIPE, 0,
+        match="n_tokens must be ≥ 1"),
+    bad("sb.first_tokens_distribution too many", ex.first_tokens_distribution, PAIR, R.PEARL, PIPE, 40,
+        match="too many to enumerate"),
+    bad("sb.first_tokens_distribution start=7", ex.first_tokens_distribution, PAIR, R.PEARL, PIPE, 2, 7,
+        match="start_state must be ≤ 2"),
+    bad("sb.first_tokens_tv hrad without table", ex.first_tokens_tv, PAIR, R.SPECBRANCH, PIPE, 2,
+        match="uses H-RAD"),
+    bad("sb.long_run_rates method str", ex.long_run_rates, PAIR, "pearl", PIPE, exc=TypeError,
+        match="method must be a Method"),
+    bad("sb.long_run_rates start=-1", ex.long_run_rates, PAIR, R.PEARL, PIPE, -1, match="start_state must be ≥ 0"),
+    bad("sb.round_chain pair str", ex.round_chain, None, R.PEARL, PIPE, exc=TypeError, match="pair must be a MarkovPair"),
+    bad("sb.accepted_per_round_law gamma=0", ex.accepted_per_round_law, PAIR, 0, match="gamma.*≥ 1"),
+    bad("sb.tau_law_by_state pair str", ex.tau_law_by_state, "p", 2, exc=TypeError, match="pair must be a MarkovPair"),
+    bad("sb.alpha_readings start=5", ex.alpha_readings, PAIR, 2, 5, match="start_state must be ≤ 2"),
+    bad("sb.trunc_geom_tv alpha=2", ex.trunc_geom_tv, PAIR, 2, 2.0, match=r"alpha.*\[0, 1\]"),
+    bad("sb.topk_tokens (via fork) k too big", vf.fork_branches, Q, 4, rule=R.SEED_MATCH,
+        match="distinct branch tokens need at least"),
+    # --- Monte Carlo (spectheory.montecarlo.sb) ---
+    bad("sb.simulate n_rounds=0", mc.simulate, PAIR, R.PEARL, PIPE, 0, match="n_rounds must be ≥ 1"),
+    bad("sb.simulate n_streams=1", mc.simulate, PAIR, R.PEARL, PIPE, 10, n_streams=1, match="n_streams must be ≥ 2"),
+    bad("sb.simulate burn_in=-1", mc.simulate, PAIR, R.PEARL, PIPE, 10, burn_in=-1, match="burn_in must be ≥ 0"),
+    bad("sb.simulate pair str", mc.simulate, "pair", R.PEARL, PIPE, 10, exc=TypeError, match="pair must be a MarkovPair"),
+    bad("sb.simulate start=3", mc.simulate, PAIR, R.PEARL, PIPE, 10, start_state=3, match="start_state must be ≤ 2"),
+    bad("sb.simulate seed=-1", mc.simulate, PAIR, R.PEARL, PIPE, 10, seed=-1, match="seed must be ≥ 0"),
+    bad("sb.simulate hrad without table", mc.simulate, PAIR, R.SPECBRANCH, PIPE, 10, match="uses H-RAD"),
+    bad("sb.first_tokens n_tokens=0", mc.first_tokens, PAIR, R.PEARL, PIPE, 10, 0, match="n_tokens must be ≥ 1"),
+    bad("sb.first_tokens n_runs=0", mc.first_tokens, PAIR, R.PEARL, PIPE, 0, 2, match="n_runs must be ≥ 1"),
+    bad("sb.run_uniforms shape", mc.run_uniforms, PAIR, R.PEARL, PIPE, np.zeros((3, 2)), match="uniforms must have shape"),
+    bad("sb.run_uniforms out of range", mc.run_uniforms, PAIR, R.PEARL, PIPE,
+        np.ones((2, mc.n_uniforms(PAIR, R.PEARL, PIPE))), match=r"uniforms must lie in \[0, 1\)"),
+    bad("sb.reference_rounds method str", mc.reference_rounds, PAIR, "pearl", PIPE, np.zeros((1, 17)), exc=TypeError,
+        match="method must be a Method"),
+    # --- the branch-point verifier (spectheory.verifiers.sb) ---
+    bad("sb.branch_verify mismatched V", vf.branch_verify, [0.5, 0.5], Q, [0], exc=DistributionError,
+        match="mismatched vocabularies"),
+    bad("sb.branch_verify token out of range", vf.branch_verify, P, Q, [3], exc=DistributionError,
+        match=r"must lie in \[0, 3\)"),
+    bad("sb.branch_verify repeated topk", vf.branch_verify, P, Q, [1, 1], exc=DistributionError, match="repeats"),
+    bad("sb.branch_verify q=0 token", vf.branch_verify, P, [0.5, 0.5, 0.0], [2], exc=DistributionError,
+        match="q = 0"),
+    bad("sb.branch_verify 2-D tokens", vf.branch_verify, P, Q, [[0, 1]], exc=DistributionError, match="1-D array"),
+    bad("sb.branch_verify float tokens", vf.branch_verify, P, Q, [0.0], exc=DistributionError, match="integer token ids"),
+    bad("sb.branch_verify rule str", vf.branch_verify, P, Q, [0], rule="match", exc=TypeError,
+        match="rule must be a BranchRule"),
+    bad("sb.branch_verify NaN p", vf.branch_verify, [NAN, 0.5, 0.5], Q, [0], exc=DistributionError, match="NaN"),
+    bad("sb.fork_branches k=0", vf.fork_branches, Q, 0, match="k .*≥ 1"),
+    bad("sb.fork_branches q not normalised", vf.fork_branches, [0.5, 0.6], 1, exc=DistributionError,
+        match="does not sum to 1"),
+    bad("sb.n_branches (verifier) k_max=0", vf.n_branches, Q, 0, match="k_max must be ≥ 1"),
+    # --- H-RAD (spectheory.hrad) ---
+    bad("sb.hrad.Features sigma<0", hrad.Features, -1.0, match=r"sigma.*\[0, inf\]"),
+    bad("sb.hrad.Features none", hrad.Features, 0.1, False, False, False, match="at least one feature"),
+    bad("sb.hrad.Features flag not bool", hrad.Features, 0.1, 1, exc=TypeError, match="use_state must be a bool"),
+    bad("sb.hrad.train gamma=0", hrad.train, PAIR, 0, match="gamma.*≥ 1"),
+    bad("sb.hrad.train test_fraction=1.5", hrad.train, PAIR, 2, test_fraction=1.5, match="test_fraction"),
+    bad("sb.hrad.train shuffle not bool", hrad.train, PAIR, 2, shuffle_labels="yes", exc=TypeError,
+        match="shuffle_labels must be a bool"),
+    bad("sb.hrad.sample_dataset n_prompts=1", hrad.sample_dataset, PAIR, 2, 1, 10, hrad.Features(),
+        match="n_prompts must be ≥ 2"),
+    bad("sb.hrad.label_probabilities pair str", hrad.label_probabilities, "p", 2, exc=TypeError,
+        match="pair must be a MarkovPair"),
+    bad("sb.hrad.SoftmaxClassifier.fit shapes", hrad.SoftmaxClassifier().fit, np.zeros((3, 2)), np.zeros(2, int),
+        match="X must be"),
+    bad("sb.hrad.SoftmaxClassifier.fit labels", hrad.SoftmaxClassifier().fit, np.zeros((2, 2)), np.array([0, 5]),
+        match="labels must lie in"),
+    bad("sb.hrad.SoftmaxClassifier.predict unfitted", hrad.SoftmaxClassifier().predict, np.zeros((1, 2)),
+        match="fit the classifier first"),
+    bad("sb.hrad.policy_table clf str", hrad.policy_table, "clf", PAIR, 2, hrad.Features(), exc=TypeError,
+        match="clf must be a SoftmaxClassifier"),
+    bad("sb.hrad.features_of feats str", hrad.features_of, PAIR, 2, [0], "f", None, exc=TypeError,
+        match="feats must be a Features"),
+]
