@@ -19,16 +19,17 @@ Uniform row of a round (``U = 4γ + 2·KM + 3``, KM the most branches any state 
 * ``u[4γ + 2KM + 1]`` — the draft-length signal after a survivor;
 * ``u[4γ + 2KM + 2]`` — SpS's bonus token.
 
-:func:`sb_streams` runs independent streams under ``prange`` (xoshiro256++ from the
+:func:`sb_streams` runs independent streams one after the other (xoshiro256++ from the
 sampling core fills each round's row), so results depend on the seed and the stream
-layout, never on the thread count.
+layout only. It is compiled without ``parallel=True``: the rounds of one (pair, method)
+are cheap, and a parallel compilation costs more time than two shared cores give back.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .core import cdf_search, next_double
 
@@ -436,9 +437,9 @@ def run_uniforms(T, uniforms, st, out_tokens, out_len, out_rew):
             out_rew[r, i] = rew[i]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def sb_streams(T, states, n_rounds, burn_in, st0, sums, hist_emit, hist_acc, n_first, first_out, bounds):
-    """Independent streams under ``prange``; stream c uses xoshiro state ``states[c]``.
+    """Independent streams; stream c uses xoshiro state ``states[c]``.
 
     ``n_first == 0``: stream c runs ``burn_in + n_rounds`` rounds of one continuing chain from
     ``st0`` and adds the last ``n_rounds`` rounds' rewards to ``sums[c]`` and their emitted /
@@ -446,7 +447,7 @@ def sb_streams(T, states, n_rounds, burn_in, st0, sums, hist_emit, hist_acc, n_f
     ``n_first > 0``: stream c fills runs ``bounds[c]:bounds[c+1]`` of ``first_out`` with the
     first ``n_first`` tokens of independent runs from ``st0``."""
     U = 4 * T.gamma + 2 * T.KM + 3
-    for c in prange(states.shape[0]):
+    for c in range(states.shape[0]):
         rng = states[c]
         u = np.empty(U)
         st = np.empty(5, dtype=np.int64)
