@@ -112,3 +112,12 @@ def test_same_seed_same_result_and_different_seed_differs():
     c = mc.simulate(M4, R.PEARL, PIPE, 1000, seed=2).sums
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
+
+
+def test_speedup_over_sps_agrees_with_exact():
+    pipe = PIPE
+    a = mc.simulate(M4, R.SPECBRANCH, pipe, 15_000, seed=21)
+    b = mc.simulate(M4, R.SPS, pipe, 15_000, seed=22)
+    r, se = a.speedup_over(b)
+    want = ex.long_run_rates(M4, R.SPECBRANCH, pipe).speedup_over(ex.long_run_rates(M4, R.SPS, pipe))
+    assert abs(r - want) / se < Z_MAX

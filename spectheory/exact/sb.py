@@ -635,6 +635,11 @@ class Rates:
     accepted_per_call: float
     per_round: dict
 
+    def speedup_over(self, other: "Rates") -> float:
+        """Throughput ratio over another method's rates (e.g. over SpS)."""
+        check_type(other, Rates, "other", " (spectheory.exact.sb)")
+        return self.tokens_per_time / other.tokens_per_time
+
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("tokens_per_time", "latency", "speedup_ar", "rollback_rate",
                                               "waste_rate", "target_idle", "draft_idle", "tokens_per_call",

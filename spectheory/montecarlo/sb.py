@@ -114,6 +114,15 @@ class SBResult:
             return self._ratio(c("accepted"), c("target_calls"))
         raise ValueError(f"unknown rate {what!r}")
 
+    def speedup_over(self, other: "SBResult") -> tuple[float, float]:
+        """Throughput of this run over another's (e.g. SpecBranch over SpS) and its standard
+        error (independent runs: relative errors add in quadrature)."""
+        check_type(other, SBResult, "other", " (spectheory.montecarlo.sb)")
+        a, sa = self.estimate("tokens_per_time")
+        b, sb_ = other.estimate("tokens_per_time")
+        r = a / b
+        return r, r * float(np.hypot(sa / a, sb_ / b))
+
 
 def _check_args(pair, method, pipe):
     check_type(pair, MarkovPair, "pair")
