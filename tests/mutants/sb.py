@@ -62,8 +62,9 @@ MUTANTS = [
          new="            B[i] = y\n            left -= q[y]", why="kernel: branches 'without replacement' can repeat a token"),
     dict(path="spectheory/_kernels/sb.py", old="        rew[R_RB] = (m - j) + g\n",
          new="        rew[R_RB] = (m - j - 1) + g\n", why="kernel: rolled-back block tail off by one (the rejected token not counted)"),
-    dict(path="spectheory/_kernels/sb.py", old="        st[1] = a2 if dd == 0 else w2\n",
-         new="        st[1] = w2\n", why="kernel: all-reject keeps drafting from the survivor's continuation context"),
+    dict(path="spectheory/_kernels/sb.py", old="        while dd < 2 and v >= T.pol[a2, dd]:",
+         new="        while dd < 2 and v >= T.pol[xa, dd]:",
+         why="kernel: H-RAD signal read in the branch point's context, not the survivor's (posterior drafting)"),
     # --- Monte Carlo tables, verifier, H-RAD ---
     dict(path="spectheory/montecarlo/sb.py", old='order = np.argsort(-m.Q, axis=1, kind="stable").astype(np.int64)',
          new='order = np.argsort(m.Q, axis=1, kind="stable").astype(np.int64)',
