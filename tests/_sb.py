@@ -22,6 +22,8 @@ def with_rule(rule: R.BranchRule) -> R.Method:
 
 
 CORRECT = (R.AR, R.SPS, R.PSD, R.PEARL, R.SPECBRANCH, R.SB_NO_BRANCH, R.SB_NO_HRAD)
+#: controls that change the law of the emitted tokens on a Markov source (the rest change only rates)
+LAW_CONTROLS = tuple(c for c in R.CONTROLS if c is not R.BROKEN_PSD_NO_OVERLAP)
 ALL_METHODS = CORRECT + R.CONTROLS + tuple(with_rule(r) for r in R.BRANCH_RULES)
 
 

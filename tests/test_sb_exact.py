@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from _sb import CORRECT, IID, M4, PIPE, POLICY, with_rule
+from _sb import CORRECT, IID, LAW_CONTROLS, M4, PIPE, POLICY, with_rule
 from spectheory.closed_forms import multidraft as cf_md
 from spectheory.exact import sb as ex
 from spectheory.pairs import perturbed_pair
@@ -72,7 +72,7 @@ def test_correct_methods_keep_p_for_the_first_tokens(method):
     assert ex.first_tokens_tv(M4, method, PIPE, 3, start_state=2)[0] < 1e-12
 
 
-@pytest.mark.parametrize("method", R.CONTROLS + tuple(with_rule(r) for r in LOSSY), ids=lambda m: m.name)
+@pytest.mark.parametrize("method", LAW_CONTROLS + tuple(with_rule(r) for r in LOSSY), ids=lambda m: m.name)
 def test_controls_and_lossy_rules_change_the_law(method):
     tv, seq, claimed, measured = ex.first_tokens_tv(M4, method, PIPE, 3)
     assert tv > 0.01 and abs(claimed - measured) > 0.002
@@ -87,6 +87,16 @@ def test_keep_overlap_is_lossless_on_iid_but_changes_the_rate():
         ex.long_run_rates(IID, R.PEARL, pipe).latency - 0.05
     assert ex.long_run_rates(IID, R.BROKEN_PSD_KEEPS_OVERLAP, pipe).latency < \
         ex.long_run_rates(IID, R.PSD, pipe).latency - 0.05
+
+
+def test_rate_controls():
+    pipe = R.Pipeline(3, c=3.0)
+    assert ex.first_tokens_tv(M4, R.BROKEN_PSD_NO_OVERLAP, pipe, 3)[0] < 1e-12
+    r = ex.long_run_rates(IID, R.BROKEN_PSD_NO_OVERLAP, pipe)
+    assert r.latency > ex.long_run_rates(IID, R.PSD, pipe).latency + 0.5
+    # the inverted ratio changes the accepted count: a truncated geometric at another α
+    law = ex.long_run_rates(IID, R.BROKEN_SPS_SWAPPED, pipe).accepted_per_call
+    assert abs(law - ex.long_run_rates(IID, R.SPS, pipe).accepted_per_call) > 0.05
 
 
 @pytest.mark.parametrize("method", CORRECT + R.CONTROLS, ids=lambda m: m.name)

@@ -51,6 +51,7 @@ class SBTables(NamedTuple):
     kind: int
     branching: bool
     keep_overlap: bool
+    overlap: bool        # False: broken, the draft waits for the target (round time t_T + γ)
     tok: int
     ver: int
     res_argmax: bool
@@ -74,6 +75,14 @@ class SBTables(NamedTuple):
 
 def n_uniforms(gamma: int, KM: int) -> int:
     return 4 * gamma + 2 * KM + 3
+
+
+@njit(cache=True, inline="always")
+def _round_time(T, busy):
+    g = float(T.gamma)
+    if T.overlap:
+        return busy if busy > g else g
+    return busy + g
 
 
 @njit(cache=True, inline="always")
@@ -277,7 +286,7 @@ def round_step(T, u, st, out, rew, B, removed, pc):
             st[1] = xa
             st[4] = 1
             return 0
-        rew[R_TIME] = max(T.cost[g], float(g))
+        rew[R_TIME] = _round_time(T, T.cost[g])
         rew[R_BUSY] = T.cost[g]
         rew[R_DBUSY] = g
         rew[R_DRAFTED] = g
@@ -346,7 +355,7 @@ def round_step(T, u, st, out, rew, B, removed, pc):
             jj += 1
             t += 1
         m = jj
-        rew[R_TIME] = max(T.cost[m], float(g))
+        rew[R_TIME] = _round_time(T, T.cost[m])
         rew[R_BUSY] = T.cost[m]
         rew[R_DBUSY] = g
         rew[R_EMIT] = n
@@ -369,7 +378,7 @@ def round_step(T, u, st, out, rew, B, removed, pc):
             st[3] = 0
         return n
     m = j
-    rew[R_TIME] = max(T.cost[m], float(g))
+    rew[R_TIME] = _round_time(T, T.cost[m])
     rew[R_BUSY] = T.cost[m]
     rew[R_DBUSY] = g
     rew[R_UNUSED] = cap - m

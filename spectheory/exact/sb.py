@@ -226,6 +226,9 @@ class Model:
         """min(1, p/q) per (state, token); where q = 0: 1 if p > 0 (only a broken method tests such
         a token: it was drafted in another context)."""
         P, Q = self.P, self.Q
+        if self.method.accept == "swapped":  # broken: min(1, q/p)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(P > 0, np.minimum(1.0, Q / np.where(P > 0, P, 1.0)), 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(Q > 0, np.minimum(1.0, P / np.where(Q > 0, Q, 1.0)), (P > 0).astype(float))
 
@@ -235,7 +238,8 @@ class Model:
 
     @cached_property
     def beta(self):
-        return np.minimum(self.P, self.Q).sum(axis=1)
+        """Acceptance probability of a draft token per state, Σ_x q(x)·acc(x) (Σ min(p, q))."""
+        return (self.Q * self.acc).sum(axis=1)
 
     @cached_property
     def kk(self):
@@ -260,7 +264,7 @@ class Model:
                     cache[key] = branch_law(self.P[s], self.Q[s], int(self.kk[s]), self.method.branch_rule)
                 surv[s], corr[s] = cache[key]
         else:  # one head drawn from q, standard SD test
-            surv[:] = np.minimum(self.P, self.Q)
+            surv[:] = self.Q * self.acc
             corr[:] = (1.0 - self.beta)[:, None] * self.res
         return surv, corr
 
@@ -296,6 +300,8 @@ class Model:
         g = self.pipe.gamma
         cost = self.pipe.target_cost
         busy = cost[: g + 1]
+        if not self.method.overlap:  # broken: the draft waits for the target
+            return busy + float(g), busy
         return np.maximum(busy, float(g)), busy
 
 
@@ -438,7 +444,7 @@ def round_outcomes(m: Model, state: tuple, *, tokens: bool = True) -> list:
         return out.items()
     if kind == "R":  # PSD: verify a block of γ while drafting the next γ
         xa, xw = state[1], state[2]
-        T = max(cost[g], g)
+        T = max(cost[g], g) if m.method.overlap else cost[g] + g
         base = dict(time=T, target_busy=cost[g], draft_busy=g, drafted=g, drafted_all=g, target_calls=1, rounds=1)
         for j, ends, cont in _walk(m, xa, xw, lambda j, w: j < g, tokens):
             for (a, w, t), pr in cont.items():
@@ -499,8 +505,8 @@ def round_outcomes(m: Model, state: tuple, *, tokens: bool = True) -> list:
             for c, y, py in _rejections(m, a, w, pr, tokens):
                 a2 = int(m.nxt[a, y])
                 if c is None:
-                    # expected tail over the rejected drafted token c ~ max(q − p, 0)
-                    wts = np.maximum(m.Q[w] - m.P[a], 0.0)
+                    # expected tail over the rejected drafted token c ~ q·(1 − acc) (max(q − p, 0))
+                    wts = m.Q[w] * (1.0 - m.acc[a])
                     wts = wts / wts.sum()
                     cs = [(int(cc), wts[cc]) for cc in np.flatnonzero(wts)]
                 else:

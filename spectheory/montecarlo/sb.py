@@ -50,7 +50,7 @@ def prepare(pair: MarkovPair, method: R.Method, pipe: R.Pipeline) -> _k.SBTables
     pol = np.cumsum(m.policy, axis=1)
     pol[:, -1] = 1.0
     return _k.SBTables(
-        V, S, pipe.gamma, _KIND[method.kind], bool(method.branching), bool(method.keep_overlap),
+        V, S, pipe.gamma, _KIND[method.kind], bool(method.branching), bool(method.keep_overlap), bool(method.overlap),
         R.BRANCH_TOKENS.index(rule.tokens), R.BRANCH_VERIFY.index(rule.verify), rule.residual == "argmax", KM,
         np.ascontiguousarray(m.P), np.ascontiguousarray(m.Q), np.cumsum(m.P, axis=1), np.cumsum(m.Q, axis=1),
         np.ascontiguousarray(m.acc), np.ascontiguousarray(m.res), np.cumsum(m.res, axis=1),
@@ -290,6 +290,10 @@ def _branch_ref(T, x, u):
     return _weights(pc, u[last]), False
 
 
+def _time_ref(T, busy):
+    return max(busy, float(T.gamma)) if T.overlap else busy + T.gamma
+
+
 def round_reference(T: _k.SBTables, u, st: list) -> tuple[list, np.ndarray]:
     """One round in plain Python from state ``st`` (a list, modified in place): the emitted
     tokens and the round's rewards. Reads ``u`` exactly as :func:`spectheory._kernels.sb.round_step`."""
@@ -332,7 +336,7 @@ def round_reference(T: _k.SBTables, u, st: list) -> tuple[list, np.ndarray]:
             put(time=g, draft_busy=g, drafted=g, drafted_all=g, rounds=1)
             st[1], st[4] = xa, 1
             return out, rew
-        put(time=max(T.cost[g], float(g)), target_busy=T.cost[g], draft_busy=g, drafted=g, drafted_all=g,
+        put(time=_time_ref(T, T.cost[g]), target_busy=T.cost[g], draft_busy=g, drafted=g, drafted_all=g,
             target_calls=1, rounds=1)
         for j in range(g):
             c = _search(T.qcdf[xw], u[3 * j])
@@ -372,13 +376,13 @@ def round_reference(T: _k.SBTables, u, st: list) -> tuple[list, np.ndarray]:
             w = int(T.nxt[w, _search(T.qcdf[w], u[3 * g + t])])
             jj += 1
             t += 1
-        put(time=max(T.cost[jj], float(g)), target_busy=T.cost[jj], draft_busy=g, emitted=len(out), accepted=j,
+        put(time=_time_ref(T, T.cost[jj]), target_busy=T.cost[jj], draft_busy=g, emitted=len(out), accepted=j,
             rolled_back=(jj - j) + g, unused=cap - jj, drafted=g, drafted_all=g * T.kk[w], target_calls=1, rounds=1)
         a2 = int(T.nxt[xa, y])
         st[0] = a2
         st[1], st[2], st[3] = (w, g, 2) if T.keep_overlap else (a2, 0, 0)
         return out, rew
-    put(time=max(T.cost[j], float(g)), target_busy=T.cost[j], draft_busy=g, unused=cap - j, drafted=g,
+    put(time=_time_ref(T, T.cost[j]), target_busy=T.cost[j], draft_busy=g, unused=cap - j, drafted=g,
         drafted_all=g * T.kk[xw], target_calls=1, rounds=1)
     base = 4 * g
     if T.branching:

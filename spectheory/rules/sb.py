@@ -138,6 +138,9 @@ class Method:
     position of draft confidence < ε, ``"hrad"`` a three-way signal from an H-RAD policy
     table), ``branch_rule`` (used when branching). ``keep_overlap`` (broken, ``"psd"`` and
     non-branching ``"pipeline"`` only): after a rejection the overlapped draft is kept.
+    ``overlap`` (broken when False, ``"psd"``/``"pipeline"``): the draft waits for the target,
+    a round lasts ``t_T + γ`` instead of ``max(t_T, γ)``. ``accept``: ``"ratio"`` (min(1, p/q))
+    or ``"swapped"`` (broken: min(1, q/p)).
     """
 
     name: str
@@ -146,21 +149,27 @@ class Method:
     policy: str = "keep_all"
     branch_rule: BranchRule = field(default=RRS_WOR)
     keep_overlap: bool = False
+    overlap: bool = True
+    accept: str = "ratio"
     description: str = ""
 
     def __post_init__(self):
+        if self.accept not in ("ratio", "swapped"):
+            raise ValueError(f"accept must be 'ratio' or 'swapped', got {self.accept!r}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
         check_type(self.branch_rule, BranchRule, "branch_rule", " (spectheory.rules.sb)")
-        for flag in ("branching", "keep_overlap"):
+        for flag in ("branching", "keep_overlap", "overlap"):
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
         if self.kind != "pipeline" and (self.branching or self.policy != "keep_all"):
             raise ValueError(f"branching and draft-length policies belong to pipeline methods, not {self.kind!r}")
         if self.keep_overlap and (self.kind not in ("psd", "pipeline") or self.branching):
             raise ValueError("keep_overlap (a negative control) applies to PSD and non-branching pipelines only")
+        if not self.overlap and self.kind not in ("psd", "pipeline"):
+            raise ValueError("overlap=False (a negative control) applies to PSD and pipelines only")
 
     @property
     def is_pipeline(self) -> bool:
@@ -185,12 +194,19 @@ BROKEN_PEARL_KEEPS_OVERLAP = Method(
 BROKEN_PSD_KEEPS_OVERLAP = Method(
     "broken:psd-keeps-overlap", "psd", keep_overlap=True,
     description="negative control: parallel SD that keeps the overlapped draft after a rejection (no redraft)")
+BROKEN_PSD_NO_OVERLAP = Method(
+    "broken:psd-no-overlap", "psd", overlap=False,
+    description="negative control: parallel SD whose draft waits for the target (round time t_T + γ)")
+BROKEN_SPS_SWAPPED = Method(
+    "broken:sps-accept=min(1,q/p)", "sps", accept="swapped",
+    description="negative control: SpS with the acceptance ratio inverted, min(1, q/p)")
 BROKEN_SB_FIRST_BRANCH = Method(
     "broken:specbranch-first-branch", "pipeline", branching=True, policy="hrad", branch_rule=BROKEN_FIRST,
     description="negative control: SpecBranch whose branch verifier keeps the first branch")
 
 METHODS = (AR, SPS, PSD, PEARL, SPECBRANCH, SB_NO_BRANCH, SB_NO_HRAD)
-CONTROLS = (BROKEN_PEARL_KEEPS_OVERLAP, BROKEN_PSD_KEEPS_OVERLAP, BROKEN_SB_FIRST_BRANCH)
+CONTROLS = (BROKEN_PEARL_KEEPS_OVERLAP, BROKEN_PSD_KEEPS_OVERLAP, BROKEN_PSD_NO_OVERLAP, BROKEN_SPS_SWAPPED,
+            BROKEN_SB_FIRST_BRANCH)
 
 
 def n_branches(conf, k_max: int) -> np.ndarray | int:

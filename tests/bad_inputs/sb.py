@@ -36,6 +36,8 @@ ROWS = [
     bad("sb.Method branching on sps", R.Method, "x", "sps", branching=True, match="belong to pipeline methods"),
     bad("sb.Method keep_overlap with branches", R.Method, "x", "pipeline", branching=True, keep_overlap=True,
         match="keep_overlap"),
+    bad("sb.Method accept", R.Method, "x", "sps", accept="inverse", match="accept must be 'ratio' or 'swapped'"),
+    bad("sb.Method overlap on sps", R.Method, "x", "sps", overlap=False, match="overlap=False"),
     bad("sb.Method branching not bool", R.Method, "x", "pipeline", branching=1, exc=TypeError,
         match="branching must be a bool"),
     bad("sb.Pipeline gamma=0", R.Pipeline, 0, c=2.0, match="gamma.*≥ 1"),
