@@ -19,8 +19,8 @@ hidden states do). σ = 0: exact; σ → ∞: no information. Every feature depe
 only (never on the draft's or the verifier's future randomness), so an H-RAD-driven
 pipeline stays lossless; a label-leaking feature would not (docs/sb.md).
 
-**Classifier.** Multinomial logistic regression (standardised features, L2), fitted with
-scipy's L-BFGS: a small classifier in the core package (no torch). Held-out evaluation by
+**Classifier.** Multinomial logistic regression (standardised features, L2 on the weights),
+fitted by damped Newton steps in numpy: a small classifier in the core package (no torch). Held-out evaluation by
 prompt: independent runs ("prompts") are split into train and test.
 
 **Policy table.** :func:`policy_table` integrates the Gaussian noise of z exactly (the
@@ -32,7 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import logsumexp
 from scipy.stats import norm
 
@@ -188,18 +187,39 @@ class SoftmaxClassifier:
         Z = np.hstack([(X - self.mu) / self.sd, np.ones((X.shape[0], 1))])
         n, d = Z.shape
         Y = np.eye(n_classes)[y]
+        K = n_classes - 1                      # class 0's logit is fixed at 0 (identifiable)
+        reg = np.full(d, self.l2)
+        reg[-1] = 1e-9                         # the bias is (almost) not penalised
+        B = np.zeros((d, K))
 
-        def f(w):
-            W = w.reshape(d, n_classes)
-            L = Z @ W
-            lse = logsumexp(L, axis=1)
-            loss = (lse - (L * Y).sum(axis=1)).mean() + 0.5 * self.l2 * (W[:-1] ** 2).sum()
-            G = Z.T @ (np.exp(L - lse[:, None]) - Y) / n
-            G[:-1] += self.l2 * W[:-1]
-            return loss, G.ravel()
+        def loss(B):
+            L = np.hstack([np.zeros((n, 1)), Z @ B])
+            return float((logsumexp(L, axis=1) - (L * Y).sum(axis=1)).mean() + 0.5 * (reg[:, None] * B ** 2).sum())
 
-        r = minimize(f, np.zeros(d * n_classes), jac=True, method="L-BFGS-B", options={"maxiter": 500})
-        self.W = r.x.reshape(d, n_classes)
+        cur = loss(B)
+        for _ in range(100):                   # damped Newton (a convex problem, a few steps)
+            L = np.hstack([np.zeros((n, 1)), Z @ B])
+            P = np.exp(L - logsumexp(L, axis=1, keepdims=True))
+            G = Z.T @ (P[:, 1:] - Y[:, 1:]) / n + reg[:, None] * B
+            H = np.zeros((d * K, d * K))
+            for a in range(K):
+                for b in range(K):
+                    w = P[:, a + 1] * ((a == b) - P[:, b + 1])
+                    H[a * d:(a + 1) * d, b * d:(b + 1) * d] = (Z * w[:, None]).T @ Z / n
+            H += np.diag(np.tile(reg, K))
+            step = np.linalg.solve(H + 1e-12 * np.eye(d * K), G.T.ravel()).reshape(K, d).T
+            t = 1.0
+            while t > 1e-8:
+                new = loss(B - t * step)
+                if new <= cur:
+                    break
+                t /= 2
+            B -= t * step
+            if cur - new < 1e-12:
+                cur = new
+                break
+            cur = new
+        self.W = np.hstack([np.zeros((d, 1)), B])
         return self
 
     def logits(self, X) -> np.ndarray:

@@ -23,7 +23,7 @@ def with_rule(rule: R.BranchRule) -> R.Method:
 
 CORRECT = (R.AR, R.SPS, R.PSD, R.PEARL, R.SPECBRANCH, R.SB_NO_BRANCH, R.SB_NO_HRAD)
 #: controls that change the law of the emitted tokens on a Markov source (the rest change only rates)
-LAW_CONTROLS = tuple(c for c in R.CONTROLS if c is not R.BROKEN_PSD_NO_OVERLAP)
+LAW_CONTROLS = (R.BROKEN_PEARL_KEEPS_OVERLAP, R.BROKEN_PSD_KEEPS_OVERLAP, R.BROKEN_SPS_SWAPPED, R.BROKEN_SB_FIRST_BRANCH)
 ALL_METHODS = CORRECT + R.CONTROLS + tuple(with_rule(r) for r in R.BRANCH_RULES)
 
 

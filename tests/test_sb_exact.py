@@ -152,3 +152,22 @@ def test_larger_markov_pair_is_fast_enough():
     pol = np.tile([0.2, 0.3, 0.5], (8, 1))
     r = ex.long_run_rates(pair, R.SPECBRANCH, R.Pipeline(5, c=5.0, k_max=4, eps=0.3, policy_table=pol))
     assert 0 < r.rollback_rate < 1 and r.speedup_ar > 0
+
+
+@pytest.mark.parametrize("method", (R.PEARL, R.SPECBRANCH, R.SB_NO_BRANCH, R.SB_NO_HRAD, R.BROKEN_SB_FIRST_BRANCH,
+                                    R.BROKEN_PEARL_NO_OVERLAP, with_rule(R.CODE), with_rule(R.IID_KSEQ)),
+                         ids=lambda m: m.name)
+@pytest.mark.parametrize("gamma", [1, 2, 4])
+def test_matrix_engine_equals_the_round_walk(method, gamma):
+    for pair in (M4, IID):
+        pol = np.tile([0.2, 0.5, 0.3], (pair.n_states, 1))
+        pipe = R.Pipeline(gamma, c=3.0, k_max=5, eps=0.45, policy_table=pol)
+        a = ex.long_run_rates(pair, method, pipe, engine="walk").as_dict()
+        b = ex.long_run_rates(pair, method, pipe, engine="matrix").as_dict()
+        for k, v in a.items():
+            if k == "per_round":
+                assert max(abs(v[r] - b[k][r]) for r in v) < 1e-10
+            elif np.isfinite(v):
+                assert abs(v - b[k]) < 1e-10, k
+    with pytest.raises(ValueError, match="matrix engine"):
+        ex.long_run_rates(M4, R.SPS, PIPE, engine="matrix")

@@ -23,7 +23,8 @@ from spectheory.rules import sb as R
 
 Z_MAX = 4.42
 CHI2_ALPHA = 1e-4
-RATES = ("tokens_per_time", "rollback_rate", "target_idle", "draft_idle", "tokens_per_call", "accepted_per_call")
+RATES = ("tokens_per_time", "rollback_rate", "submitted_rollback_rate", "waste_rate", "target_idle", "draft_idle",
+         "tokens_per_call", "accepted_per_call")
 
 
 def _chi2_p(counts, probs):

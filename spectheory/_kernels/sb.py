@@ -37,8 +37,8 @@ KIND_AR, KIND_SPS, KIND_PSD, KIND_PIPE = 0, 1, 2, 3
 TOK_TOPK, TOK_WOR, TOK_IID = 0, 1, 2
 VER_MATCH, VER_RRS, VER_BEST_P, VER_KSEQ, VER_FIRST = 0, 1, 2, 3, 4
 #: reward slots (spectheory.exact.sb.REWARDS)
-R_TIME, R_BUSY, R_DBUSY, R_EMIT, R_ACC, R_RB, R_UNUSED, R_DRAFTED, R_DRAFTED_ALL, R_CALLS, R_ROUNDS = range(11)
-N_REWARDS = 11
+R_TIME, R_BUSY, R_DBUSY, R_EMIT, R_ACC, R_RB, R_UNUSED, R_DRAFTED, R_DRAFTED_ALL, R_CALLS, R_ROUNDS, R_RBS = range(12)
+N_REWARDS = 12
 
 
 class SBTables(NamedTuple):
@@ -267,6 +267,7 @@ def round_step(T, u, st, out, rew, B, removed, pc):
                 rew[R_EMIT] = n
                 rew[R_ACC] = j
                 rew[R_RB] = g - j
+                rew[R_RBS] = g - j
                 return n
         y = _draw(T.pcdf, xa, u[4 * g + 2 * KM + 2])
         out[n] = y
@@ -308,7 +309,8 @@ def round_step(T, u, st, out, rew, B, removed, pc):
                 a2 = T.nxt[xa, y]
                 rew[R_EMIT] = n
                 rew[R_ACC] = j
-                rew[R_RB] = (g - j) + g
+                rew[R_RB] = (g - j) + (0 if T.keep_overlap else g)
+                rew[R_RBS] = g - j
                 st[0] = a2
                 if T.keep_overlap:
                     w = T.nxt[xw, c]
@@ -360,7 +362,8 @@ def round_step(T, u, st, out, rew, B, removed, pc):
         rew[R_DBUSY] = g
         rew[R_EMIT] = n
         rew[R_ACC] = j
-        rew[R_RB] = (m - j) + g
+        rew[R_RB] = (m - j) + (0 if T.keep_overlap else g)
+        rew[R_RBS] = m - j
         rew[R_UNUSED] = cap - m
         rew[R_DRAFTED] = g
         rew[R_DRAFTED_ALL] = g * T.kk[w]
@@ -416,7 +419,8 @@ def round_step(T, u, st, out, rew, B, removed, pc):
         st[1] = a2 if dd == 0 else w2
         return n
     rew[R_ACC] = j
-    rew[R_RB] = g
+    rew[R_RB] = 1 if T.keep_overlap else g
+    rew[R_RBS] = 1
     if T.keep_overlap and g > 1:
         st[1] = T.nxt[xw, h]
         st[2] = g - 1

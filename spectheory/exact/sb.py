@@ -45,7 +45,7 @@ from ..rules.multidraft import KSEQ
 
 #: Reward fields of a round (summed over rounds; ratios of sums are the long-run rates).
 REWARDS = ("time", "target_busy", "draft_busy", "emitted", "accepted", "rolled_back", "unused",
-           "drafted", "drafted_all", "target_calls", "rounds")
+           "drafted", "drafted_all", "target_calls", "rounds", "rolled_back_submitted")
 _I = {name: i for i, name in enumerate(REWARDS)}
 #: Refuse enumerations with more pipeline states than this.
 MAX_PIPE_STATES = 20_000
@@ -400,14 +400,16 @@ def _rejections(m: Model, a, w, pr, tokens_on):
 
 
 def _tail_ends(m: Model, w, n):
-    """Law of the drafting state after n more q-steps from w (the drafted tail of a block)."""
-    v = np.zeros(m.S)
-    v[w] = 1.0
-    for _ in range(n):
-        nv = np.zeros(m.S)
-        np.add.at(nv, m.nxt.ravel(), (v[:, None] * m.Q).ravel())
-        v = nv
-    return v
+    """Law of the drafting state after n more q-steps from w (the drafted tail of a block):
+    row w of the n-th power of the draft's state transition matrix (cached per model)."""
+    powers = m.__dict__.setdefault("_qpow", [np.eye(m.S)])
+    if len(powers) == 1:
+        Qs = np.zeros((m.S, m.S))
+        np.add.at(Qs, (np.repeat(np.arange(m.S), m.V), m.nxt.ravel()), m.Q.ravel())
+        m.__dict__["_qs"] = Qs
+    while len(powers) <= n:
+        powers.append(powers[-1] @ m.__dict__["_qs"])
+    return powers[n][w]
 
 
 def round_outcomes(m: Model, state: tuple, *, tokens: bool = True) -> list:
@@ -432,7 +434,7 @@ def round_outcomes(m: Model, state: tuple, *, tokens: bool = True) -> list:
             for (a, w, t), pr in cont.items():
                 for _, y, py in _rejections(m, a, w, pr, tokens):
                     out.add(t + (y,), ("sps", int(m.nxt[a, y])), py,
-                            _rew(emitted=j + 1, accepted=j, rolled_back=g - j, **base))
+                            _rew(emitted=j + 1, accepted=j, rolled_back=g - j, rolled_back_submitted=g - j, **base))
             for (a, w, t), pr in ends.items():  # all γ accepted: bonus from p
                 for y in np.flatnonzero(m.P[a]):
                     out.add(t + (int(y),), ("sps", int(m.nxt[a, y])), pr * m.P[a, y],
@@ -450,7 +452,8 @@ def round_outcomes(m: Model, state: tuple, *, tokens: bool = True) -> list:
             for (a, w, t), pr in cont.items():
                 for c, y, py in _rejections(m, a, w, pr, tokens):
                     a2 = int(m.nxt[a, y])
-                    r = _rew(emitted=j + 1, accepted=j, rolled_back=(g - j) + g, **base)
+                    r = _rew(emitted=j + 1, accepted=j, rolled_back=(g - j) + (0 if m.method.keep_overlap else g),
+                             rolled_back_submitted=g - j, **base)
                     if not m.method.keep_overlap:
                         out.add(t + (y,), ("E", a2), py, r)
                     else:  # the overlapped block (drafted from the drafted block's end) is kept
@@ -519,7 +522,9 @@ def round_outcomes(m: Model, state: tuple, *, tokens: bool = True) -> list:
                     Em += wc * em
                     Ek += wc * e_k
                 r = _rew(time=Et, target_busy=Eb, draft_busy=g, emitted=j + 1, accepted=j,
-                         rolled_back=(Em - j) + g, unused=cap - Em, drafted=g, drafted_all=g * Ek,
+                         rolled_back=(Em - j) + (0 if m.method.keep_overlap else g), rolled_back_submitted=Em - j,
+                         unused=cap - Em, drafted=g,
+                         drafted_all=g * Ek,
                          target_calls=1, rounds=1)
                 if not m.method.keep_overlap:
                     out.add(t + (y,), ("P", a2, a2, 0, 0), py, r)
@@ -541,7 +546,7 @@ def round_outcomes(m: Model, state: tuple, *, tokens: bool = True) -> list:
                 for y in np.flatnonzero(corr[a]):
                     a2 = int(m.nxt[a, y])
                     out.add(t + (int(y),), ("P", a2, a2, 0, 0), pr * corr[a, y],
-                            _rew(emitted=j + 1, accepted=j, rolled_back=g, **base))
+                            _rew(emitted=j + 1, accepted=j, rolled_back=g, rolled_back_submitted=1, **base))
                 continue
             # one head h ~ q(·|w) tested in the actual context a (no branching); explicit in h
             # because a method that keeps the overlap needs the rejected head (its continuation
@@ -559,7 +564,8 @@ def round_outcomes(m: Model, state: tuple, *, tokens: bool = True) -> list:
                         a2 = int(m.nxt[a, y])
                         nst = ("P", a2, int(m.nxt[w, h]), g - 1, R.ALL_ACCEPT) if g > 1 else ("P", a2, a2, 0, 0)
                         out.add(t + (int(y),), nst, ph * (1 - ok) * m.res[a, y],
-                                _rew(emitted=j + 1, accepted=j, rolled_back=g, **base))
+                                _rew(emitted=j + 1, accepted=j, rolled_back=1 if m.method.keep_overlap else g, rolled_back_submitted=1,
+                                     **base))
     return out.items()
 
 
@@ -634,6 +640,7 @@ class Rates:
     latency: float
     speedup_ar: float
     rollback_rate: float
+    submitted_rollback_rate: float
     waste_rate: float
     target_idle: float
     draft_idle: float
@@ -648,6 +655,7 @@ class Rates:
 
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("tokens_per_time", "latency", "speedup_ar", "rollback_rate",
+                                              "submitted_rollback_rate",
                                               "waste_rate", "target_idle", "draft_idle", "tokens_per_call",
                                               "accepted_per_call")}
         d["per_round"] = dict(self.per_round)
@@ -663,6 +671,8 @@ def rates_from_sums(sums, c_ar: float) -> Rates:
     return Rates(
         tokens_per_time=tpt, latency=1.0 / tpt, speedup_ar=c_ar * tpt,
         rollback_rate=s["rolled_back"] / spec if spec > 0 else nan,
+        submitted_rollback_rate=(s["rolled_back_submitted"] / (s["accepted"] + s["rolled_back_submitted"])
+                                 if s["accepted"] + s["rolled_back_submitted"] > 0 else nan),
         waste_rate=(s["drafted_all"] - s["accepted"]) / s["drafted_all"] if s["drafted_all"] > 0 else nan,
         target_idle=1.0 - s["target_busy"] / s["time"], draft_idle=1.0 - s["draft_busy"] / s["time"],
         tokens_per_call=s["emitted"] / s["target_calls"] if s["target_calls"] > 0 else nan,
@@ -706,12 +716,179 @@ def round_chain(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_stat
     return order, T, Rw
 
 
-def long_run_rates(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_state: int = 0) -> Rates:
+def long_run_rates(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_state: int = 0,
+                   engine: str = "auto") -> Rates:
     """Exact long-run rates by renewal-reward over the finite round chain (stationary law seen
-    from ``start_state`` when the chain is reducible)."""
+    from ``start_state`` when the chain is reducible). ``engine``: ``"walk"`` (the round walk of
+    :func:`round_outcomes`, every method), ``"matrix"`` (the same rounds as matrix products over
+    all states at once, pipelines whose drafting context is the actual one), ``"auto"``."""
+    if engine not in ("auto", "walk", "matrix"):
+        raise ValueError(f"engine must be 'auto', 'walk' or 'matrix', got {engine!r}")
+    matrix_ok = method.kind == "pipeline" and not method.keep_overlap
+    if engine == "matrix" and not matrix_ok:
+        raise ValueError(f"the matrix engine runs pipelines without keep_overlap, not {method.name!r}")
+    if engine == "matrix" or (engine == "auto" and matrix_ok):
+        T, Rw, s0 = pipeline_chain_matrix(pair, method, pipe, start_state)
+        pi = stationary_distribution(T, start=s0)
+        return rates_from_sums(pi @ Rw, pipe.c_ar)
     _, T, Rw = round_chain(pair, method, pipe, start_state)
     pi = stationary_distribution(T, start=0)
     return rates_from_sums(pi @ Rw, pipe.c_ar)
+
+
+def pipeline_chain_matrix(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_state: int = 0):
+    """``(T, Rw, start)``: the round chain of a PEARL/SpecBranch pipeline (drafting context =
+    actual context) over the pipeline states ``(x, kind)``, x a source state and kind 0 = empty
+    block, 1..3 = the survivor's continuation under signal all-reject / confidence / all-accept,
+    index ``kind·S + x``; each state's expected round rewards. The round of :func:`round_outcomes`
+    written as matrix products over every start state at once."""
+    mdl = model(pair, method, pipe)
+    if method.kind != "pipeline" or method.keep_overlap:
+        raise ValueError("pipeline_chain_matrix runs pipelines without keep_overlap")
+    start_state = check_state(start_state, pair.n_states)
+    S, V, g = mdl.S, mdl.V, pipe.gamma
+    tvec, busy = mdl.time_vectors()
+    nxt = mdl.nxt
+    surv, corr = mdl.branch
+    pol = mdl.policy
+    acc_tok = mdl.Q * mdl.acc                      # accept draft token c in state a
+    rej_tok = mdl.Q * (1.0 - mdl.acc)              # reject draft token c in state a
+    beta = mdl.beta
+
+    def tok2state(W):
+        out = np.zeros((S, S))
+        np.add.at(out, (np.repeat(np.arange(S), V), nxt.ravel()), W.ravel())
+        return out
+
+    A = tok2state(acc_tok)
+    Rej = tok2state((1.0 - beta)[:, None] * mdl.res)
+    Surv = tok2state(surv)
+    Corr = tok2state(corr)
+    kinds = 4 if g > 1 else 1
+    n = kinds * S
+    T = np.zeros((n, n))
+    Rw = np.zeros((n, len(REWARDS)))
+    ri = {k: i for i, k in enumerate(REWARDS)}
+    # after a survivor in x' the next kind is 1 + signal (γ > 1), else the empty block
+    if g > 1:
+        Next_surv = np.hstack([Surv * pol[:, d][None, :] for d in range(3)])  # (S, 3S): kinds 1..3
+    kk = mdl.kk.astype(float)
+    for kind in range(kinds):
+        cap, d = (0, 0) if kind == 0 else (g - 1, kind - 1)
+        rows = slice(kind * S, (kind + 1) * S)
+        base = np.zeros((S, len(REWARDS)))
+        base[:, ri["draft_busy"]] = g
+        base[:, ri["drafted"]] = g
+        base[:, ri["target_calls"]] = 1
+        base[:, ri["rounds"]] = 1
+        Rw[rows] += base
+        if cap == 0 or d == R.ALL_REJECT:
+            M_end = [np.eye(S)]       # the block ends at depth 0
+            M_cont = []
+        else:
+            law, ek = mdl.rem(cap, d)
+            M = np.eye(S)
+            M_end, M_cont = [], []
+            for j in range(cap + 1):
+                stop = np.ones(S, dtype=bool) if j == cap else (mdl.trunc if d == R.CONFIDENCE else np.zeros(S, bool))
+                M_end.append(M * stop[None, :])
+                cont = M * (~stop)[None, :]
+                M_cont.append(cont)
+                if j < cap:
+                    M = cont @ A
+            # rejections at depth j: expected tail over the rejected drafted token
+            for j, cont in enumerate(M_cont):
+                if j >= cap or not cont.any():
+                    continue
+                Lw = law[j + 1]                                      # (S, cap + 1) law of m from depth j+1
+                em = Lw @ np.arange(cap + 1)
+                et = Lw @ tvec[: cap + 1]
+                eb = Lw @ busy[: cap + 1]
+                e_k = ek[j + 1]
+                wt = rej_tok                                          # (S, V) weight of rejecting token c
+                f = lambda vec: (wt * vec[nxt]).sum(axis=1)           # Σ_c q(1 − acc) vec[next(a, c)]
+                pr = 1.0 - beta
+                r = np.zeros((S, len(REWARDS)))
+                r[:, ri["time"]] = f(et)
+                r[:, ri["target_busy"]] = f(eb)
+                r[:, ri["emitted"]] = (j + 1) * pr
+                r[:, ri["accepted"]] = j * pr
+                r[:, ri["rolled_back"]] = f(em) - j * pr + g * pr
+                r[:, ri["rolled_back_submitted"]] = f(em) - j * pr
+                r[:, ri["unused"]] = cap * pr - f(em)
+                r[:, ri["drafted_all"]] = g * f(e_k)
+                Rw[rows] += cont @ r
+                T[rows, 0:S] += cont @ Rej
+        # the block ended at depth j in state a: branch stage
+        for j, E in enumerate(M_end):
+            if not E.any():
+                continue
+            mass = E.sum(axis=1)
+            Rw[rows, ri["time"]] += mass * tvec[j]
+            Rw[rows, ri["target_busy"]] += mass * busy[j]
+            Rw[rows, ri["unused"]] += mass * (cap - j)
+            Rw[rows, ri["drafted_all"]] += E @ (g * kk)
+            ps, pc = surv.sum(axis=1), corr.sum(axis=1)
+            Rw[rows, ri["emitted"]] += mass * (j + 1)
+            Rw[rows, ri["accepted"]] += mass * j + E @ ps
+            Rw[rows, ri["rolled_back"]] += g * (E @ pc)
+            Rw[rows, ri["rolled_back_submitted"]] += E @ pc
+            T[rows, 0:S] += E @ Corr
+            if g > 1:
+                T[rows, S:] += E @ Next_surv
+            else:
+                T[rows, 0:S] += E @ Surv
+    # the survivor's all-reject signal: the drafting context resets (same state in this engine)
+    rs = T.sum(axis=1, keepdims=True)
+    T = T / np.where(rs > 0, rs, 1.0)
+    return T, Rw, start_state
+
+
+def accepted_law(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_state: int = 0) -> np.ndarray:
+    """Exact long-run law of the accepted draft tokens per target call (rounds with a target
+    call, weighted by the stationary law of the round chain), k = 0..γ + 1. For SpS it is the
+    law of τ; computed from the method's own rounds (its own acceptance test), so a broken
+    verifier shows. SpS by the chain DP with the method's acceptance matrix; other methods by
+    enumerating their rounds."""
+    if method.kind == "sps":
+        return _sps_accepted_law(model(pair, method, pipe), pipe.gamma, check_state(start_state, pair.n_states))
+    states, T, _ = round_chain(pair, method, pipe, start_state)
+    pi = stationary_distribution(T, start=0)
+    mdl = model(pair, method, pipe)
+    law = np.zeros(pipe.gamma + 2)
+    ia, ic = _I["accepted"], _I["target_calls"]
+    for w, st in zip(pi, states):
+        if w <= 0:
+            continue
+        for _, _, pr, r in round_outcomes(mdl, st, tokens=True):
+            if r[ic] > 0:
+                law[int(round(r[ia]))] += w * pr
+    return law / law.sum()
+
+
+def _sps_accepted_law(mdl: Model, gamma: int, start: int) -> np.ndarray:
+    S, V = mdl.S, mdl.V
+
+    def tok2state(W):
+        out = np.zeros((S, S))
+        np.add.at(out, (np.repeat(np.arange(S), V), mdl.nxt.ravel()), W.ravel())
+        return out
+
+    A = tok2state(mdl.Q * mdl.acc)
+    rej = 1.0 - mdl.beta
+    Rr = tok2state(rej[:, None] * mdl.res)
+    Pb = tok2state(mdl.P)
+    K = np.zeros((S, S))
+    by_state = np.zeros((S, gamma + 2))
+    Ak = np.eye(S)
+    for k in range(gamma):
+        by_state[:, k] = Ak @ rej
+        K += Ak @ Rr
+        Ak = Ak @ A
+    by_state[:, gamma] = Ak.sum(axis=1)
+    K += Ak @ Pb
+    nu = stationary_distribution(K, start=start)
+    return nu @ by_state
 
 
 # --- sb.trunc_geom ------------------------------------------------------------------------------------

@@ -90,7 +90,7 @@ class SBResult:
 
     def estimate(self, what: str) -> tuple[float, float]:
         """``(estimate, standard error)`` of one rate: ``tokens_per_time``, ``latency``,
-        ``speedup_ar``, ``rollback_rate``, ``target_idle``, ``draft_idle``, ``tokens_per_call``,
+        ``speedup_ar``, ``rollback_rate``, ``waste_rate``, ``target_idle``, ``draft_idle``, ``tokens_per_call``,
         ``accepted_per_call``."""
         c = self.col
         if what == "tokens_per_time":
@@ -102,6 +102,11 @@ class SBResult:
             return r * self.c_ar, se * self.c_ar
         if what == "rollback_rate":
             return self._ratio(c("rolled_back"), c("accepted") + c("rolled_back"))
+        if what == "submitted_rollback_rate":
+            return self._ratio(c("rolled_back_submitted"), c("accepted") + c("rolled_back_submitted"))
+        if what == "waste_rate":
+            r, se = self._ratio(c("accepted"), c("drafted_all"))
+            return 1.0 - r, se
         if what == "target_idle":
             r, se = self._ratio(c("target_busy"), c("time"))
             return 1.0 - r, se
@@ -324,7 +329,7 @@ def round_reference(T: _k.SBTables, u, st: list) -> tuple[list, np.ndarray]:
             y = _search(T.rcdf[xa], u[3 * j + 2])
             out.append(y)
             st[0] = st[1] = int(T.nxt[xa, y])
-            put(emitted=len(out), accepted=j, rolled_back=g - j)
+            put(emitted=len(out), accepted=j, rolled_back=g - j, rolled_back_submitted=g - j)
             return out, rew
         y = _search(T.pcdf[xa], u[4 * g + 2 * KM + 2])
         out.append(y)
@@ -347,7 +352,8 @@ def round_reference(T: _k.SBTables, u, st: list) -> tuple[list, np.ndarray]:
             y = _search(T.rcdf[xa], u[3 * j + 2])
             out.append(y)
             a2 = int(T.nxt[xa, y])
-            put(emitted=len(out), accepted=j, rolled_back=(g - j) + g)
+            put(emitted=len(out), accepted=j, rolled_back=(g - j) + (0 if T.keep_overlap else g),
+                rolled_back_submitted=g - j)
             st[0] = a2
             if T.keep_overlap:
                 w = int(T.nxt[xw, c])
@@ -377,7 +383,7 @@ def round_reference(T: _k.SBTables, u, st: list) -> tuple[list, np.ndarray]:
             jj += 1
             t += 1
         put(time=_time_ref(T, T.cost[jj]), target_busy=T.cost[jj], draft_busy=g, emitted=len(out), accepted=j,
-            rolled_back=(jj - j) + g, unused=cap - jj, drafted=g, drafted_all=g * T.kk[w], target_calls=1, rounds=1)
+            rolled_back=(jj - j) + (0 if T.keep_overlap else g), rolled_back_submitted=jj - j, unused=cap - jj, drafted=g, drafted_all=g * T.kk[w], target_calls=1, rounds=1)
         a2 = int(T.nxt[xa, y])
         st[0] = a2
         st[1], st[2], st[3] = (w, g, 2) if T.keep_overlap else (a2, 0, 0)
@@ -408,7 +414,7 @@ def round_reference(T: _k.SBTables, u, st: list) -> tuple[list, np.ndarray]:
             dd += 1
         st[1], st[2], st[3] = (a2 if dd == 0 else w2), g - 1, dd
         return out, rew
-    put(accepted=j, rolled_back=g)
+    put(accepted=j, rolled_back=1 if T.keep_overlap else g, rolled_back_submitted=1)
     if T.keep_overlap and g > 1:
         st[1], st[2], st[3] = int(T.nxt[xw, h]), g - 1, 2
     else:

@@ -197,6 +197,16 @@ BROKEN_PSD_KEEPS_OVERLAP = Method(
 BROKEN_PSD_NO_OVERLAP = Method(
     "broken:psd-no-overlap", "psd", overlap=False,
     description="negative control: parallel SD whose draft waits for the target (round time t_T + γ)")
+BROKEN_PEARL_NO_OVERLAP = Method(
+    "broken:pearl-no-overlap", "pipeline", overlap=False,
+    description="negative control: PEARL whose draft waits for the target (round time t_T + γ)")
+BROKEN_SB_NO_OVERLAP = Method(
+    "broken:specbranch-no-overlap", "pipeline", branching=True, policy="hrad", overlap=False,
+    description="negative control: SpecBranch whose draft waits for the target (round time t_T + γ)")
+BROKEN_SB_BARE = Method(
+    "broken:specbranch-without-hrad-and-branches", "pipeline", policy="confidence",
+    description="negative control: 'SpecBranch' with neither H-RAD nor branches (a PEARL with a confidence "
+                "threshold): removing a component it lacks changes nothing")
 BROKEN_SPS_SWAPPED = Method(
     "broken:sps-accept=min(1,q/p)", "sps", accept="swapped",
     description="negative control: SpS with the acceptance ratio inverted, min(1, q/p)")
@@ -206,7 +216,7 @@ BROKEN_SB_FIRST_BRANCH = Method(
 
 METHODS = (AR, SPS, PSD, PEARL, SPECBRANCH, SB_NO_BRANCH, SB_NO_HRAD)
 CONTROLS = (BROKEN_PEARL_KEEPS_OVERLAP, BROKEN_PSD_KEEPS_OVERLAP, BROKEN_PSD_NO_OVERLAP, BROKEN_SPS_SWAPPED,
-            BROKEN_SB_FIRST_BRANCH)
+            BROKEN_SB_FIRST_BRANCH, BROKEN_PEARL_NO_OVERLAP, BROKEN_SB_NO_OVERLAP)
 
 
 def n_branches(conf, k_max: int) -> np.ndarray | int:
