@@ -722,6 +722,7 @@ def long_run_rates(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_s
     from ``start_state`` when the chain is reducible). ``engine``: ``"walk"`` (the round walk of
     :func:`round_outcomes`, every method), ``"matrix"`` (the same rounds as matrix products over
     all states at once, pipelines whose drafting context is the actual one), ``"auto"``."""
+    model(pair, method, pipe)  # validates the arguments
     if engine not in ("auto", "walk", "matrix"):
         raise ValueError(f"engine must be 'auto', 'walk' or 'matrix', got {engine!r}")
     matrix_ok = method.kind == "pipeline" and not method.keep_overlap
