@@ -62,14 +62,38 @@ FAMILIES = (("bimodal", "bimodal-weak-V6", "bimodal-strong-V6"), ("mix", "mix-we
 
 
 @lru_cache(maxsize=None)
-def pair(name: str) -> MarkovPair:
-    """A built-in instance (spectheory.instances) or one of the family's own."""
+def pair(name) -> MarkovPair:
+    """A built-in instance (spectheory.instances) or one of the family's own (a MarkovPair is
+    returned as is)."""
+    if isinstance(name, MarkovPair):
+        return name
     return _BUILDERS[name]() if name in _BUILDERS else inst.get(name)
+
+
+def weak_pair(V: int, order: int, seed: int) -> MarkovPair:
+    """A weakly aligned pair (draft = target mixed with Dirichlet noise of weight 0.7), named by
+    the call that rebuilds it (the counterexamples' pairs)."""
+    p = aligned_pair(V, order, "weak", seed=seed)
+    p.params["construction"] = f"sims.claims.sb.weak_pair({V}, {order}, {seed})"
+    return p
+
+
+def _weak_factory(V, order, concentration, seed):
+    return weak_pair(V, order, seed)
 
 
 def uniform_policy(n_states: int) -> np.ndarray:
     """Every H-RAD signal with probability 1/3 in every state (exercises all three)."""
     return np.full((n_states, 3), 1.0 / 3.0)
+
+
+def subject_only(shrink):
+    """A claim's ``shrink`` run for the subject only: a negative control fails by design, and
+    searching for its smallest counterexample would cost seconds for nothing."""
+    def run(ctx, subject):
+        return shrink(ctx, subject) if ctx.subject_name == "subject" else None
+    run.__doc__ = shrink.__doc__
+    return run
 
 
 # --- subjects ------------------------------------------------------------------------------------------
@@ -117,35 +141,39 @@ class Study:
     eps: float = 0.3
     sigma: float = 0.1
     rollback: str = "rollback_rate"
+    hrad_prompts: int = 200
 
 
 STUDY = Study()
 
 
 @lru_cache(maxsize=None)
-def hrad_policy(name: str, gamma: int, sigma: float = 0.1, shuffle: bool = False, seed: int = 1) -> np.ndarray:
-    """The policy table of H-RAD trained on instance ``name`` at draft length γ (200 prompts of
-    64 tokens, features: draft confidence and the target-side feature with noise σ)."""
-    return hrad.train(pair(name), gamma, hrad.Features(sigma=sigma), n_prompts=200, prompt_len=64,
+def hrad_policy(name, gamma: int, sigma: float = 0.1, shuffle: bool = False, seed: int = 1,
+                n_prompts: int = 200) -> np.ndarray:
+    """The policy table of H-RAD trained on instance ``name`` (or a MarkovPair) at draft length γ
+    (``n_prompts`` prompts of 64 tokens, features: draft confidence and the target-side feature
+    with noise σ)."""
+    src = name if isinstance(name, MarkovPair) else pair(name)
+    return hrad.train(src, gamma, hrad.Features(sigma=sigma), n_prompts=n_prompts, prompt_len=64,
                       shuffle_labels=shuffle, seed=seed).policy
 
 
 def pipeline(name: str, method: R.Method, gamma: int, c: float, study: Study = STUDY, *,
              kappa: float = 0.0) -> R.Pipeline:
     """The pipeline of ``method`` on ``name``: flat target cost c, or c(1 + κ(n − 1)) for n positions."""
-    pol = hrad_policy(name, gamma, study.sigma) if method.policy == "hrad" else None
+    pol = hrad_policy(name, gamma, study.sigma, n_prompts=study.hrad_prompts) if method.policy == "hrad" else None
     cost = dict(c=c) if kappa == 0.0 else dict(target_cost=c * (1.0 + kappa * np.arange(gamma + 1)))
     return R.Pipeline(gamma, k_max=study.k_max, eps=study.eps, policy_table=pol, **cost)
 
 
 def rates(name: str, method: R.Method, gamma: int, c: float, study: Study = STUDY, kappa: float = 0.0) -> ex.Rates:
     """Exact long-run rates of ``method`` on ``name`` (cached on the knobs that matter)."""
-    return _rates(name, method, gamma, c, study.k_max, study.eps, study.sigma, kappa)
+    return _rates(name, method, gamma, c, study.k_max, study.eps, study.sigma, kappa, study.hrad_prompts)
 
 
 @lru_cache(maxsize=None)
-def _rates(name, method, gamma, c, k_max, eps, sigma, kappa) -> ex.Rates:
-    study = Study(k_max=k_max, eps=eps, sigma=sigma)
+def _rates(name, method, gamma, c, k_max, eps, sigma, kappa, hrad_prompts) -> ex.Rates:
+    study = Study(k_max=k_max, eps=eps, sigma=sigma, hrad_prompts=hrad_prompts)
     return ex.long_run_rates(pair(name), method, pipeline(name, method, gamma, c, study, kappa=kappa))
 
 
@@ -226,7 +254,7 @@ register(
                 reason="the paper calls the truncated geometric approximate there: the deviation (TV) is reported")),
     check=check_trunc_geom, subject=R.SPS,
     controls=(Control("sps accept=min(1,q/p)", R.BROKEN_SPS_SWAPPED, R.BROKEN_SPS_SWAPPED.description),),
-    mc_tests=2, shrink=shrinker(tau_law_tv, fails=lambda c, m: m > 1e-12, orders=(0,), part="iid"))
+    mc_tests=2, shrink=subject_only(shrinker(tau_law_tv, fails=lambda c, m: m > 1e-12, orders=(0,), part="iid")))
 
 
 # --- sb.ideal_parallel ------------------------------------------------------------------------------------
@@ -272,7 +300,8 @@ def gain_slack(c: float) -> float:
 def check_ideal_parallel(ctx, par):
     with ctx.part("latency"):
         ev = each(IP_PAIRS, lambda name, p: sweep(
-            label(name, γ="1..8", c="0.5..8"), grid(gamma=IP_GAMMAS, c=IP_COSTS),
+            label(name, γ="1..8", c="0.5..8"), grid(gamma=ctx.size(IP_GAMMAS, (1, 2, 4, 8)),
+                                                    c=ctx.size(IP_COSTS, (0.5, 2.0, 3.5, 8.0))),
             lambda gamma, c: ideal_latency(p, par, gamma, c), what="max(γ, c)/γ vs exact latency (PSD, PEARL)"),
             get=pair)
     n = ctx.size(4_000, 1_000)
@@ -427,7 +456,7 @@ register(
                       parts=("formula",)),
               Control("draft waits for the target", PARALLEL_SERIAL,
                       "negative control: PSD whose draft waits for the target (round time c + γ)")),
-    mc_tests=2, shrink=shrink_thm1)
+    mc_tests=2, shrink=subject_only(shrink_thm1))
 
 
 # --- sb.branch_lossless -------------------------------------------------------------------------------------
@@ -518,8 +547,9 @@ register(
                 relation="law")),
     check=check_branch_lossless, subject=READINGS,
     controls=(Control("first branch survives", READINGS_FIRST, R.BROKEN_FIRST.description),),
-    mc_tests=3, shrink=shrinker(ratio_tv, fails=lambda c, m: m > 1e-9, applies=("V", "order", "gamma", "seed"),
-                                orders=(0, 1), gammas=(1, 2), part="seed-ratio"))
+    mc_tests=3, shrink=subject_only(shrinker(ratio_tv, fails=lambda c, m: m > 1e-9,
+                                             applies=("V", "order", "gamma", "seed"), orders=(0, 1), gammas=(1, 2),
+                                             part="seed-ratio")))
 
 
 # --- sb.rollback and sb.speedup: the comparison protocol ------------------------------------------------------
@@ -572,6 +602,12 @@ def _mc_diff(ctx, name, study, a, b, c, gmax, what, ratio: bool):
         return r - 1.0, se, ga, gb
     (x, sx), (y, sy) = ra.estimate(what), rb.estimate(what)
     return y - x, float(np.hypot(sx, sy)), ga, gb
+
+
+def rollback_order(pair: MarkovPair, study: Study, c: float, lo: str = "sb", hi: str = "sps", gmax: int = 3):
+    """(0, rollback(hi) − rollback(lo)) on ``pair``, each method at its best γ ≤ ``gmax`` (the
+    counterexamples' measure: a failure is a negative value; H-RAD trained on 60 prompts)."""
+    return rb_gap(pair, replace(study, hrad_prompts=60), lo, hi, c, gmax)
 
 
 def check_rollback(ctx, study):
@@ -632,7 +668,16 @@ register(
               Control("rollback counts only submitted tokens", replace(STUDY, rollback="submitted_rollback_rate"),
                       "negative control: the rate forgets the overlapped draft a rejection invalidates (only tokens "
                       "submitted to the target count)", parts=("weak.sps-below-pearl",))),
-    mc_tests=4)
+    mc_tests=4,
+    shrink=subject_only(shrinker(rollback_order, fails=lambda c, m: m < -1e-9, applies=("V", "order", "c", "seed"),
+                                 V_values=(2, 3), orders=(0, 1), gammas=(1,), seeds=range(3), extra={"c": (2.0, 4.0)},
+                                 pair_factory=_weak_factory, part="weak.sb-below-sps")))
+
+
+def speed_order(pair: MarkovPair, study: Study, c: float, hi: str = "sb", lo: str = "pearl", gmax: int = 3):
+    """(0, throughput(hi)/throughput(lo) − 1) on ``pair``, each method at its best γ ≤ ``gmax``
+    (H-RAD trained on 60 prompts)."""
+    return sp_gap(pair, replace(study, hrad_prompts=60), hi, lo, c, gmax)
 
 
 def ablation_gap(family: str, study: Study, which: str, c: float, gmax: int = 8):
@@ -705,7 +750,10 @@ register(
               Control("specbranch without its components",
                       replace(STUDY, sb=R.BROKEN_SB_BARE, no_hrad=R.BROKEN_SB_BARE, no_branch=R.BROKEN_SB_BARE),
                       R.BROKEN_SB_BARE.description, parts=("hrad-weak", "branch-strong"))),
-    mc_tests=4)
+    mc_tests=4,
+    shrink=subject_only(shrinker(speed_order, fails=lambda c, m: m < -1e-9, applies=("V", "order", "c", "seed"),
+                                 V_values=(2, 3), orders=(0, 1), gammas=(1,), seeds=range(3), extra={"c": (2.0, 4.0)},
+                                 pair_factory=_weak_factory, part="sb-ge-pearl")))
 
 
 # --- sb.hrad ----------------------------------------------------------------------------------------------------
@@ -723,6 +771,14 @@ class Hrad:
 HRAD = Hrad()
 HR_GAMMAS = (3, 4, 6)
 HR_EPS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def hr_gammas(ctx) -> tuple:
+    return ctx.size(HR_GAMMAS, (4,))
+
+
+def hr_eps(ctx) -> tuple:
+    return ctx.size(HR_EPS, (0.2, 0.5, 0.8))
 
 
 def policy_of(name: str, h: Hrad, gamma: int) -> np.ndarray:
@@ -748,19 +804,19 @@ def accuracy_gap(name: str, h: Hrad, gamma: int):
     return 0.0, acc - maj, {"majority": maj, "accuracy": acc}
 
 
-def eps_range(name: str, h: Hrad, policy: str, gamma: int = 4, c: float = 4.0) -> float:
+def eps_range(name: str, h: Hrad, policy: str, gamma: int = 4, c: float = 4.0, eps=HR_EPS) -> float:
     """max − min over ε of SpecBranch's exact throughput with H-RAD (``policy="hrad"``) or the pure
     confidence threshold (``"confidence"``)."""
     m = R.SPECBRANCH if policy == "hrad" else R.SB_NO_HRAD
     pol = policy_of(name, h, gamma) if policy == "hrad" else None
     tp = [ex.long_run_rates(pair(name), m, R.Pipeline(gamma, c=c, k_max=4, eps=e, policy_table=pol)).tokens_per_time
-          for e in HR_EPS]
+          for e in eps]
     return float(max(tp) - min(tp))
 
 
-def eps_gap(name: str, h: Hrad):
+def eps_gap(name: str, h: Hrad, eps=HR_EPS):
     """(0, range(pure confidence) − range(H-RAD)): positive when H-RAD is less sensitive to ε."""
-    a, b = eps_range(name, h, "confidence"), eps_range(name, h, "hrad")
+    a, b = eps_range(name, h, "confidence", eps=eps), eps_range(name, h, "hrad", eps=eps)
     return 0.0, a - b, {"range_confidence": a, "range_hrad": b}
 
 
@@ -769,14 +825,14 @@ def check_hrad(ctx, h):
     names = WEAK + STRONG
     with ctx.part("accuracy"):
         for name in STRONG:
-            for gamma in HR_GAMMAS:
+            for gamma in hr_gammas(ctx):
                 _, m, d = accuracy_gap(name, h, gamma)
                 ev.append(stats.info("exact", label(name, γ=gamma), d["majority"], d["accuracy"],
                                      test="H-RAD accuracy vs majority rate (exact, stationary law)",
                                      note="strong alignment: all-accept dominates every context, so the Bayes "
                                           "decision is the majority class; reported"))
         for name in WEAK:
-            ev.append(sweep(lambda pt, name=name: label(name, γ=pt["gamma"]), grid(gamma=HR_GAMMAS),
+            ev.append(sweep(lambda pt, name=name: label(name, γ=pt["gamma"]), grid(gamma=hr_gammas(ctx)),
                             lambda gamma, name=name: accuracy_gap(name, h, gamma),
                             judge=shortfall(shift=-1e-6, what="H-RAD accuracy − majority rate (exact, stationary law)"),
                             note=lambda pt, c, m, d: f"accuracy {d['accuracy']:.4f}, majority {d['majority']:.4f}"))
@@ -791,7 +847,7 @@ def check_hrad(ctx, h):
                                           f"{res.bayes_state_accuracy:.4f}"))
     with ctx.part("eps-robust"):
         ev += each(names, lambda name, p: sweep(label(name, γ=4, c=4.0, ε="0.2..0.8"), [{}],
-                                                lambda: eps_gap(name, h),
+                                                lambda: eps_gap(name, h, hr_eps(ctx)),
                                                 judge=shortfall(shift=-1e-6, what="range over ε: confidence − H-RAD"),
                                                 note=lambda pt, c, m, d: f"range confidence {d['range_confidence']:.4f}, "
                                                                          f"H-RAD {d['range_hrad']:.4f}"), get=pair)
