@@ -4,7 +4,8 @@ changes)."""
 
 CLAIMS = "sb.*"
 TESTS = ("tests/test_sb_closed_forms.py tests/test_sb_exact.py tests/test_sb_mc.py tests/test_sb_hrad.py "
-         "tests/test_sb_verifier.py tests/test_sb_notebook.py tests/test_bad_inputs.py")
+         "tests/test_sb_verifier.py tests/test_sb_notebook.py tests/test_sb_claims.py tests/test_sb_validate.py "
+         "tests/test_bad_inputs.py")
 
 MUTANTS = [
     # --- rules ---
@@ -37,9 +38,15 @@ MUTANTS = [
          why="recursive rejection: residual recomputed from the original p at every branch"),
     dict(path="spectheory/exact/sb.py", old="            qi = qi / qi.sum()\n", new="",
          why="recursive rejection without replacement: q not renormalised after removing tried branches"),
-    dict(path="spectheory/exact/sb.py", old="rolled_back=(Em - j) + g, unused=cap - Em",
-         new="rolled_back=(Em - j), unused=cap - Em",
-         why="exact rollback count forgets the overlapped path invalidated by a block rejection"),
+    dict(path="spectheory/exact/sb.py",
+         old="rolled_back=(Em - j) + (0 if m.method.keep_overlap else g), rolled_back_submitted=Em - j,",
+         new="rolled_back=(Em - j), rolled_back_submitted=Em - j,",
+         why="exact rollback count (round walk) forgets the overlapped path invalidated by a block rejection"),
+    dict(path="spectheory/exact/sb.py", old='                r[:, ri["rolled_back"]] = f(em) - j * pr + g * pr\n',
+         new='                r[:, ri["rolled_back"]] = f(em) - j * pr\n',
+         why="exact rollback count (matrix engine) forgets the overlapped path"),
+    dict(path="spectheory/exact/sb.py", old="            T[rows, 0:S] += E @ Corr\n", new="            T[rows, 0:S] += E @ Surv\n",
+         why="matrix engine: after a failed branch point the chain moves as if the survivor's token was emitted"),
     dict(path="spectheory/exact/sb.py", old='                        out.add(t + (y,), ("E", a2), py, r)',
          new='                        out.add(t + (y,), ("R", a2, a2), py, r)',
          why="exact PSD: no serial redraft after a rejection (the overlapped draft treated as valid)"),
@@ -60,8 +67,8 @@ MUTANTS = [
          new="            a = p[y] / q[y]", why="kernel K-SEQ: branch test without ρ"),
     dict(path="spectheory/_kernels/sb.py", old="            B[i] = y\n            removed[y] = True\n            left -= q[y]",
          new="            B[i] = y\n            left -= q[y]", why="kernel: branches 'without replacement' can repeat a token"),
-    dict(path="spectheory/_kernels/sb.py", old="        rew[R_RB] = (m - j) + g\n",
-         new="        rew[R_RB] = (m - j - 1) + g\n", why="kernel: rolled-back block tail off by one (the rejected token not counted)"),
+    dict(path="spectheory/_kernels/sb.py", old="        rew[R_RB] = (m - j) + (0 if T.keep_overlap else g)\n",
+         new="        rew[R_RB] = (m - j - 1) + (0 if T.keep_overlap else g)\n", why="kernel: rolled-back block tail off by one (the rejected token not counted)"),
     dict(path="spectheory/_kernels/sb.py", old="        while dd < 2 and v >= T.pol[a2, dd]:",
          new="        while dd < 2 and v >= T.pol[xa, dd]:",
          why="kernel: H-RAD signal read in the branch point's context, not the survivor's (posterior drafting)"),
@@ -76,4 +83,19 @@ MUTANTS = [
          why="H-RAD labels: all-reject and all-accept swapped"),
     dict(path="spectheory/hrad.py", old="    slope = clf.W[-2] / clf.sd[-1]", new="    slope = clf.W[-2]",
          why="H-RAD policy table: the target feature's weight used without undoing the standardisation"),
+    # --- the claims layer (caught by verify --quick or tests/test_sb_claims.py) ---
+    dict(path="sims/claims/sb.py", old="    return 0.0, b - a, {lo: a, hi: b}",
+         new="    return 0.0, a - b, {lo: a, hi: b}", why="rollback ordering compared the wrong way round"),
+    dict(path="sims/claims/sb.py", old='    first, second = ("weak", "strong") if which == "no_hrad" else ("strong", "weak")',
+         new='    first, second = ("strong", "weak") if which == "no_hrad" else ("weak", "strong")',
+         why="ablation sentences read with the alignment levels swapped"),
+    dict(path="sims/claims/sb.py", old="    return float((w @ lab).max()), acc",
+         new="    return float((w @ lab).min()), acc", why="H-RAD accuracy compared with the least frequent class"),
+    dict(path="sims/claims/sb.py", old="    return float(c), float(1 + int(np.argmin(np.round(lat, 12))))",
+         new="    return float(c), float(int(np.argmin(np.round(lat, 12))))", why="best integer γ off by one (0-based index)"),
+    dict(path="sims/claims/sb.py", old="    return float(2.0 - np.max(cf.ideal_gain(gs, c)))",
+         new="    return float(2.0 - np.max(cf.ideal_gain(gs, c, bonus=False)))",
+         why="least slack of the 2× bound computed without SD's bonus token"),
+    dict(path="validate/replay_sb.py", old="            rb += (m - j) + gamma\n", new="            rb += m - j\n",
+         why="trace replay forgets the overlapped draft a rejection invalidates"),
 ]
