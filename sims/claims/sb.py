@@ -398,7 +398,7 @@ def check_thm1(ctx, par):
                           part="formula", note=f"16 streams × {n} rounds of the Numba pipeline kernel"))
     with ctx.part("min-le-c"):
         ev.append(least_slack(ctx, "min-le-c", lambda: exhaustive(
-            minimiser_slack, {"alpha": T1_ALPHAS, "c": [1.0 + 0.5 * i for i in range(31)]}),
+            minimiser_slack, {"alpha": T1_ALPHAS, "c": [1.5 + 0.5 * i for i in range(30)]}),
             what="c − γ*(α, c), real γ (closed form)"))
         ev += each(T1_MARKOV, lambda name, q: sweep(
             label(name, c="2..4"), grid(c=(2.0, 3.0, 4.0)), lambda c: engine_argmin(q, par, c),
