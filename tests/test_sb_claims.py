@@ -62,3 +62,12 @@ def test_least_slack_records(report):
     assert abs(recompute(ip["least_slack"]["call"]) - ip["least_slack"]["value"]) < 1e-12
     mc = next(p for p in _claim(report, "sb.thm1")["parts"] if p["id"] == "min-le-c")
     assert mc["least_slack"]["value"] >= 0
+
+
+@pytest.mark.parametrize("which,first,second", [("no_hrad", "weak", "strong"), ("no_branch", "strong", "weak")])
+def test_ablation_gap_reads_the_sentence_the_paper_wrote(which, first, second):
+    """'H-RAD matters most for weak alignment, branching for strong': the measured gap is the
+    drop at the level the paper names minus the drop at the other level."""
+    from sims.claims import sb as S
+    _, gap, d = S.ablation_gap("mix", S.STUDY, which, 4.0, gmax=4)
+    assert abs(gap - (d[f"drop_{first}"] - d[f"drop_{second}"])) < 1e-12

@@ -44,3 +44,21 @@ def test_replay_of_sps_matches_the_truncated_geometric_rate():
     from spectheory.closed_forms import sb as cf
     want = 1 - cf.trunc_geom_mean(0.7, 4) / 4
     assert abs(sums[3] / (sums[2] + sums[3]) - want) < 0.01
+
+
+@pytest.mark.parametrize("method", ["sps", "pearl"])
+def test_replay_on_a_constant_beta_text_is_the_exact_pipeline(method):
+    """Along a text of constant β the replay is the pipeline on an i.i.d. pair of acceptance β:
+    its rollback rate and throughput equal the exact engine's (z < 5 over 40 replicates)."""
+    from sims.claims.sb import iid_pair
+    from spectheory.exact import sb as ex
+    from spectheory.rules import sb as R
+    rng = np.random.default_rng(1)
+    T, g, c = 3000, 4, 3.0
+    beta, conf, surv = np.full(T, 0.7), np.full(T, 0.9), np.full((T, 4), 0.7)
+    sums = np.array([replay_sb._replay(method, beta, conf, surv, g, np.full(g + 1, c), rng) for _ in range(40)])
+    want = ex.long_run_rates(iid_pair(0.7), {"sps": R.SPS, "pearl": R.PEARL}[method], R.Pipeline(g, c=c))
+    rb = sums[:, 3] / (sums[:, 2] + sums[:, 3])
+    tpt = sums[:, 1] / sums[:, 0]
+    assert abs(rb.mean() - want.rollback_rate) < 5 * rb.std(ddof=1) / np.sqrt(rb.size) + 2e-3
+    assert abs(tpt.mean() - want.tokens_per_time) < 5 * tpt.std(ddof=1) / np.sqrt(tpt.size) + 2e-3
