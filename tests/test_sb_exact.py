@@ -155,7 +155,8 @@ def test_larger_markov_pair_is_fast_enough():
 
 
 @pytest.mark.parametrize("method", (R.PEARL, R.SPECBRANCH, R.SB_NO_BRANCH, R.SB_NO_HRAD, R.BROKEN_SB_FIRST_BRANCH,
-                                    R.BROKEN_PEARL_NO_OVERLAP, with_rule(R.CODE), with_rule(R.IID_KSEQ)),
+                                    R.BROKEN_PEARL_NO_OVERLAP, with_rule(R.CODE), with_rule(R.IID_KSEQ), R.SPS,
+                                    R.BROKEN_SPS_SWAPPED, R.PSD, R.BROKEN_PSD_NO_OVERLAP),
                          ids=lambda m: m.name)
 @pytest.mark.parametrize("gamma", [1, 2, 4])
 def test_matrix_engine_equals_the_round_walk(method, gamma):
@@ -170,4 +171,4 @@ def test_matrix_engine_equals_the_round_walk(method, gamma):
             elif np.isfinite(v):
                 assert abs(v - b[k]) < 1e-10, k
     with pytest.raises(ValueError, match="matrix engine"):
-        ex.long_run_rates(M4, R.SPS, PIPE, engine="matrix")
+        ex.long_run_rates(M4, R.AR, PIPE, engine="matrix")

@@ -87,11 +87,14 @@ def uniform_policy(n_states: int) -> np.ndarray:
     return np.full((n_states, 3), 1.0 / 3.0)
 
 
-def subject_only(shrink):
+def subject_only(shrink, *, quick: bool = True):
     """A claim's ``shrink`` run for the subject only: a negative control fails by design, and
-    searching for its smallest counterexample would cost seconds for nothing."""
+    searching for its smallest counterexample would cost seconds for nothing. ``quick=False``:
+    searched in the default tier only (a search that trains H-RAD on every candidate pair)."""
     def run(ctx, subject):
-        return shrink(ctx, subject) if ctx.subject_name == "subject" else None
+        if ctx.subject_name != "subject" or (ctx.quick and not quick):
+            return None
+        return shrink(ctx, subject)
     run.__doc__ = shrink.__doc__
     return run
 
@@ -656,7 +659,8 @@ register(
                    "instance (k_max = 4, ε = 0.3); weakly aligned: easy/hard contexts (bimodal) and uniform mixing "
                    "(mix), V = 6, order 1. Exact: the round chain's long-run rates. MC: kernel rates at c = 4, "
                    "one-sided z-test of the difference. Strongly aligned pairs: reported (the paper states the "
-                   "ordering for weak alignment).",
+                   "ordering for weak alignment). The smallest counterexample (weakly aligned pairs V ≤ 3, best "
+                   "γ ≤ 3) is searched in the default tier.",
     parts=(Part("weak.sb-below-sps", "For weakly aligned pairs, SpecBranch's rollback rate is below SpS's.", relation="<"),
            Part("weak.sps-below-pearl", "For weakly aligned pairs, SpS's rollback rate is below PEARL's.", relation="<"),
            Part("strong", "The ordering for strongly aligned pairs.", relation="ordering", checkable=False,
@@ -671,7 +675,7 @@ register(
     mc_tests=4,
     shrink=subject_only(shrinker(rollback_order, fails=lambda c, m: m < -1e-9, applies=("V", "order", "c", "seed"),
                                  V_values=(2, 3), orders=(0, 1), gammas=(1,), seeds=range(3), extra={"c": (2.0, 4.0)},
-                                 pair_factory=_weak_factory, part="weak.sb-below-sps")))
+                                 pair_factory=_weak_factory, part="weak.sb-below-sps"), quick=False))
 
 
 def speed_order(pair: MarkovPair, study: Study, c: float, hi: str = "sb", lo: str = "pearl", gmax: int = 3):
@@ -735,7 +739,8 @@ register(
                    "drop = 1 − throughput without the component / with it; 'H-RAD matters most for weak' reads "
                    "drop_weak(no H-RAD) > drop_strong(no H-RAD), 'branching for strong' reads drop_strong(no branches) "
                    "> drop_weak(no branches), per instance kind and c. A target cost growing with the submitted "
-                   "tokens, c(1 + 0.1(n − 1)), is reported.",
+                   "tokens, c(1 + 0.1(n − 1)), is reported. The smallest counterexample of SpecBranch ≥ PEARL "
+                   "(weakly aligned pairs V ≤ 3, best γ ≤ 3) is searched in the default tier.",
     parts=(Part("sb-ge-pearl", "SpecBranch is at least as fast as PEARL at every alignment level.", relation="ordering"),
            Part("pearl-ge-sps", "PEARL is at least as fast as SpS at every alignment level.", relation="ordering"),
            Part("hrad-weak", "Removing H-RAD costs more at weak than at strong alignment.", relation=">",
@@ -753,7 +758,7 @@ register(
     mc_tests=4,
     shrink=subject_only(shrinker(speed_order, fails=lambda c, m: m < -1e-9, applies=("V", "order", "c", "seed"),
                                  V_values=(2, 3), orders=(0, 1), gammas=(1,), seeds=range(3), extra={"c": (2.0, 4.0)},
-                                 pair_factory=_weak_factory, part="sb-ge-pearl")))
+                                 pair_factory=_weak_factory, part="sb-ge-pearl"), quick=False))
 
 
 # --- sb.hrad ----------------------------------------------------------------------------------------------------

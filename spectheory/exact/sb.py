@@ -725,16 +725,140 @@ def long_run_rates(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_s
     model(pair, method, pipe)  # validates the arguments
     if engine not in ("auto", "walk", "matrix"):
         raise ValueError(f"engine must be 'auto', 'walk' or 'matrix', got {engine!r}")
-    matrix_ok = method.kind == "pipeline" and not method.keep_overlap
+    matrix_ok = method.kind in ("pipeline", "sps", "psd") and not method.keep_overlap
     if engine == "matrix" and not matrix_ok:
-        raise ValueError(f"the matrix engine runs pipelines without keep_overlap, not {method.name!r}")
+        raise ValueError(f"the matrix engine runs pipelines, SpS and PSD without keep_overlap, not {method.name!r}")
     if engine == "matrix" or (engine == "auto" and matrix_ok):
-        T, Rw, s0 = pipeline_chain_matrix(pair, method, pipe, start_state)
-        pi = stationary_distribution(T, start=s0)
+        chain = {"pipeline": pipeline_chain_matrix, "sps": sps_chain_matrix, "psd": psd_chain_matrix}[method.kind]
+        T, Rw, s0 = chain(pair, method, pipe, start_state)
+        pi = _stationary(T, s0)
         return rates_from_sums(pi @ Rw, pipe.c_ar)
     _, T, Rw = round_chain(pair, method, pipe, start_state)
-    pi = stationary_distribution(T, start=0)
+    pi = _stationary(T, 0)
     return rates_from_sums(pi @ Rw, pipe.c_ar)
+
+
+def _stationary(T: np.ndarray, start: int) -> np.ndarray:
+    """The long-run law of the round chain from ``start``: a direct solve on the states reachable
+    from it when they have one stationary law (the usual case), else
+    :func:`spectheory.markov.stationary_distribution` (reducible chains, exactly)."""
+    n = T.shape[0]
+    seen = np.zeros(n, dtype=bool)
+    seen[start] = True
+    frontier = np.array([start])
+    while frontier.size:
+        nxt = np.flatnonzero((T[frontier] > 0).any(axis=0) & ~seen)
+        seen[nxt] = True
+        frontier = nxt
+    idx = np.flatnonzero(seen)
+    Tr = T[np.ix_(idx, idx)]
+    A = Tr.T - np.eye(idx.size)
+    A[-1] = 1.0
+    b = np.zeros(idx.size)
+    b[-1] = 1.0
+    try:
+        pr = np.linalg.solve(A, b)
+    except np.linalg.LinAlgError:
+        return stationary_distribution(T, start=start)
+    if pr.min() < -1e-10 or np.abs(pr @ Tr - pr).max() > 1e-10:
+        return stationary_distribution(T, start=start)
+    out = np.zeros(n)
+    out[idx] = np.clip(pr, 0.0, None)
+    return out / out.sum()
+
+
+def _tok2state(mdl: "Model", W: np.ndarray) -> np.ndarray:
+    S, V = mdl.S, mdl.V
+    out = np.zeros((S, S))
+    np.add.at(out, (np.repeat(np.arange(S), V), mdl.nxt.ravel()), W.ravel())
+    return out
+
+
+def sps_chain_matrix(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_state: int = 0):
+    """``(T, Rw, start)``: SpS's round chain over source states (the state a round starts in) and
+    each state's expected round rewards, by the chain DP (the round of :func:`round_outcomes`)."""
+    mdl = model(pair, method, pipe)
+    if method.kind != "sps":
+        raise ValueError("sps_chain_matrix runs SpS")
+    start_state = check_state(start_state, pair.n_states)
+    S, g = mdl.S, pipe.gamma
+    cost = pipe.target_cost
+    A = _tok2state(mdl, mdl.Q * mdl.acc)
+    rej = 1.0 - mdl.beta
+    Rr = _tok2state(mdl, rej[:, None] * mdl.res)
+    T = np.zeros((S, S))
+    ri = {k: i for i, k in enumerate(REWARDS)}
+    Rw = np.zeros((S, len(REWARDS)))
+    Ak = np.eye(S)
+    e_tau = np.zeros(S)
+    for k in range(g):
+        pk = Ak @ rej                       # P(τ = k | s)
+        e_tau += k * pk
+        T += Ak @ Rr
+        Ak = Ak @ A
+    pg = Ak.sum(axis=1)                     # P(τ = γ | s)
+    e_tau += g * pg
+    T += Ak @ _tok2state(mdl, mdl.P)
+    Rw[:, ri["time"]] = g + cost[g]
+    Rw[:, ri["target_busy"]] = cost[g]
+    Rw[:, ri["draft_busy"]] = g
+    Rw[:, ri["emitted"]] = e_tau + 1.0
+    Rw[:, ri["accepted"]] = e_tau
+    Rw[:, ri["rolled_back"]] = g - e_tau
+    Rw[:, ri["rolled_back_submitted"]] = g - e_tau
+    Rw[:, ri["drafted"]] = g
+    Rw[:, ri["drafted_all"]] = g
+    Rw[:, ri["target_calls"]] = 1
+    Rw[:, ri["rounds"]] = 1
+    return T, Rw, start_state
+
+
+def psd_chain_matrix(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_state: int = 0):
+    """``(T, Rw, start)``: PSD's round chain over (EMPTY, x) = x and (READY, x) = S + x, and each
+    state's expected round rewards (the rounds of :func:`round_outcomes`)."""
+    mdl = model(pair, method, pipe)
+    if method.kind != "psd" or method.keep_overlap:
+        raise ValueError("psd_chain_matrix runs PSD without keep_overlap")
+    start_state = check_state(start_state, pair.n_states)
+    S, g = mdl.S, pipe.gamma
+    cost = pipe.target_cost
+    A = _tok2state(mdl, mdl.Q * mdl.acc)
+    rej = 1.0 - mdl.beta
+    Rr = _tok2state(mdl, rej[:, None] * mdl.res)
+    ri = {k: i for i, k in enumerate(REWARDS)}
+    T = np.zeros((2 * S, 2 * S))
+    Rw = np.zeros((2 * S, len(REWARDS)))
+    # EMPTY: a serial draft of γ, then READY in the same state
+    T[:S, S:] = np.eye(S)
+    Rw[:S, ri["time"]] = g
+    Rw[:S, ri["draft_busy"]] = g
+    Rw[:S, ri["drafted"]] = g
+    Rw[:S, ri["drafted_all"]] = g
+    Rw[:S, ri["rounds"]] = 1
+    # READY: verify γ while drafting γ
+    Ak = np.eye(S)
+    e_tau = np.zeros(S)
+    p_fail = np.zeros(S)
+    for k in range(g):
+        pk = Ak @ rej
+        e_tau += k * pk
+        p_fail += pk
+        T[S:, :S] += Ak @ Rr
+        Ak = Ak @ A
+    e_tau += g * Ak.sum(axis=1)
+    T[S:, S:] += Ak
+    Rw[S:, ri["time"]] = max(cost[g], g) if method.overlap else cost[g] + g
+    Rw[S:, ri["target_busy"]] = cost[g]
+    Rw[S:, ri["draft_busy"]] = g
+    Rw[S:, ri["emitted"]] = e_tau + p_fail       # τ accepted, + the correction after a rejection
+    Rw[S:, ri["accepted"]] = e_tau
+    Rw[S:, ri["rolled_back"]] = (g - e_tau) + g * p_fail
+    Rw[S:, ri["rolled_back_submitted"]] = g - e_tau
+    Rw[S:, ri["drafted"]] = g
+    Rw[S:, ri["drafted_all"]] = g
+    Rw[S:, ri["target_calls"]] = 1
+    Rw[S:, ri["rounds"]] = 1
+    return T, Rw, start_state
 
 
 def pipeline_chain_matrix(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_state: int = 0):

@@ -83,6 +83,10 @@ MUTANTS = [
          why="H-RAD labels: all-reject and all-accept swapped"),
     dict(path="spectheory/hrad.py", old="    slope = clf.W[-2] / clf.sd[-1]", new="    slope = clf.W[-2]",
          why="H-RAD policy table: the target feature's weight used without undoing the standardisation"),
+    dict(path="spectheory/exact/sb.py", old="        T[S:, :S] += Ak @ Rr\n", new="        T[S:, S:] += Ak @ Rr\n",
+         why="matrix PSD: after a rejection the next block is ready (the serial redraft skipped)"),
+    dict(path="spectheory/exact/sb.py", old='    Rw[:, ri["emitted"]] = e_tau + 1.0\n', new='    Rw[:, ri["emitted"]] = e_tau\n',
+         why="matrix SpS: the correction/bonus token of a round not counted"),
     # --- the claims layer (caught by verify --quick or tests/test_sb_claims.py) ---
     dict(path="sims/claims/sb.py", old="    return 0.0, b - a, {lo: a, hi: b}",
          new="    return 0.0, a - b, {lo: a, hi: b}", why="rollback ordering compared the wrong way round"),
