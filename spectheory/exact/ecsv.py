@@ -536,5 +536,42 @@ def horizon_means(setup: Setup, n_steps: int, start_state: int = 0) -> dict:
             occ += (n_steps - t - 1) * nxt
             break
         dist = nxt
-    occ /= n_steps
+    occ /= occ.sum()  # = n_steps up to the rounding of the step laws' total mass
     return _ratios({k: float(occ @ v) for k, v in x.items()})
+
+
+def harness(sources: dict, methods, Bs, ks, drafters, *, tv_tokens: int = 3, reading: str = "match",
+            regime: str = "sampling") -> list[dict]:
+    """The falsification harness, exactly, on small instances: one row per (source,
+    drafter, B, k, method) with the long-run accepted length, tokens per step, verifier
+    positions per step and per output token (both accountings), cross-entropy to p per
+    token, and TV / cross-entropy of the first ``tv_tokens`` emitted tokens from state 0.
+    Same rows (keys and method naming) as :func:`spectheory.montecarlo.ecsv.harness`,
+    numbers instead of estimates."""
+    from ..markov import MarkovPair
+    from ..rules.ecsv import Drafter
+    if not isinstance(sources, dict) or not sources:
+        raise ValueError("sources must be a non-empty dict {name: MarkovPair}")
+    if reading not in ("match", "rs", "rs_exact"):
+        raise ValueError(f"reading must be 'match', 'rs' or 'rs_exact', got {reading!r}")
+    rows = []
+    for src, pair in sources.items():
+        check_type(pair, MarkovPair, f"sources[{src!r}]")
+        for dr in drafters:
+            check_type(dr, Drafter, "drafter")
+            for B in Bs:
+                for k in ks:
+                    for m0 in methods:
+                        m = m0.regime(regime)
+                        if regime == "sampling" and m.kind == "fusion":
+                            m = m.with_verify(reading)
+                        if m0.kind == "sd1" and B != Bs[0]:
+                            continue
+                        setup = Setup(pair, m, B, k, dr)
+                        row = {"source": src, "drafter": dr.name, "B": B, "k": k, "method": m0.name,
+                               "verify": m.verify, "R_used": setup.R_used, "d": setup.d,
+                               "allowance": setup.allowance, **long_run(setup)}
+                        row["tv"] = tv_to_target(setup, tv_tokens)
+                        row["ce_first"] = cross_entropy_first(setup, tv_tokens)
+                        rows.append(row)
+    return rows
