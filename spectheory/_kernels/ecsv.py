@@ -10,14 +10,17 @@ drafter's sampling law with its alias tables, entropies and logs, the target's a
 second-largest log, the method's switches, and — for the exact-proposal reading — the
 fused token's proposal rows). Uniforms come from the xoshiro256++ streams of the sampling
 core (:mod:`spectheory._kernels.core`); every draw of a row is an alias draw (one uniform)
-or an inverse-CDF draw over computed weights (one uniform).
+or an inverse-CDF draw over computed weights (one uniform). The stream drivers are serial
+(no ``prange``): the kernel is cheap per step and a parallel driver doubled the cold compile
+time on the 2-core machine; streams are still independent, so results do not depend on how
+they are scheduled.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .core import alias_draw, next_double
 
@@ -476,9 +479,9 @@ def stream(st, T, s0, n_steps, out_tau, out_cost_par, out_cost_seq, out_ce):
             s = (s * T.V + W.emit[j]) % T.S
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def streams(states, T, s0, per, out_tau, out_cost_par, out_cost_seq, out_ce):
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         lo = i * per
         stream(states[i], T, s0, per, out_tau[lo:lo + per], out_cost_par[lo:lo + per],
                out_cost_seq[lo:lo + per], out_ce[lo:lo + per])
@@ -507,9 +510,9 @@ def first_tokens(st, T, s0, n_runs, n_tokens, out_tokens, out_draft, out_tau):
                 s = (s * T.V + W.emit[j]) % T.S
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def first_tokens_runs(states, T, s0, per, n_tokens, out_tokens, out_draft, out_tau):
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         lo = i * per
         first_tokens(states[i], T, s0, per, n_tokens, out_tokens[lo:lo + per], out_draft[lo:lo + per],
                      out_tau[lo:lo + per])

@@ -8,7 +8,7 @@ The public functions validate their arguments, build the kernel's tables from a
 :class:`spectheory.rules.ecsv.Setup` (alias tables of the target and the drafter's sampling
 law; for the exact-proposal reading, the fused token's proposal rows by enumeration), split
 the work over independent xoshiro256++ streams (:func:`spectheory.rng.stream_states`; results
-do not depend on the thread count) and call the kernel with preallocated outputs.
+do not depend on how the streams are scheduled) and call the kernel with preallocated outputs.
 
 Estimators (stated where they are reported):
 
