@@ -220,3 +220,22 @@ def test_exact_harness_rows():
 def test_refuses_large_enumerations():
     with pytest.raises(ValueError, match="too many to enumerate"):
         ex.step_law(R.Setup(MIX, R.ECSV_LITE, 8, 8), 0)
+
+
+def test_drafter_sampling_law():
+    q = np.array([[0.5, 0.3, 0.15, 0.05]])
+    np.testing.assert_allclose(R.CLEAN.rows(q), q)
+    hot = R.Drafter("hot", temperature=2.0).rows(q)
+    np.testing.assert_allclose(hot, np.sqrt(q) / np.sqrt(q).sum())
+    # nucleus 0.75: 0.5 and 0.3 are kept (mass before them 0 and 0.5 < 0.75); 0.15 has 0.8 before it
+    np.testing.assert_allclose(R.Drafter("p", top_p=0.75).rows(q), [[0.625, 0.375, 0.0, 0.0]])
+    quant = R.Drafter("q", quantize_step=1.0).rows(q)
+    z = np.round(np.log(q)) - np.round(np.log(q)).max()
+    np.testing.assert_allclose(quant, np.exp(z) / np.exp(z).sum())
+    # the noisy drafter overlaps p less than the clean one on every harness source
+    from spectheory.divergences import overlap
+    from spectheory.montecarlo import ecsv as mc
+    for pair in mc.default_sources().values():
+        clean = overlap(pair.target.rows, R.CLEAN.rows(pair.draft.rows)).mean()
+        noisy = overlap(pair.target.rows, R.NOISY.rows(pair.draft.rows)).mean()
+        assert noisy < clean - 0.02

@@ -162,3 +162,30 @@ def test_harness_and_falsification_rules():
     for r, e in zip(rows, exact):
         assert (r["method"], r["B"]) == (e["method"], e["B"])
         assert abs(r["accepted_length"].value - e["accepted_length"]) < 6 * r["accepted_length"].se + 0.01
+
+
+def test_falsification_rule_logic():
+    """Decision rules on a synthetic table: improving both metrics on 2 sources avoids the
+    rejection; one metric alone does not; Vote-unif 'matches' unless ECSV beats it by > 1%."""
+    E = mc.Estimate
+
+    def row(src, meth, acc, ce, B=2):
+        return {"source": src, "drafter": "clean", "B": B, "k": 2, "method": meth,
+                "accepted_length": E(acc, 0.001, 1000, ""), "ce_per_token": E(ce, 0.001, 1000, ""),
+                "vtpo_parallel": E(1.0, 0.0, 1000, "")}
+
+    rows = []
+    for src in ("a", "b", "c"):
+        rows += [row(src, "SD-1", 1.0, 1.0), row(src, "Vote-unif", 1.2, 0.9)]
+    rows += [row("a", "ECSV-lite", 1.5, 0.8), row("b", "ECSV-lite", 1.5, 0.8), row("c", "ECSV-lite", 1.5, 1.2)]
+    dec = mc.falsification(rows, variants=("ECSV-lite",))
+    c = dec["configs"][0]
+    assert c["n_improves"] == 2 and not c["reject"] and c["n_beats_vote"] == 3 and not c["revise"]
+    rows2 = [r for r in rows if r["method"] != "ECSV-lite"]
+    rows2 += [row(s, "ECSV-lite", 1.5, 1.0) for s in ("a", "b", "c")]   # accepted length only
+    c2 = mc.falsification(rows2, variants=("ECSV-lite",))["configs"][0]
+    assert c2["n_improves"] == 0 and c2["reject"] and c2["n_accepted_up"] == 3
+    rows3 = [r for r in rows if r["method"] != "ECSV-lite"]
+    rows3 += [row(s, "ECSV-lite", 1.205, 0.8) for s in ("a", "b", "c")]  # within 1% of the vote
+    c3 = mc.falsification(rows3, variants=("ECSV-lite",))["configs"][0]
+    assert c3["revise"] and c3["n_beats_vote"] == 0
