@@ -189,3 +189,47 @@ def test_falsification_rule_logic():
     rows3 += [row(s, "ECSV-lite", 1.205, 0.8) for s in ("a", "b", "c")]  # within 1% of the vote
     c3 = mc.falsification(rows3, variants=("ECSV-lite",))["configs"][0]
     assert c3["revise"] and c3["n_beats_vote"] == 0
+
+
+VARIED = random_pair(4, 1, concentration=0.3, seed=7)   # rows of very different entropies
+
+
+def _kernel_fuse_all(setup, s0):
+    """The kernel's fusion (``_fuse``) on every enumerated branch tuple of ``setup``."""
+    from spectheory._kernels import ecsv as K
+    T = mc.tables(setup)
+    W = K._make_work(T.B, T.d, T.V)
+    tok, st, _ = ex._enumerate(setup, s0)
+    out = np.empty((tok.shape[0], setup.d), dtype=np.int64)
+    for i in range(tok.shape[0]):
+        W.tok[:] = tok[i]
+        W.bst[:] = st[i]
+        K._fuse(T, W, s0)
+        out[i] = W.fused
+    return out, ex.fuse(setup, tok, st, s0)[0]
+
+
+@pytest.mark.parametrize("method", (R.VOTE_UNIF, R.ECSV_LITE, R.ECSV_BRANCHWISE, R.ecsv_spot(1), R.ecsv_spot(2),
+                                    R.ECSV_SOFT, R.replace(R.ECSV_SOFT, name="soft λ=4", lam=4.0),
+                                    R.SPOT_LEAST, R.INVERTED_WEIGHTS), ids=lambda m: m.name)
+@pytest.mark.parametrize("pair,B,k", [(VARIED, 3, 2), (VARIED, 2, 4), (MIX, 3, 3)], ids=("V4-B3k2", "V4-B2k4", "V3-B3k3"))
+def test_kernel_fusion_equals_exact_on_every_tuple(method, pair, B, k):
+    """Deterministic: the kernel's fusion equals the exact engine's on every branch tuple (a
+    reliability-scale slip changes only a few tuples, too few for a statistical test)."""
+    got, want = _kernel_fuse_all(R.Setup(pair, method, B, k), 1)
+    bad = np.flatnonzero((got != want).any(axis=1))
+    assert bad.size == 0, f"{bad.size} tuples differ, first {bad[:3]}"
+
+
+def test_scale_slips_change_some_fusions():
+    """The instance above is sensitive to the slips the mutants plant: agreement over B instead
+    of B − 1, a branchwise sum instead of a mean, and the top-M candidates at λ = 4."""
+    from dataclasses import replace
+    def fused(m, B, k):
+        s = R.Setup(VARIED, m, B, k)
+        tok, st, _ = ex._enumerate(s, 0)
+        return ex.fuse(s, tok, st, 0)[0]
+    assert (fused(R.ECSV_LITE, 3, 2) != fused(replace(R.ECSV_LITE, alpha=(1.0, 2 / 3, 0.0, 0.0)), 3, 2)).any()
+    assert (fused(R.ECSV_BRANCHWISE, 3, 2) != fused(replace(R.ECSV_BRANCHWISE, gamma=2.0), 3, 2)).any()
+    soft = replace(R.ECSV_SOFT, lam=4.0)
+    assert (fused(soft, 2, 4) != fused(replace(soft, top_m=0), 2, 4)).any()

@@ -11,9 +11,10 @@ EX = "spectheory/exact/ecsv.py"
 
 MUTANTS = [
     # --- kernel: reliability signals and weights ---
-    dict(path=K, old="                    if b2 != b and W.tok[b2, j] == x:\n",
-         new="                    if W.tok[b2, j] == x:\n",
-         why="kernel: a branch counts itself in its inter-branch agreement"),
+    dict(path=K, old="                agr = same / (B - 1) if B > 1 else 0.0",
+         new="                agr = same / B",
+         why="kernel: agreement as a fraction of all B branches instead of the B − 1 others (a branch "
+             "counting itself would only shift every r by a constant, which cancels in exp/argmax)"),
     dict(path=K, old="W.r[b, j] = T.a_ent * (-T.q_ent[row])", new="W.r[b, j] = T.a_ent * (T.q_ent[row])",
          why="kernel: entropy enters the reliability with the wrong sign (u = +H instead of −H)"),
     dict(path=K, old="            W.w[b, j] = np.exp(T.gamma * W.r[b, j] - zmax)",
@@ -34,9 +35,10 @@ MUTANTS = [
     # --- kernel: spot checks ---
     dict(path=K, old="        s = (s * V + W.fused0[j]) % S", new="        s = (s * V + W.tok[0, j]) % S",
          why="kernel: spot-check rows read along branch 1 instead of the first-pass fused prefix"),
-    dict(path=K, old="W.r[b, j] += T.a_spot * (T.p_log[prow, W.tok[b, j]] - T.p_second_log[prow])",
-         new="W.r[b, j] += T.a_spot * T.p_log[prow, W.tok[b, j]]",
-         why="kernel: spot feature log p(t̂) without subtracting log p(second best)"),
+    dict(path=K, old="            prow = T.p_ros[s]\n            W.spot_row[j] = prow",
+         new="            prow = T.p_ros[s0]\n            W.spot_row[j] = prow",
+         why="kernel: every spot check reads the verifier's row at the step's start state (the "
+             "−log p(second best) term itself is a per-position constant: dropping it changes nothing)"),
     dict(path=K, old="            if best < 0 or k1 > b1 or (k1 == b1 and k2 > b2):",
          new="            if best < 0 or k1 < b1 or (k1 == b1 and k2 > b2):",
          why="kernel: spot checks at the least disagreeing positions"),
@@ -65,8 +67,8 @@ MUTANTS = [
          why="kernel: the bonus token drawn from the verifier's row at the step's start state"),
     # --- exact engine ---
     dict(path=EX, old="        agr = ((tok[:, :, None, :] == tok[:, None, :, :]).sum(axis=2) - 1) / (B - 1)",
-         new="        agr = ((tok[:, :, None, :] == tok[:, None, :, :]).sum(axis=2)) / (B - 1)",
-         why="exact: agreement counts the branch itself"),
+         new="        agr = ((tok[:, :, None, :] == tok[:, None, :, :]).sum(axis=2) - 1) / B",
+         why="exact: agreement as a fraction of all B branches instead of the B − 1 others"),
     dict(path=EX, old="                res = np.maximum(P[:, j] - qprop[:, j], 0.0)",
          new="                res = np.abs(P[:, j] - qprop[:, j])",
          why="exact rs readings: residual |p − q| instead of max(p − q, 0)"),
