@@ -1,8 +1,21 @@
-"""Render a report: terminal table (rich), Markdown, JSON (schema ``spectheory.report/1``)."""
+"""Render a report: terminal table (rich) and Markdown (schema ``spectheory.report/2``; the JSON
+is written by :func:`spectheory.judge.format.write_json`). Also renders conformance reports,
+which have no parts."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from spectheory.judge.format import fmt, interval
+
+#: one line under every summary table: what its columns mean
+LEGEND = ("relation: = value equality, law two distributions equal, ≤ ≥ < > bounds, ordering a ranking "
+          "of methods, monotone in a parameter, scaling a growth rate, exists some setting achieves it · "
+          "verdict: holds / fails / inconclusive / not-checkable, derived from the claim's parts "
+          "(`fails (1 of 3 parts)`: one part fails) · claimed, measured, interval, p: the first failing "
+          "evidence, else the first Monte Carlo one · negative controls: broken variants the check must "
+          "call fails")
+
+#: counterexample keys that are not settings of the instance
+_CEX_META = ("source", "claimed", "measured", "call", "part", "what")
+_SYMBOL = {"gamma": "γ"}
 
 
 def primary_evidence(claim: dict) -> dict | None:
@@ -17,22 +30,6 @@ def primary_evidence(claim: dict) -> dict | None:
     return ev[0] if ev else None
 
 
-def fmt(x, digits: int = 6) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, str):
-        return x
-    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
-        return f"{x:.3e}"
-    return f"{x:.{digits}g}"
-
-
-def interval(e: dict | None) -> str:
-    if not e or e.get("ci_low") is None:
-        return "–"
-    return f"[{fmt(e['ci_low'])}, {fmt(e['ci_high'])}]"
-
-
 def _modes(claim) -> str:
     return "+".join(sorted({e["mode"] for e in claim["evidence"] if e["outcome"] != "info"}))
 
@@ -41,11 +38,8 @@ def _controls(claim) -> str:
     return ", ".join(f"{c['name']}: {c['verdict']}" for c in claim["controls"]) or "–"
 
 
-def write_json(report: dict, path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    return path
+def _summary(claim) -> str:
+    return claim.get("summary") or claim["verdict"]
 
 
 def print_table(report: dict, console=None) -> None:
@@ -57,34 +51,64 @@ def print_table(report: dict, console=None) -> None:
             console = Console(width=160)
     colour = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim"}
     t = Table(title=f"spectheory verify ({'quick' if report['run']['quick'] else 'default'} tier, "
-                    f"seed {report['run']['seed']}, {report['run']['duration_s']} s)")
-    for col in ("claim", "verdict", "modes", "claimed", "measured", "interval", "p", "negative controls"):
+                    f"seed {report['run']['seed']}, {report['run']['duration_s']} s)", caption=LEGEND)
+    for col in ("claim", "relation", "verdict", "modes", "claimed", "measured", "interval", "p", "negative controls"):
         t.add_column(col)
     for c in report["claims"]:
         e = primary_evidence(c)
-        t.add_row(c["id"], f"[{colour[c['verdict']]}]{c['verdict']}[/]", _modes(c),
+        t.add_row(c["id"], c.get("relation", "–"), f"[{colour[c['verdict']]}]{_summary(c)}[/]", _modes(c),
                   fmt(e and e["claimed"]), fmt(e and e["measured"]), interval(e),
                   fmt(e and e["p_value"], 3), _controls(c))
     console.print(t)
 
 
-def _evidence_table(evidence: list[dict]) -> list[str]:
-    rows = ["| mode | instance | claimed | measured | interval | p | n | detectable | tolerance | outcome | test |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+def _evidence_table(evidence: list[dict], parts: bool = False) -> list[str]:
+    head = "| part " if parts else ""
+    rows = [head + "| mode | instance | claimed | measured | interval | p | n | detectable | tolerance | outcome | test |",
+            ("|---" if parts else "") + "|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in evidence:
-        rows.append("| " + " | ".join([
+        rows.append("| " + " | ".join(([e.get("part") or "–"] if parts else []) + [
             e["mode"], e["instance"], fmt(e["claimed"]), fmt(e["measured"]), interval(e),
             fmt(e["p_value"], 3), fmt(e["n"]), fmt(e["detectable"], 3), fmt(e["tolerance"], 3),
             e["outcome"], (e["test"] + (f"; {e['note']}" if e["note"] else "")).replace("|", "\\|")]) + " |")
     return rows
 
 
-def _cex(cex) -> str:
+def _setting(k, v) -> str:
+    return f"{_SYMBOL.get(k, k)}={v}"
+
+
+def cex_line(cex) -> str:
+    """One line: the settings that apply, where the instance comes from, claimed and measured,
+    and the one-line call that recomputes them (when the shrinker gives one)."""
     if not cex:
         return ""
-    return (f"smallest counterexample: V={cex['V']}, order={cex['order']}, γ={cex['gamma']}, "
-            f"K={cex['K']}, seed={cex['seed']} (`{cex['source']}`): claimed {fmt(cex['claimed'])}, "
-            f"measured {fmt(cex['measured'])}")
+    settings = ", ".join(_setting(k, v) for k, v in cex.items() if k not in _CEX_META)
+    text = (f"smallest counterexample: {settings}" + (f" (`{cex['source']}`)" if cex.get("source") else "")
+            + f": claimed {fmt(cex.get('claimed'))}, measured {fmt(cex.get('measured'))}")
+    if cex.get("what"):
+        text += f" ({cex['what']})"
+    if cex.get("call"):
+        text += f"; recompute: `{cex['call']}`"
+    return text
+
+
+def _slack_line(rec) -> str:
+    return (f"least slack {fmt(rec.get('value'))} ({rec.get('search', '')})"
+            + (f" at `{rec['call']}`" if rec.get("call") else ""))
+
+
+def _parts_lines(c) -> list[str]:
+    parts = c.get("parts") or []
+    if len(parts) <= 1 and not any(p.get("least_slack") for p in parts):
+        return []
+    out = ["Parts:", ""]
+    for p in parts:
+        v = p["verdict"] + (f": {p['reason']}" if not p["checkable"] and p.get("reason") else "")
+        out.append(f"- `{p['id']}` ({p['relation']}) **{v}**: {p['statement']}")
+        if p.get("least_slack"):
+            out.append(f"  - {_slack_line(p['least_slack'])}")
+    return out + [""]
 
 
 def to_markdown(report: dict) -> str:
@@ -94,25 +118,33 @@ def to_markdown(report: dict) -> str:
              f"{'quick' if run['quick'] else 'default'} tier · {run['duration_s']} s · "
              f"family-wise α = {run['alpha_family']} ({run['correction']}; "
              f"{run['mc_tests_in_registry']} tests, α per test = {run['alpha_per_test']:.3g}, power {run['power']})",
-             "", "| claim | verdict | modes | claimed | measured | interval | p | negative controls |",
-             "|---|---|---|---|---|---|---|---|"]
+             "", "| claim | relation | verdict | modes | claimed | measured | interval | p | negative controls |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for c in report["claims"]:
         e = primary_evidence(c)
-        lines.append(f"| `{c['id']}` | **{c['verdict']}** | {_modes(c)} | {fmt(e and e['claimed'])} | "
-                     f"{fmt(e and e['measured'])} | {interval(e)} | {fmt(e and e['p_value'], 3)} | {_controls(c)} |")
+        lines.append(f"| `{c['id']}` | {c.get('relation', '–')} | **{_summary(c)}** | {_modes(c)} | "
+                     f"{fmt(e and e['claimed'])} | {fmt(e and e['measured'])} | {interval(e)} | "
+                     f"{fmt(e and e['p_value'], 3)} | {_controls(c)} |")
+    lines += ["", f"*{LEGEND}.*"]
     for c in report["claims"]:
-        lines += ["", f"## `{c['id']}` — {c['verdict']}", "", f"> {c['statement']}", "",
+        multi = len(c.get("parts") or []) > 1
+        lines += ["", f"## `{c['id']}` — {_summary(c)}", "", f"> {c['statement']}", "",
                   f"*{c['paper']}, {c['reference']}.* {c['interpretation']}", ""]
+        lines += _parts_lines(c)
         lines += [f"- {n}" for n in c["notes"]]
         if c["counterexample"]:
-            lines += [f"- {_cex(c['counterexample'])}", ""]
-        lines += _evidence_table(c["evidence"])
+            where = next((p["id"] for p in c.get("parts") or [] if p.get("counterexample")), None)
+            lines += [f"- {cex_line(c['counterexample'])}" + (f" (part `{where}`)" if multi and where else ""), ""]
+        lines += _evidence_table(c["evidence"], parts=multi)
         for ctl in c["controls"]:
             per_mode = ", ".join(f"{m} {v}" for m, v in ctl.get("modes", {}).items())
             lines += ["", f"**Negative control `{ctl['name']}`** ({ctl['description']}): **{ctl['verdict']}**"
                       + (f" (per mode: {per_mode}; must fail in {', '.join(ctl['required_modes'])})"
                          if per_mode and ctl.get("required_modes") else "")]
+            if multi and ctl.get("parts"):
+                lines += ["", "Per part: " + "; ".join(
+                    f"`{p}` " + ", ".join(f"{m} {v}" for m, v in pm.items()) for p, pm in ctl["parts"].items())]
             if ctl["counterexample"]:
-                lines += ["", f"- {_cex(ctl['counterexample'])}"]
-            lines += [""] + _evidence_table(ctl["evidence"])
+                lines += ["", f"- {cex_line(ctl['counterexample'])}"]
+            lines += [""] + _evidence_table(ctl["evidence"], parts=multi)
     return "\n".join(lines) + "\n"

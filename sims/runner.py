@@ -1,59 +1,69 @@
-"""Run registered claim checks and assemble a report (schema ``spectheory.report/1``)."""
+"""Run registered claim checks and assemble a report (schema ``spectheory.report/2``,
+docs/report_schema.md; the JSON Schema is ``sims/schemas/report-2.json``)."""
 from __future__ import annotations
 
 import platform
 import time
 from datetime import datetime, timezone
 
-from .evidence import MODES, combine
+from spectheory.judge import verdicts
+from spectheory.judge.evidence import combine
+from spectheory.judge.format import versions
+
+from . import papers
 from .registry import Claim, Context, select, total_mc_tests
 
-SCHEMA = "spectheory.report/1"
+SCHEMA = "spectheory.report/2"
 
 
-def _versions() -> dict:
-    import numba
-    import numpy
-    import scipy
-
-    from spectheory import __version__
-    return {"spectheory": __version__, "python": platform.python_version(), "numpy": numpy.__version__,
-            "scipy": scipy.__version__, "numba": numba.__version__}
+def control_verdict(claim: Claim, control, evidence):
+    """The judge's verdict of ``control`` of ``claim``: ``fails`` only if it fails in every
+    (part, mode) it is required in. Returns (verdict, per mode, per part per mode)."""
+    tag_parts(claim, evidence, f"control:{control.name}")
+    return verdicts.control_verdict(claim.control_requirements(control), evidence)
 
 
-def mode_verdicts(evidence) -> dict[str, str]:
-    """Verdict per evidence mode (``combine`` over that mode's evidence alone)."""
-    return {m: combine([e for e in evidence if e.mode == m]) for m in MODES
-            if any(e.mode == m for e in evidence)}
-
-
-def control_verdict(claim: Claim, control, evidence) -> tuple[str, dict[str, str]]:
-    """A control counts as ``fails`` only if it fails in *every* mode it is registered for:
-    a broken algorithm caught by the exact engine alone leaves the Monte Carlo unchecked."""
-    per_mode = mode_verdicts(evidence)
-    need = [m for m in claim.control_modes(control) if m != "logits"]
-    if all(per_mode.get(m) == "fails" for m in need):
-        return "fails", per_mode
-    overall = combine(evidence)
-    return (overall if overall != "fails" else "inconclusive"), per_mode
+def tag_parts(claim: Claim, evidence, who: str = "subject") -> None:
+    """Give every evidence item its part (a one-part claim's only part when it names none) and
+    refuse evidence for an unknown part, evidence of a multi-part claim that names no part, and
+    graded evidence in a part declared not checkable."""
+    parts = {p.id: p for p in claim.parts}
+    only = claim.parts[0].id if len(claim.parts) == 1 else None
+    for e in evidence:
+        if e.part is None:
+            if only is None:
+                raise RuntimeError(f"{claim.id} ({who}): evidence {e.instance!r} names no part; tag it with "
+                                   f"ctx.part(...) or part=... (parts: {', '.join(parts)})")
+            e.part = only
+        elif e.part not in parts:
+            raise RuntimeError(f"{claim.id} ({who}): evidence {e.instance!r} names unknown part {e.part!r} "
+                               f"(parts: {', '.join(parts)})")
+        if not parts[e.part].checkable and e.outcome != "info":
+            raise RuntimeError(f"{claim.id} ({who}): graded evidence {e.instance!r} in part {e.part!r}, declared "
+                               "not checkable (only info evidence may go there)")
 
 
 def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float):
-    ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name)
+    ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name,
+                  parts=claim.parts)
     t0 = time.perf_counter()
     evidence = claim.check(ctx, subject)
     if ctx.mc_tests_run != claim.mc_tests:
         raise RuntimeError(f"{claim.id}: check ran {ctx.mc_tests_run} Monte Carlo tests but registered "
                            f"mc_tests={claim.mc_tests}; the Bonferroni split would be wrong")
+    tag_parts(claim, evidence, subject_name)
     if subject_name == "subject":
-        graded = {e.mode for e in evidence if e.outcome != "info"}
-        missing = [m for m in claim.modes if m != "logits" and m not in graded]
-        if missing:
-            raise RuntimeError(f"{claim.id}: registered modes {claim.modes} but the check graded no "
-                               f"evidence in {missing}")
+        for part in claim.checkable_parts:
+            graded = {e.mode for e in evidence if e.outcome != "info" and e.part == part.id}
+            missing = [m for m in claim.part_modes(part) if m != "logits" and m not in graded]
+            if missing:
+                where = "" if len(claim.parts) == 1 else f" part {part.id!r}"
+                raise RuntimeError(f"{claim.id}:{where} registered modes {claim.part_modes(part)} but the check "
+                                   f"graded no evidence in {missing} (a part that cannot be graded is declared "
+                                   "checkable=False with a reason)")
     verdict = combine(evidence)
     counterexample = claim.shrink(ctx, subject) if verdict == "fails" and claim.shrink else None
-    return verdict, evidence, counterexample, time.perf_counter() - t0
+    return verdict, evidence, counterexample, time.perf_counter() - t0, ctx.slack
 
 
 def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha: float):
@@ -81,15 +91,18 @@ def _family_groups(tasks) -> list[list[tuple[str, str | None]]]:
 
 
 def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha: float = 0.01,
-               progress: bool = True, jobs: int = 1, executor=None, logits=None) -> dict:
+               progress: bool = True, jobs: int = 1, executor=None, extra_evidence=None,
+               extra_source: str | None = None) -> dict:
     """Run every claim matching ``pattern`` and its negative controls; return the report.
     ``jobs`` > 1 (or an ``executor``) runs the checks in parallel (a local process pool,
     :mod:`sims.sweep`), each family's checks in one worker so its kernels compile once;
     ``jobs=0`` means one worker per CPU (serial on one CPU). Every check is seeded from (seed,
     claim, subject), so the report is the one the serial run gives (timings aside).
 
-    logits: a ``validate`` run directory; its ``logits`` evidence (validate.evidence) joins
-    each claim's evidence and verdict (tested at the report's per-test level)."""
+    extra_evidence: ``{claim_id: [Evidence, ...]}`` computed elsewhere (real-model ``logits``
+    evidence: the command line computes it with ``validate``, which this floor never imports);
+    it joins the subject's evidence and verdict. extra_source: where it came from (the report's
+    ``run.logits_run``)."""
     from spectheory.checks import check_int, check_real
     seed = check_int(seed, "seed", min=0)
     alpha = check_real(alpha, "alpha (family-wise error rate)", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -98,6 +111,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         import os
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     claims = select(pattern)
+    by_id = {c.id: c for c in claims}
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     tasks = [(c, None) for c in claims] + [(c, ctl) for c in claims for ctl in c.controls]
@@ -109,10 +123,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
                        TimeElapsedColumn(), transient=True)
         bar.start()
         job = bar.add_task("checks", total=len(tasks))
-    extra = {}
-    if logits is not None:
-        from validate.evidence import logits_evidence
-        extra = logits_evidence(logits, alpha=alpha / max(1, total_mc_tests()))
+    extra = dict(extra_evidence or {})
     try:
         groups = _family_groups(tasks)
         if (jobs > 1 and len(groups) > 1) or executor is not None:
@@ -147,33 +158,12 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
             bar.stop()
     for cid, evs in extra.items():  # real-logit evidence joins the claim's verdict (serial or parallel)
         if (cid, None) in results and evs:
-            v, ev, cex, secs = results[(cid, None)]
-            ev = list(ev) + evs
-            results[(cid, None)] = (combine(ev) if v != "fails" else v, ev, cex, secs)
+            v, ev, cex, secs, slack = results[(cid, None)]
+            evs = list(evs)
+            tag_parts(by_id[cid], evs, "extra evidence")
+            results[(cid, None)] = (v, list(ev) + evs, cex, secs, slack)
 
-    out = []
-    for claim in claims:
-        verdict, evidence, cex, secs = results[(claim.id, None)]
-        notes = []
-        controls = []
-        for ctl in claim.controls:
-            _, cev, ccex, csecs = results[(claim.id, ctl.name)]
-            cv, per_mode = control_verdict(claim, ctl, cev)
-            controls.append({"name": ctl.name, "description": ctl.description, "verdict": cv,
-                             "modes": per_mode, "required_modes": list(claim.control_modes(ctl)),
-                             "evidence": [e.to_json() for e in cev], "counterexample": ccex,
-                             "seconds": round(csecs, 3)})
-            if cv != "fails" and verdict != "fails":
-                verdict = "inconclusive"
-                missed = [m for m in claim.control_modes(ctl) if m != "logits" and per_mode.get(m) != "fails"]
-                notes.append(f"negative control {ctl.name!r} did not fail in mode(s) {missed} "
-                             f"(per mode: {per_mode}): the check cannot tell a broken algorithm "
-                             "from a correct one there")
-        out.append({"id": claim.id, "verdict": verdict, "statement": claim.statement,
-                    "paper": claim.paper, "reference": claim.reference,
-                    "interpretation": claim.interpretation,
-                    "evidence": [e.to_json() for e in evidence], "counterexample": cex,
-                    "controls": controls, "notes": notes, "seconds": round(secs, 3)})
+    out = [_claim_entry(claim, results) for claim in claims]
     m = total_mc_tests()
     return {
         "schema": SCHEMA,
@@ -181,7 +171,67 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         "run": {"claims_pattern": pattern, "seed": seed, "quick": quick, "alpha_family": alpha,
                 "mc_tests_in_registry": m, "alpha_per_test": alpha / max(1, m),
                 "correction": "Bonferroni over every Monte Carlo test in the registry (controls included)",
-                "power": 0.9, "logits_run": None if logits is None else str(logits), "started_at": started.isoformat(timespec="seconds"),
-                "duration_s": round(time.perf_counter() - t0, 2), "versions": _versions(),
+                "power": 0.9, "logits_run": extra_source, "started_at": started.isoformat(timespec="seconds"),
+                "duration_s": round(time.perf_counter() - t0, 2), "versions": versions(),
                 "platform": platform.platform()},
     }
+
+
+def _failing_part(claim: Claim, evidence, cex) -> str | None:
+    """The part a counterexample belongs to: the one it names, else the first failing part."""
+    if cex and cex.get("part") in {p.id for p in claim.parts}:
+        return cex["part"]
+    for p in claim.checkable_parts:
+        if verdicts.part_verdict(evidence, p.id) == "fails":
+            return p.id
+    return None
+
+
+def _claim_entry(claim: Claim, results) -> dict:
+    """One claim of the report: parts and their verdicts, the claim's verdict and summary, the
+    evidence, and every control's verdict per part per mode."""
+    _, evidence, cex, secs, slack = results[(claim.id, None)]
+    part_v = {p.id: verdicts.part_verdict(evidence, p.id, p.checkable) for p in claim.parts}
+    part_notes: dict[str, list] = {p.id: [] for p in claim.parts}
+    notes, controls = [], []
+    one = len(claim.parts) == 1
+    for ctl in claim.controls:
+        _, cev, ccex, csecs, cslack = results[(claim.id, ctl.name)]
+        need = claim.control_requirements(ctl)
+        cv, per_mode, per_part = control_verdict(claim, ctl, cev)
+        entry = {"name": ctl.name, "description": ctl.description, "verdict": cv,
+                 "modes": per_mode, "required_modes": list(claim.control_modes(ctl)),
+                 "parts": per_part, "required": {p: list(m) for p, m in need.items()},
+                 "evidence": [e.to_json() for e in cev], "counterexample": ccex,
+                 "seconds": round(csecs, 3)}
+        if cslack:
+            entry["least_slack"] = cslack
+        controls.append(entry)
+        if cv == "fails":
+            continue
+        for pid, modes in need.items():
+            missed = [m for m in modes if m != "logits" and per_part[pid].get(m) != "fails"]
+            if not missed or part_v[pid] in ("fails", verdicts.NOT_CHECKABLE):
+                continue
+            part_v[pid] = "inconclusive"
+            where = "" if one else f" in part {pid!r}"
+            note = (f"negative control {ctl.name!r} did not fail{where} in mode(s) {missed} "
+                    f"(per mode: {per_part[pid] if not one else per_mode}): the check cannot tell a broken "
+                    "algorithm from a correct one there")
+            notes.append(note)
+            part_notes[pid].append(note)
+    failing = _failing_part(claim, evidence, cex) if cex else None
+    parts = []
+    for p in claim.parts:
+        parts.append({"id": p.id, "statement": p.statement, "relation": p.relation, "checkable": p.checkable,
+                      "reason": p.reason, "modes": list(claim.part_modes(p)), "verdict": part_v[p.id],
+                      "evidence": sum(e.part == p.id for e in evidence),
+                      "counterexample": cex if p.id == failing else None,
+                      "least_slack": slack.get(p.id), "notes": part_notes[p.id]})
+    keys = papers.keys_of(claim.paper)
+    return {"id": claim.id, "verdict": verdicts.claim_verdict(part_v), "summary": verdicts.summary(part_v),
+            "relation": claim.relation_label, "statement": claim.statement,
+            "paper": papers.cite(claim.paper), "papers": [papers.PAPERS[k].to_json() for k in keys],
+            "reference": claim.reference, "interpretation": claim.interpretation, "parts": parts,
+            "evidence": [e.to_json() for e in evidence], "counterexample": cex,
+            "controls": controls, "notes": notes, "seconds": round(secs, 3)}

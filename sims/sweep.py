@@ -315,7 +315,7 @@ def _sd_rule(name: str):
 
 
 def _sd_pair(params: dict):
-    """``instance`` (a built-in instance name, :mod:`sims.instances`) or ``alpha`` (the
+    """``instance`` (a built-in instance name, :mod:`spectheory.instances`) or ``alpha`` (the
     order-0 two-point pair p = (1 − α/2, α/2), q = reversed, with Σ min(p, q) = α exactly)."""
     if "alpha" in params:
         from spectheory.pairs import pair_from_tables
@@ -323,7 +323,7 @@ def _sd_pair(params: dict):
         a = check_probability(params["alpha"], "alpha")
         p = np.array([1.0 - a / 2, a / 2])
         return pair_from_tables(p, p[::-1].copy(), order=0, name=f"two-point-alpha{a:g}")
-    from . import instances
+    from spectheory import instances
     return instances.get(params["instance"])
 
 

@@ -103,7 +103,8 @@ def test_broken_rules_fail_every_relevant_check(python_report):
 
 
 def test_report_schema_and_json(python_report, tmp_path):
-    from sims.report import to_markdown, write_json
+    from sims.report import to_markdown
+    from spectheory.judge.format import write_json
     assert python_report["schema"] == "spectheory.report/1"
     path = write_json(python_report, tmp_path / "r.json")
     back = json.loads(path.read_text())
@@ -296,7 +297,7 @@ def test_decoding_step_holds_and_its_bug_is_caught():
 
 
 def test_fake_lm_logits():
-    from sims import instances as inst
+    from spectheory import instances as inst
     pair = inst.get("markov1-V4-topk2")
     lm = sc.MarkovLM(pair.draft)
     out = lm([[0], [0, 3]])
@@ -312,7 +313,7 @@ def test_fake_lm_logits():
 def test_cli_conformance(tmp_path):
     from typer.testing import CliRunner
 
-    from sims.cli import app
+    from spectheory_cli.main import app
     mod = tmp_path / "mysampler.py"
     mod.write_text("from spectheory.conformance import reference_verifier as verify\n")
     res = CliRunner().invoke(app, ["conformance", f"{mod}:verify", "--n", "300", "--gammas", "1",

@@ -36,7 +36,7 @@ def test_torch_block_verifier_holds():
 
 
 def test_torch_module_fake_lm_decoding_step():
-    from sims import instances as inst
+    from spectheory import instances as inst
     pair = inst.get("markov1-V3-mix0.4")
     lm = sc.markov_torch_lm(pair.target)
     out = lm(torch.tensor([[0, 2, 1]])).logits

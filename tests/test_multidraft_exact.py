@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sims import instances as inst
+from spectheory import instances as inst
 from spectheory.closed_forms import multidraft as cf
 from spectheory.closed_forms import optimum as opt
 from spectheory.divergences import total_variation

@@ -1,13 +1,15 @@
 """The claim registry and `spectheory verify`: schema, verdicts, controls, reproducibility."""
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from sims import registry
-from sims.cli import app
-from sims.evidence import Evidence, combine
+from spectheory_cli.main import app
+from spectheory.judge.evidence import Evidence, combine
 from sims.runner import SCHEMA, run_claims
+from sims.shrink import recompute
 
 CLAIM_KEYS = {"id", "verdict", "statement", "evidence", "counterexample"}
 EVIDENCE_KEYS = {"mode", "instance", "claimed", "measured", "ci_low", "ci_high", "p_value", "n"}
@@ -34,7 +36,7 @@ def test_every_sd_claim_is_registered_with_controls():
 
 def test_quick_report_schema_and_verdicts(quick_report):
     r = quick_report
-    assert r["schema"] == SCHEMA == "spectheory.report/1"
+    assert r["schema"] == SCHEMA == "spectheory.report/2"
     assert [c["id"] for c in r["claims"]] == SD_IDS
     for c in r["claims"]:
         assert CLAIM_KEYS <= c.keys()
@@ -47,7 +49,10 @@ def test_quick_report_schema_and_verdicts(quick_report):
             assert ctl["verdict"] == "fails", (c["id"], ctl["name"])
             assert ctl["modes"] == {"exact": "fails", "mc": "fails"}, (c["id"], ctl["name"], ctl["modes"])
             cex = ctl["counterexample"]
-            assert cex is not None and {"V", "gamma", "K", "seed", "order"} <= cex.keys()
+            assert cex is not None and {"V", "seed", "order", "source", "call"} <= cex.keys()
+            assert "K" not in cex  # only the settings that apply (one draft)
+            claimed, measured = recompute(cex["call"])[:2]  # the one-line call gives both numbers
+            assert (float(claimed), float(measured)) == (cex["claimed"], cex["measured"]), (c["id"], cex)
     assert r["run"]["alpha_per_test"] == pytest.approx(r["run"]["alpha_family"] / r["run"]["mc_tests_in_registry"])
     assert r["run"]["mc_tests_in_registry"] == registry.total_mc_tests() >= sum(
         registry.REGISTRY[i].n_mc_tests for i in SD_IDS)
@@ -59,6 +64,18 @@ def test_quick_report_schema_and_verdicts(quick_report):
             if e["mode"] == "mc" and e in c["evidence"]:
                 assert e["detectable"] <= e["tolerance"], (c["id"], e)
     json.dumps(r)  # serialisable
+
+
+def test_quick_report_numbers_are_those_before_registry_v2(quick_report):
+    """Issue 15's invariant on the quick tier of sd.*: every verdict, every control verdict and
+    every number of every evidence item as main gave before the registry moved to parts and the
+    claims onto the check shapes (fixture from that run; tests/_report_diff.py)."""
+    from _report_diff import diff_reports
+    fixture = json.loads((Path(__file__).parent / "fixtures" / "verify_quick_sd_seed0.json").read_text())
+    assert diff_reports(fixture, quick_report) == []
+    moved = json.loads(json.dumps(quick_report))
+    moved["claims"][0]["controls"][0]["evidence"][0]["measured"] += 1e-15  # the comparison sees one ulp
+    assert len(diff_reports(fixture, moved)) == 1
 
 
 def test_bonferroni_denominator_counts_every_monte_carlo_test_of_subjects_and_controls(quick_report):
@@ -216,7 +233,8 @@ def test_default_tier_every_claim_holds():
 
 
 def _toy(**kw):
-    base = dict(id="toy.claim", paper="p", reference="r", statement="s", check=lambda ctx, s: [],
+    base = dict(id="toy.claim", paper="leviathan2023", reference="r", statement="s", relation="=",
+                check=lambda ctx, s: [],
                 mc_tests=1, controls=(registry.Control("bad", None, "broken"),))
     base.update(kw)
     return base
@@ -245,7 +263,7 @@ def test_a_control_caught_only_by_the_exact_engine_is_not_a_failing_control():
     exact_fail = Evidence("exact", "i", 0, 1, outcome="fail")
     mc_pass = Evidence("mc", "i", 0, 0, outcome="pass")
     mc_fail = Evidence("mc", "i", 0, 1, outcome="fail")
-    verdict, per_mode = control_verdict(claim, ctl, [exact_fail, mc_pass])
+    verdict, per_mode, _ = control_verdict(claim, ctl, [exact_fail, mc_pass])
     assert verdict != "fails" and per_mode == {"exact": "fails", "mc": "holds"}
     assert control_verdict(claim, ctl, [exact_fail, mc_fail])[0] == "fails"
     assert control_verdict(claim, ctl, [exact_fail])[0] != "fails"  # no MC evidence at all

@@ -27,8 +27,8 @@ import pkgutil
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from spectheory.checks import check_level, check_real
 
 from .analysis import summarize
@@ -90,6 +90,8 @@ def sd_evidence(run: Run, alpha: float = 1e-3, tolerance: float = 0.01) -> dict[
             test="measured cost profile: E[tokens]·t_T(1)/(γ·t_D + t_T(γ+1) + t_verify) at α̂ vs measured speedup",
             note=f"{ctx}; t_T(1)={row['t_target_1']:.4f}s, t_D={row['t_draft']:.4f}s, "
                  f"t_T(γ+1)={row['t_target_verify']:.4f}s (×{row['verify_cost_ratio']:.2f} of one call)"))
+    for e in out["sd.expected_tokens"]:  # the claim's parts (sims/claims/sd.py)
+        e.part = "formula-on-markov" if e.outcome == "info" else "chain"
     return {k: v for k, v in out.items() if v}
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims import stats
+from spectheory.judge import stats
 from spectheory.closed_forms.sd import acceptance, expected_tokens
 from spectheory.checks import check_real, check_real_array, check_type
 from spectheory.rng import check_random_state

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from spectheory import trees as T
 from spectheory.checks import check_int, check_level, check_real, check_type
 from spectheory.distributions import DistributionError, check_pair

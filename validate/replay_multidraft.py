@@ -23,8 +23,8 @@ from spectheory.closed_forms import multidraft as cf
 from spectheory.closed_forms.optimum import gamma1_optimum_fast
 from spectheory.verifiers.multidraft import block_h
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 
 from .capture import LogitTrace
 

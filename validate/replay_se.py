@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from spectheory.checks import check_int, check_level, check_real, check_real_array, check_type
 from spectheory.ensembles import contrastive, weighted
 from spectheory.rng import check_random_state

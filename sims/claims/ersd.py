@@ -1,5 +1,5 @@
-"""Claims of seed 004 (Kobus & Gündüz, "Speculative Decoding via Exponential Races"),
-CLAIMS §3: ``ersd.*``, ``opt_tree.*``, ``tunstall.*``, ``entropy.*``, ``zero_order.*``.
+"""Claims of Kobus & Gündüz, "Speculative Decoding via Exponential Races" (arXiv 2025):
+``ersd.*``, ``opt_tree.*``, ``tunstall.*``, ``entropy.*``, ``zero_order.*``.
 
 Subjects are the algorithms under test (rules of :mod:`spectheory.rules.ersd`, tree builders of
 :mod:`spectheory.trees`, bound functions of :mod:`spectheory.closed_forms.ersd`); each control is
@@ -21,12 +21,12 @@ from spectheory.montecarlo import ersd as mc
 from spectheory.pairs import aligned_pair, pair_from_tables, perturbed_pair, random_pair
 from spectheory.rules import ersd as R
 
-from .. import instances as inst
-from .. import stats
+from spectheory import instances as inst
+from spectheory.judge import stats
 from ..registry import Control, register
 from ..shrink import smallest_counterexample
 
-PAPER = "Kobus & Gündüz, Speculative Decoding via Exponential Races (seed 004)"
+PAPER = "kobus2025"  # Kobus & Gündüz, Speculative Decoding via Exponential Races (sims/papers.py)
 
 # --- instances ---------------------------------------------------------------------------------
 
@@ -93,27 +93,6 @@ def _batch_se(x, n_batches: int = 200):
     return float(x.mean()), float(means.std(ddof=1) / np.sqrt(means.size)), int(x.size)
 
 
-#: environment variable naming a captured LogitTrace (.npz) whose replay adds ``logits`` evidence
-TRACE_ENV = "SPECTHEORY_TRACE"
-
-
-@lru_cache(maxsize=4)
-def _trace_replay(path: str):
-    from validate import LogitTrace
-    from validate.replay_ersd import replay_ersd
-    return replay_ersd(LogitTrace.load(path), k=16, m=16, n_mc=400, seed=0)
-
-
-def logits_evidence(ctx, claim_id: str):
-    """``logits`` evidence for ``claim_id`` from the trace named by $SPECTHEORY_TRACE (none if unset)."""
-    import os
-    path = os.environ.get(TRACE_ENV)
-    if not path:
-        return []
-    from validate.replay_ersd import evidence_ersd
-    return evidence_ersd(_trace_replay(path), alpha=ctx.alpha_family)[claim_id]
-
-
 def _plugin_entropy(idx, n_cells, base=2.0):
     """Plug-in entropy of observed indices with its delta-method standard error (i.i.d. draws)."""
     a = np.bincount(np.asarray(idx).ravel() - 1, minlength=n_cells) / np.asarray(idx).size
@@ -164,7 +143,8 @@ def shrink_lossless(ctx, rules):
 
 
 register(
-    id="ersd.lossless", paper=PAPER, reference="seed §3, Alg. 2 and Alg. 5; App. A, Alg. 4",
+    id="ersd.lossless", relation="law",
+    paper=PAPER, reference="Sec. 3, Alg. 2 and Alg. 5; App. A, Alg. 4",
     statement="ERSD (shared exponential races) is lossless for simple, sequence, batch and tree "
               "drafting; so is GSD with batch drafting by sampling without replacement and "
               "recursive rejection (Alg. 4).",
@@ -222,8 +202,6 @@ def check_lemma(ctx, rule):
             _label(name, method=rule.name), att, acc, beta, alpha=ctx.alpha_test, tolerance=0.01,
             note=f"{n} positions of generated text; first-arrival acceptance counted per state "
                  "against the exact formula")))
-    if rule == R.ERSD:
-        ev += logits_evidence(ctx, "ersd.lemma3_1")
     return ev
 
 
@@ -236,7 +214,8 @@ def shrink_lemma(ctx, rule):
 
 
 register(
-    id="ersd.lemma3_1", paper=PAPER, reference="seed Lemma 3.1, eqs. 1–2; App. B (Poisson matching lemma)",
+    id="ersd.lemma3_1", relation="≥",
+    paper=PAPER, reference="Lemma 3.1, eqs. 1–2; App. B (Poisson matching lemma)",
     statement="ERSD's first drafted token is accepted with probability ≥ Σ_x p q/(p+q); the exact "
               "value is Σ_x 1/Σ_y max(p(y)/p(x), q(y)/q(x)); both are ≤ 1 − TV(p,q).",
     interpretation="The engine computes P(X_p = X_q) from the exponential-race integral (no use of "
@@ -301,7 +280,8 @@ def check_crossover(ctx, rules):
 
 
 register(
-    id="ersd.batch_crossover", paper=PAPER, reference="seed §5, Fig. 3 and Fig. 4",
+    id="ersd.batch_crossover", relation="ordering",
+    paper=PAPER, reference="Sec. 5, Fig. 3 and Fig. 4",
     statement="Batch drafting with k alternatives: GSD beats ERSD for small k, they are comparable for "
               "moderate k, ERSD wins for large k; for sequence drafting GSD ≥ ERSD.",
     interpretation="Exact E[generated] = 1 + P(index ≤ k) from the stationary context law, k = 1..V−1 "
@@ -383,7 +363,8 @@ def shrink_greedy(ctx, builder):
 
 
 register(
-    id="opt_tree.greedy", paper=PAPER, reference="seed §4, Eq. 4 and Alg. 3",
+    id="opt_tree.greedy", relation="=",
+    paper=PAPER, reference="Sec. 4, Eq. 4 and Alg. 3",
     statement="Alg. 3 (priority queue, grow the vertex with the highest acceptance probability) "
               "returns the k-vertex drafting tree maximising the expected number of accepted tokens, "
               "for any acceptance function that decreases along paths.",
@@ -473,7 +454,8 @@ def shrink_thm41(ctx, bound):
 
 
 register(
-    id="tunstall.thm4_1", paper=PAPER, reference="seed Thm 4.1; App. C eqs. 25–26",
+    id="tunstall.thm4_1", relation="≤",
+    paper=PAPER, reference="Thm 4.1; App. C eqs. 25–26",
     statement="For a 0th-order acceptance-index distribution a over alphabet A and any drafting tree "
               "with k drafted vertices, E[generated tokens] ≤ log((k+1)(|A|−1)+1) / H(a).",
     interpretation="|A| = indices with positive mass (the 'never accepted' cell included); same log "
@@ -538,7 +520,8 @@ def shrink_lemma42(ctx, bound):
 
 
 register(
-    id="tunstall.lemma4_2", paper=PAPER, reference="seed Lemma 4.2, §4; Fig. 3 (plotted minimum over n)",
+    id="tunstall.lemma4_2", relation="≤",
+    paper=PAPER, reference="Lemma 4.2, §4; Fig. 3 (plotted minimum over n)",
     statement="With M the largest index the optimal k-tree uses and r = 1 − Σ_{i≤M} a(i), spreading r "
               "evenly over n extra indices gives E[generated] ≤ log((k+1)(M+n−1)+1)/H(ã_n); the "
               "minimum over n is the plotted bound.",
@@ -603,7 +586,8 @@ def shrink_kl_lower(ctx, rules):
 
 
 register(
-    id="entropy.kl_lower", paper=PAPER, reference="seed eq. 6 (Li 2024)",
+    id="entropy.kl_lower", relation="≥",
+    paper=PAPER, reference="eq. 6 (Li 2024)",
     statement="The entropy of the acceptance index is at least D_KL(p‖q).",
     interpretation="The acceptance index as the methods define it: the position of the accepted "
                    "alternative among draws without replacement (GSD) or among the distinct tokens' "
@@ -648,7 +632,8 @@ def check_upper(ctx, rule):
 
 
 register(
-    id="entropy.upper", paper=PAPER, reference="seed eqs. 7–8 (Harsha et al. 2010; Li & El Gamal 2018)",
+    id="entropy.upper", relation="≤",
+    paper=PAPER, reference="eqs. 7–8 (Harsha et al. 2010; Li & El Gamal 2018)",
     statement="H(a) ≤ D + log(D+1) + 4 (bits) for the Poisson functional representation (ERSD), and a "
               "Harsha et al. greedy-rejection form for GSD, D = D_KL(p‖q).",
     interpretation="ERSD graded by Monte Carlo on V = 50 sources (on V ≤ 15 the bound is vacuous: "
@@ -704,8 +689,6 @@ def check_zero_order(ctx, names):
             note=f"{gaps.size} blocks of consecutive positions (8 streams × 10); in each, a fitted to the "
                  f"block and the measured tokens of iterations started at every position of it; mean "
                  f"0th-order prediction {preds.mean():.4f}")))
-    if names is ZERO_ORDER_SOURCES:
-        ev += logits_evidence(ctx, "zero_order.underestimates")
     return ev
 
 
@@ -736,7 +719,8 @@ def shrink_zero_order(ctx, names):
 
 
 register(
-    id="zero_order.underestimates", paper=PAPER, reference="seed §4 (Chen et al. 2025's 0th-order model) and §5",
+    id="zero_order.underestimates", relation=">",
+    paper=PAPER, reference="Sec. 4 (Chen et al. 2025's 0th-order model) and §5",
     statement="With higher-order dependence (Markov sources of order ≥ 1, and real logits), the measured "
               "expected generated tokens plateau above what the fitted 0th-order acceptance "
               "distribution predicts.",
@@ -801,7 +785,8 @@ def check_log_growth(ctx, builder):
 
 
 register(
-    id="opt_tree.log_growth", paper=PAPER, reference="seed §5, Fig. 3; Thm 4.1 and App. C (Tunstall asymptotics)",
+    id="opt_tree.log_growth", relation="scaling",
+    paper=PAPER, reference="Sec. 5, Fig. 3; Thm 4.1 and App. C (Tunstall asymptotics)",
     statement="With the optimal tree, expected generated tokens grow about logarithmically in k.",
     interpretation=f"'About logarithmically' read as the Tunstall asymptote: the least-squares slope of "
                    f"E[generated] on ln k over k = 64..4096, times H(a) (nats), lies in "

@@ -1,4 +1,5 @@
-"""Claims ``kseq.*``, ``gbv.*``, ``spectr_gbv.*``: multi-draft and block verification (seed 003).
+"""Claims ``kseq.*``, ``gbv.*``, ``spectr_gbv.*``: multi-draft and block verification
+(Lin et al., SpecTr-GBV, 2026; Sun et al., SpecTr, 2023).
 
 Every check takes the rule under test (:class:`spectheory.rules.multidraft.MultiDraftRule`,
 or a bound/step function for the closed-form and cost claims), so the broken variants
@@ -20,13 +21,13 @@ from spectheory.exact import multidraft as ex
 from spectheory.montecarlo import multidraft as mc
 from spectheory.rules import multidraft as R
 
-from .. import instances as inst
-from .. import stats
+from spectheory import instances as inst
+from spectheory.judge import stats
 from ..registry import Control, register
 from ..shrink import smallest_counterexample
 
-PAPER = "Lin et al. 2026, SpecTr-GBV (seed 003_f5fdb237c9418f81)"
-KSEQ_PAPER = "Sun et al. 2023, SpecTr (K-SEQ), as summarised in seed 003 Sec. 3.2"
+PAPER = "lin2026"  # Lin et al., SpecTr-GBV (sims/papers.py)
+KSEQ_PAPER = ("sun2023", "lin2026")  # SpecTr's K-SEQ as summarised in Lin et al. Sec. 3.2
 
 #: small instances for exact enumeration (edge cases: p = q, disjoint supports, V = 1, top-k draft)
 EXACT = ("iid-V4-random", "markov1-V3-mix0.4", "markov1-V4-weak", "markov1-V4-topk2",
@@ -164,7 +165,8 @@ def shrink_kseq(ctx, rule):
 
 
 register(
-    id="kseq.rho", paper=KSEQ_PAPER, reference="seed 003 Sec. 3.2 (ρ equation, K-SEQ residual)",
+    id="kseq.rho", relation="=",
+    paper=KSEQ_PAPER, reference="Sun et al. 2023 (K-SEQ) as summarised in Lin et al. 2026 Sec. 3.2 (ρ equation, K-SEQ residual)",
     statement="SpecTr's K-SEQ: ρ ∈ [1, K] solves 1 − (1 − β(ρ))^K = ρβ(ρ), β(ρ) = Σ min(q, p/ρ); "
               "K-SEQ is lossless and its acceptance rises with K.",
     interpretation="ρ solved by brentq on [1, K] (unique root unless supports are disjoint; ρ = 1 "
@@ -196,7 +198,8 @@ def check_gbv_lossless(ctx, rule):
 
 
 register(
-    id="gbv.lossless", paper=PAPER, reference="seed 003 Sec. 3.3 (Sun et al. 2024c greedy block verification)",
+    id="gbv.lossless", relation="law",
+    paper=PAPER, reference="Lin et al. 2026 Sec. 3.3 (Sun et al. 2024c greedy block verification)",
     statement="Greedy block verification (single draft) with the distribution modification preserves p "
               "over iterations.",
     interpretation="GBV = SpecTr-GBV's Eq. 2-4 and Alg. 2 at K = 1 (the greedy block verification; "
@@ -255,7 +258,8 @@ def shrink_gbv_optimal(ctx, rule):
 
 
 register(
-    id="gbv.optimal", paper=PAPER, reference="seed 003 Sec. 3.3 and Remark 5.2 (consistency)",
+    id="gbv.optimal", relation="=",
+    paper=PAPER, reference="Lin et al. 2026 Sec. 3.3 and Remark 5.2 (consistency)",
     statement="GBV's expected accepted length is Σ_{i=1}^{γ} Σ_{x^i} min(p(x^i), q(x^i)), the optimum "
               "for one draft, and at least token-level SD's.",
     interpretation="Exact E[τ] of one iteration against the sum, against the true one-draft optimum "
@@ -287,7 +291,8 @@ def check_sgbv_lossless(ctx, rule):
 
 
 register(
-    id="spectr_gbv.lossless", paper=PAPER, reference="Thm 4.2 (Alg. 1 + Alg. 2 = Alg. 3), App. A",
+    id="spectr_gbv.lossless", relation="law",
+    paper=PAPER, reference="Thm 4.2 (Alg. 1 + Alg. 2 = Alg. 3), App. A",
     statement="Alg. 1 + Alg. 2 (Alg. 3) emits sequences distributed as p.",
     interpretation="Alg. 1 as printed: drafts in order, sub-blocks x_k^i for i = τ+1..γ accepted when "
                    "η < h_ik and x_k^i ∉ H (a sub-block already rejected is not re-sampled), break after a "
@@ -348,7 +353,8 @@ def shrink_sub_block(ctx, rule):
 
 
 register(
-    id="spectr_gbv.sub_block", paper=PAPER, reference="Lemma A.1 (App. A, Eq. 7-12)",
+    id="spectr_gbv.sub_block", relation="=",
+    paper=PAPER, reference="Lemma A.1 (App. A, Eq. 7-12)",
     statement="P(drafts contain x^i and the accepted length of x^i ≥ i) = A(x^i) = p(x^i)[1 − (1 − m(x^i))^K].",
     interpretation="'Accepted length of x^i ≥ i' read as: Alg. 1's final accepted block t has τ ≥ i and "
                    "prefix t^i = x^i (then the drafts contain x^i). Exact for every block, γ ∈ {1, 2}, "
@@ -420,7 +426,8 @@ def check_upper_bound(ctx, rule):
 
 
 register(
-    id="spectr_gbv.upper_bound", paper=PAPER, reference="Lemma 5.1 (Eq. 5), App. B Eq. 13",
+    id="spectr_gbv.upper_bound", relation="≤",
+    paper=PAPER, reference="Lemma 5.1 (Eq. 5), App. B Eq. 13",
     statement="Every conditionally independent coupling has E[τ] ≤ Σ_{i=1}^{γ} Σ_{x^i} A(x^i).",
     interpretation="Checked on the couplings the toolkit implements (SpecTr-GBV as the subject; the "
                    "report's info rows give K-SEQ and the true optimum over *all* couplings, an LP, which "
@@ -460,7 +467,8 @@ def shrink_attains(ctx, rule):
 
 
 register(
-    id="spectr_gbv.attains", paper=PAPER, reference="Thm 5.3 (Eq. 6), App. B",
+    id="spectr_gbv.attains", relation="=",
+    paper=PAPER, reference="Thm 5.3 (Eq. 6), App. B",
     statement="SpecTr-GBV's E[τ] equals Lemma 5.1's bound Σ_i Σ_{x^i} A(x^i).",
     interpretation="Exact E[τ] of one iteration of Alg. 1 (all draft outcomes, uniforms integrated), "
                    "γ ∈ {1, 2}, K = 1..3; MC: two-sided z-test of the kernel's mean τ (γ = 2, K = 3).",
@@ -542,7 +550,8 @@ def _edge_pair(V, order, concentration, seed):
 
 
 register(
-    id="spectr_gbv.remark5_2", paper=PAPER, reference="Remark 5.2",
+    id="spectr_gbv.remark5_2", relation="monotone",
+    paper=PAPER, reference="Remark 5.2",
     statement="Lemma 5.1's bound strictly increases in K, tends to γ as K → ∞, and equals GBV's optimum "
               "at K = 1.",
     interpretation="Checked on the bound's closed form over K = 1..8 (strict increase), K = 10^6 for the "
@@ -607,7 +616,8 @@ def check_cost(ctx, step):
 
 
 register(
-    id="spectr_gbv.cost", paper=PAPER, reference="Sec. 4.2 (last paragraph), Sec. 6.4",
+    id="spectr_gbv.cost", relation="scaling",
+    paper=PAPER, reference="Sec. 4.2 (last paragraph), Sec. 6.4",
     statement="One selection step costs O(V), against O(V log K) for K-SEQ (measured scaling in V and K).",
     interpretation="A timing claim: graded by fitted log-log exponents of the time per selection step "
                    "(Eq. 2's O(V) sum, Numba, (1 − m)^K by libm pow so each term is O(1) in K) against V, "
@@ -682,7 +692,8 @@ def shrink_tables(ctx, subject):
 
 
 register(
-    id="spectr_gbv.tables", paper=PAPER, reference="Tables 1, 3, 5; Fig. 2a",
+    id="spectr_gbv.tables", relation="ordering",
+    paper=PAPER, reference="Tables 1, 3, 5; Fig. 2a",
     statement="Block efficiency orderings: SpecTr-GBV ≥ SpecTr ≥ SD, GBV ≥ SD; BE grows with γ and with K.",
     interpretation="In the cost-free model BE = E[τ] + 1, so orderings are compared in exact E[τ] of one "
                    "iteration from state 0 on small Markov pairs (γ ∈ {1,2}, K ∈ {2,3}; growth in K over "

@@ -1,4 +1,4 @@
-"""Claims ``se.*``: Speculative Ensemble (Fu et al., seed 002_441515f74760b354.txt).
+"""Claims ``se.*``: Speculative Ensemble (Fu et al., ICML 2025).
 
 Each check takes the verification rule under test (:class:`spectheory.rules.se.SERule`);
 the broken rules registered as controls go through the same comparisons. Members are
@@ -24,11 +24,11 @@ from spectheory.pairs import dirichlet_source, mix_with_noise, pair_from_tables,
 from spectheory.rules.se import (BROKEN_BONUS_UNCHECKED, BROKEN_DROP_CORRECTION, BROKEN_RESIDUAL_MEMBER,
                                  BROKEN_VERIFY_MEMBER, STANDARD)
 
-from .. import instances as inst
-from .. import stats
+from spectheory import instances as inst
+from spectheory.judge import stats
 from ..registry import Control, register
 
-PAPER = "Fu et al., Speculative Ensemble (seed 002_441515f74760b354.txt)"
+PAPER = "fu2025"  # Fu et al., Speculative Ensemble (sims/papers.py)
 
 CTRL_RESIDUAL = Control("residual=norm(max(p−q,0))", BROKEN_RESIDUAL_MEMBER, BROKEN_RESIDUAL_MEMBER.description)
 CTRL_BONUS = Control("bonus-unchecked", BROKEN_BONUS_UNCHECKED, BROKEN_BONUS_UNCHECKED.description)
@@ -201,7 +201,8 @@ def shrink_lossless(ctx, rule):
 
 
 register(
-    id="se.lossless", paper=PAPER, reference="Sec. 3.2 Eq. 6, App. A.1; App. B.1 Alg. 1; App. B.2 Alg. 2",
+    id="se.lossless", relation="law",
+    paper=PAPER, reference="Sec. 3.2 Eq. 6, App. A.1; App. B.1 Alg. 1; App. B.2 Alg. 2",
     statement="Verifying q's proposals against r (Eq. 6, residual norm(max(r−q,0))) emits tokens distributed "
               "as r; also for the alternate proposal framework (Alg. 1) and the n-model framework (Alg. 2): the "
               "emitted sequence follows the product of ensemble conditionals.",
@@ -261,7 +262,8 @@ def check_acceptance(ctx, rule):
 
 
 register(
-    id="se.acceptance", paper=PAPER, reference="Eq. 7 / Eq. 11 (App. A.1)",
+    id="se.acceptance", relation="=",
+    paper=PAPER, reference="Eq. 7 / Eq. 11 (App. A.1)",
     statement="α = 1 − ½ D_TV(q, r) with D_TV = Σ|q − r| (i.e. 1 − TV(q, r) with the ½).",
     interpretation="Per state and per proposing member: the algorithm's probability of accepting a proposal "
                    "(Σ_x q_k(x)·min(1, r(x)/q_k(x)) under the rule) against Eq. 7 computed literally. MC: "
@@ -332,7 +334,8 @@ def shrink_thm3_1(ctx, rule):
 
 
 register(
-    id="se.thm3_1", paper=PAPER, reference="Thm 3.1, App. A.2 (Eq. 12)",
+    id="se.thm3_1", relation="=",
+    paper=PAPER, reference="Thm 3.1, App. A.2 (Eq. 12)",
     statement="Without the bonus token, E[tokens per cycle] = (1 − α^γ)/(1 − α), and the speed improvement over "
               "the vanilla ensemble is (1 − α^γ)(1 + c) / ((1 − α)(1 + cγ)).",
     interpretation="Sec. 3.2 algorithm; a cycle = γ calls of q (cost c) + one call of p (cost 1); vanilla = one "
@@ -401,7 +404,8 @@ def check_thm3_2(ctx, rule):
 
 
 register(
-    id="se.thm3_2", paper=PAPER, reference="Thm 3.2 and its proof",
+    id="se.thm3_2", relation="≥",
+    paper=PAPER, reference="Thm 3.2 and its proof",
     statement="For the weighted ensemble with q as proposer, α ≥ λ, with equality iff p(x)q(x) = 0 for all x.",
     interpretation="Per state of every weighted pair (i.i.d. and Markov, disjoint, equal, top-k drafts) for "
                    "λ ∈ {0, 0.1, 0.3, 0.5, 0.7, 0.9}: the algorithm's acceptance α(s) ≥ λ, and α(s) = λ exactly "
@@ -434,7 +438,8 @@ def check_cor3_3(ctx, rule):
 
 
 register(
-    id="se.cor3_3", paper=PAPER, reference="Cor 3.3",
+    id="se.cor3_3", relation="≥",
+    paper=PAPER, reference="Cor 3.3",
     statement="Choosing the proposer, α ≥ max(λ, 1 − λ) ≥ 0.5 (models of comparable size).",
     interpretation="Per state: the better of q proposing (α_q = Σmin(q, r)) and p proposing (α_p = Σmin(p, r)) "
                    "against max(λ, 1 − λ), λ ∈ {0, …, 1}. Exact only (a statement about two exact numbers).",
@@ -464,7 +469,8 @@ def check_cor3_4(ctx, rule):
 
 
 register(
-    id="se.cor3_4", paper=PAPER, reference="Cor 3.4",
+    id="se.cor3_4", relation=">",
+    paper=PAPER, reference="Cor 3.4",
     statement="If λ > c/(1+c), γ = 2 already speeds up over the vanilla ensemble.",
     interpretation="Every (λ, c) with λ > c/(1+c) on a grid λ ∈ {0,…,1}, c ∈ {0.05,…,2}: the exact long-run "
                    "speedup of Sec. 3.2 with γ = 2 (chain DP, so state-dependent α on Markov pairs) must exceed 1.",
@@ -508,7 +514,8 @@ def check_cor3_5(ctx, rule):
 
 
 register(
-    id="se.cor3_5", paper=PAPER, reference="Cor 3.5",
+    id="se.cor3_5", relation="≥",
+    paper=PAPER, reference="Cor 3.5",
     statement="For any two models and λ, some γ and choice of proposer is never slower than the vanilla ensemble, "
               "and is faster unless the supports are disjoint.",
     interpretation="Sec. 3.2 with q proposing (γ, 1) or p proposing (1, γ), γ ≤ 6 (≤ 4 in --quick), exact "
@@ -608,7 +615,8 @@ def shrink_thm3_6(ctx, rule):
 
 
 register(
-    id="se.thm3_6", paper=PAPER, reference="Thm 3.6 and its proof (Sec. 3.3)",
+    id="se.thm3_6", relation="=",
+    paper=PAPER, reference="Thm 3.6 and its proof (Sec. 3.3)",
     statement="Alternate proposal framework improvement factor (1 − α^{γq})(1 + c) / ((1 − α)(1 + cγq − α^{γp} c)).",
     interpretation="Checked against the long-run throughput of the actual alternating process (Alg. 1, q first, "
                    "t_q = c, t_p = 1; vanilla = 1 + c per token), not against one cycle: exact renewal–reward over "
@@ -660,7 +668,8 @@ def check_cor3_7(ctx, rule):
 
 
 register(
-    id="se.cor3_7", paper=PAPER, reference="Cor 3.7",
+    id="se.cor3_7", relation="≥",
+    paper=PAPER, reference="Cor 3.7",
     statement="With γq = γp = 1 the alternate proposal framework is never slower than the vanilla ensemble; "
               "equality only when c = 0 or α = 0.",
     interpretation="Exact long-run speedup of the alternating process (chain DP over configurations), WE pairs "
@@ -750,7 +759,8 @@ def check_tables(ctx, rule):
 
 
 register(
-    id="se.tables", paper=PAPER, reference="Tables 2–4, Fig. 4–6 (Sec. 4)",
+    id="se.tables", relation="ordering",
+    paper=PAPER, reference="Tables 2–4, Fig. 4–6 (Sec. 4)",
     statement="The qualitative results of Tables 2–4 in the cost model: SE ≥ SD-on-ensemble; SD can be slower than "
               "vanilla (3-model WE); SE always ≥ 1×; speedup falls as μ grows in CD (Fig. 5); stable across λ (Fig. 4).",
     interpretation="Cost model with Markov V = 50 pairs standing in for the model pairs: WE on a strongly aligned "

@@ -10,7 +10,7 @@ This module holds what every family shares, and stays light (no kernels):
   value, wrong type or range: a ``ValueError``/``TypeError`` naming the kind and the parameter,
   through :mod:`spectheory.checks`);
 * :data:`PAIR_SPEC` / :func:`pair_from` describe the Markov pair a job runs on: either a
-  built-in ``instance`` (:mod:`sims.instances`) or a noise-mixed pair
+  built-in ``instance`` (:mod:`spectheory.instances`) or a noise-mixed pair
   (:func:`spectheory.pairs.perturbed_pair`) given by ``V``, ``order`` (default 0), ``strength``
   (ε) or ``alignment`` (``weak`` ε = 0.7 / ``strong`` ε = 0.1), ``concentration`` (default 1)
   and ``pair_seed``.
@@ -23,7 +23,7 @@ from typing import Callable
 
 from spectheory.checks import check_int, check_real
 
-from .. import instances
+from spectheory import instances
 
 REQUIRED = object()
 

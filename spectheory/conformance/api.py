@@ -1,11 +1,12 @@
 """Conformance report for a user's speculative sampler (schema ``spectheory.report/1``).
 
 :func:`check_block_verifier` and :func:`check_decoding_step` run the user's code on the
-built-in instances (:mod:`sims.instances`: Markov pairs, where a bonus token drawn from the
-wrong row shows, and edge cases), grade every check of :mod:`.checks` with the statistical
-method of :mod:`sims.stats`, run the boundary probes (:mod:`.probes`, block verifiers only),
-and run spectheory's broken rules (:mod:`.references`) through the same pipeline as negative
-controls: a check whose relevant control does not fail is ``inconclusive`` for the subject too.
+built-in instances (:mod:`spectheory.instances`: Markov pairs, where a bonus token drawn from
+the wrong row shows, and edge cases), grade every check of :mod:`.checks` with the statistical
+method of :mod:`spectheory.judge.stats`, run the boundary probes (:mod:`.probes`, block
+verifiers only), and run spectheory's broken rules (:mod:`.references`) through the same
+pipeline as negative controls: a check whose relevant control does not fail is
+``inconclusive`` for the subject too.
 
 Error control: the family-wise ``alpha`` is split (Bonferroni) over the subject's Monte Carlo
 tests (checks × instances × γ), so a correct sampler is called ``fails`` by noise with
@@ -20,9 +21,9 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from sims import instances as inst
-from sims.evidence import Evidence, combine
-from sims.stats import POWER
+from .. import instances as inst
+from ..judge.evidence import Evidence, combine
+from ..judge.stats import POWER
 
 from ..rng import derive_seed
 from .adapters import BlockVerifier
@@ -158,7 +159,7 @@ def _report(subject_name, kind, settings, subject_traces, control_traces, subjec
                                          "graded on its number of violations (claimed 0).",
                        "evidence": [e.to_json() for e in subject_probes], "counterexample": None,
                        "controls": controls, "notes": notes})
-    from sims.runner import _versions
+    from ..judge.format import versions as _versions
     return {"schema": SCHEMA, "claims": claims,
             "run": {"subject": subject_name, "kind": kind, **settings, "quick": False,
                     "alpha_family": alpha * n_tests, "mc_tests_in_registry": n_tests, "alpha_per_test": alpha,
@@ -199,7 +200,7 @@ def check_block_verifier(fn, *, adapter: str = "probs", dtype: str = "float64", 
     (instance, γ); ``controls``: also run the broken reference rules (at ``control_n`` runs,
     default n // 4) so every check shows it can fail; ``probes``: the forced-uniform boundary
     probes. Returns a report dict (schema ``spectheory.report/1``); print it with
-    :func:`print_report`, save it with :func:`sims.report.write_json` / ``to_markdown``.
+    :func:`print_report`, save it with :func:`spectheory.judge.format.write_json`.
     """
     verifier = fn if isinstance(fn, BlockVerifier) else BlockVerifier(
         fn, adapter=adapter, dtype=dtype, batched=batched, framework=framework, name=name or "")

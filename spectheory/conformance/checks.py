@@ -2,7 +2,7 @@
 against the exact theory of standard speculative sampling (Leviathan et al. 2023, Alg. 1 and
 Thm 3.5; CLAIMS ``sd.lossless``, ``sd.acceptance``, ``sd.expected_tokens``).
 
-Each check turns one trace into :class:`~sims.evidence.Evidence` through :mod:`sims.stats`
+Each check turns one trace into :class:`~spectheory.judge.Evidence` through :mod:`~spectheory.judge.stats`
 (the statistical method of docs/statistical_method.md). Reading a call's output: ``L`` tokens
 were emitted, ``τ = L − 1`` drafted tokens were accepted (positions 0..τ−1) and the last token
 is the correction (τ < γ) or the bonus (τ = γ). The references are exact: the target's law of
@@ -17,8 +17,8 @@ from typing import Callable
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from ..judge import stats
+from ..judge.evidence import Evidence
 
 from ..closed_forms import sd as cf
 from ..exact import sd as exact_sd

@@ -8,8 +8,8 @@ the correction), disjoint supports, a one-token vocabulary, p ≥ q at the draft
 1−ulp must accept), and p = q in exact arithmetic but not after the softmax in the verifier's
 dtype, with p ≤ q at every token after rounding (a rejection at u = 1−ulp meets a residual of
 zero mass: it must not crash or return NaN). Every probe is graded by
-:func:`sims.stats.exact_equal` on its number of violations (claimed 0): the output must be a
-block of valid ids, the drafted prefix plus one token, every token in the support of the
+:func:`spectheory.judge.stats.exact_equal` on its number of violations (claimed 0): the output
+must be a block of valid ids, the drafted prefix plus one token, every token in the support of the
 target row it was drawn from, and the probe's own requirement.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from ..judge import stats
+from ..judge.evidence import Evidence
 
 from .adapters import BlockVerifier
 from .forced import ForcedSourceUnsupported, ForcedUniforms

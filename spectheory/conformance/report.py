@@ -1,9 +1,9 @@
 """Print a conformance report: one line per check with its verdict, the smallest p-value, the
 power statement (largest detectable deviation vs the tolerance) and the negative controls'
-verdicts, then one line per boundary probe. JSON/Markdown: :mod:`sims.report`."""
+verdicts, then one line per boundary probe. JSON: :func:`spectheory.judge.format.write_json`."""
 from __future__ import annotations
 
-from sims.report import fmt
+from ..judge.format import fmt
 
 
 def _check_report(report, need_run: bool = False) -> None:

@@ -48,7 +48,7 @@ MUTANTS = [
          old="            if cv != \"fails\" and verdict != \"fails\":\n                verdict = \"inconclusive\"\n                notes.append(f\"negative control {cname!r} came out",
          new="            if False:\n                verdict = \"inconclusive\"\n                notes.append(f\"negative control {cname!r} came out",
          why="a control that does not fail no longer downgrades the check"),
-    dict(path="sims/stats.py",
+    dict(path="spectheory/judge/stats.py",
          old="    if support.sum() == 1:",
          new="    if support.sum() == 0:",
          why="single-outcome law graded underpowered again (issue 10 item 6 undone)"),

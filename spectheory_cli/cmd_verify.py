@@ -1,36 +1,12 @@
-"""``spectheory`` command line: ``spectheory verify`` runs the registered claim checks."""
+"""``spectheory verify`` runs the registered claim checks and writes the report; ``spectheory list``
+lists them."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Check the theory of speculative decoding claim by claim.")
-
-
-def check_writable(path: Path, option: str) -> None:
-    """Fail before the run (not after it) if the report cannot be written to ``path``:
-    its folder is created if missing; an existing directory, a parent that is a file or an
-    unwritable location is a clean usage error."""
-    if path.is_dir():
-        raise typer.BadParameter(f"{path} is a directory, not a file", param_hint=option)
-    for parent in (path.parent, *path.parent.parents):
-        if parent.exists() and not parent.is_dir():
-            raise typer.BadParameter(f"cannot write {path}: {parent} is a file, not a folder", param_hint=option)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise typer.BadParameter(f"cannot create the folder {path.parent}: {err.strerror or err}",
-                                 param_hint=option) from None
-    existed = path.exists()
-    try:
-        with open(path, "a"):
-            pass
-    except OSError as err:
-        raise typer.BadParameter(f"cannot write {path}: {err.strerror or err}", param_hint=option) from None
-    if not existed:
-        path.unlink()
+from .app import app, check_writable
 
 
 @app.command()
@@ -51,11 +27,12 @@ def verify(
         raise typer.BadParameter(f"alpha must lie in (0, 1), got {alpha!r}", param_hint="--alpha")
     if jobs < 0:
         raise typer.BadParameter("jobs must be ≥ 0 (0 = one per CPU)", param_hint="--jobs")
-    from .registry import UnknownClaimError, select
-    from .report import print_table, to_markdown, write_json
-    from .runner import run_claims
+    from sims import runner
+    from sims.registry import UnknownClaimError, select
+    from sims.report import print_table, to_markdown
+    from spectheory.judge.format import write_json
     try:
-        select(claims)  # every pattern must match before anything runs
+        chosen = [c.id for c in select(claims)]  # every pattern must match before anything runs
     except UnknownClaimError as err:
         raise typer.BadParameter(str(err), param_hint="--claims") from None
     if json_path.resolve() == md_path.resolve():
@@ -65,7 +42,9 @@ def verify(
     if logits is not None and not (logits / "run.json").is_file():
         raise typer.BadParameter(f"{logits} is not a `spectheory validate` run directory (no run.json)",
                                  param_hint="--logits")
-    report = run_claims(claims, quick=quick, seed=seed, alpha=alpha, progress=progress, jobs=jobs, logits=logits)
+    extra = real_logits_evidence(logits, alpha, chosen)
+    report = runner.run_claims(claims, quick=quick, seed=seed, alpha=alpha, progress=progress, jobs=jobs,
+                               extra_evidence=extra, extra_source=None if logits is None else str(logits))
     print_table(report)
     try:
         write_json(report, json_path)
@@ -81,23 +60,42 @@ def verify(
 @app.command("list")
 def list_claims(claims: str = typer.Option("*", "--claims", "-c")):
     """List the registered claims."""
-    from .registry import UnknownClaimError, select
+    from sims.registry import UnknownClaimError, select
     try:
         chosen = select(claims)
     except UnknownClaimError as err:
         raise typer.BadParameter(str(err), param_hint="--claims") from None
     for c in chosen:
-        typer.echo(f"{c.id:<24} {c.reference}  [{c.n_mc_tests} MC tests, {len(c.controls)} controls]")
+        parts = f", {len(c.parts)} parts" if len(c.parts) > 1 else ""
+        typer.echo(f"{c.id:<26} {c.relation_label:<9} {c.reference}  [{c.n_mc_tests} MC tests, "
+                   f"{len(c.controls)} controls{parts}]")
 
 
-from . import cli_conformance  # noqa: E402,F401  (registers `spectheory conformance`)
-from . import cli_sweep  # noqa: E402,F401  (defines `spectheory sweep` on app)
-from . import cli_validate  # noqa: E402,F401  (registers `spectheory validate`)
+#: environment variable naming a captured ERSD LogitTrace (.npz) whose replay adds ``logits``
+#: evidence to ``ersd.lemma3_1`` and ``zero_order.underestimates`` (docs/ersd.md)
+TRACE_ENV = "SPECTHEORY_TRACE"
+TRACE_CLAIMS = ("ersd.lemma3_1", "zero_order.underestimates")
 
 
-def main() -> None:  # console-script entry point
-    app()
+def real_logits_evidence(logits: Path | None, alpha: float, claim_ids=TRACE_CLAIMS) -> dict:
+    """Real-model evidence for the runner (``sims`` never imports ``validate``): the ``logits``
+    evidence of a `spectheory validate` run directory (tested at the report's per-test level),
+    plus the replay of the ERSD trace named by $SPECTHEORY_TRACE (at the family-wise level, as
+    that replay states) when one of those claims is among ``claim_ids``. Returns
+    ``{claim_id: [Evidence, ...]}``."""
+    import os
 
-
-if __name__ == "__main__":
-    main()
+    from sims.registry import total_mc_tests
+    extra: dict = {}
+    if logits is not None:
+        from validate.evidence import logits_evidence
+        for cid, evs in logits_evidence(logits, alpha=alpha / max(1, total_mc_tests())).items():
+            extra.setdefault(cid, []).extend(evs)
+    trace = os.environ.get(TRACE_ENV)
+    if trace and set(TRACE_CLAIMS) & set(claim_ids):
+        from validate import LogitTrace
+        from validate.replay_ersd import evidence_ersd, replay_ersd
+        rep = evidence_ersd(replay_ersd(LogitTrace.load(trace), k=16, m=16, n_mc=400, seed=0), alpha=alpha)
+        for cid in TRACE_CLAIMS:
+            extra.setdefault(cid, []).extend(rep[cid])
+    return extra

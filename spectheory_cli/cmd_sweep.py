@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from .cli import app
+from .app import app
 
 
 def _value(text: str):
@@ -48,7 +48,7 @@ def sweep(
     Example: spectheory sweep sd.mc -g instance=markov1-V50-weak,iid-V4-random -g gamma=1,2,4
     -g n_iterations=100000 --reps 3 --out reports/sweep.jsonl
     """
-    from . import sweep as sw
+    from sims import sweep as sw
     if reps < 1:
         raise typer.BadParameter("reps must be ≥ 1", param_hint="--reps")
     if seed < 0:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from .cli import app
+from .app import app
 
 
 def load_target(target: str):
@@ -69,7 +69,8 @@ def conformance(
     """Test a speculative-sampling implementation for losslessness against the exact theory."""
     from spectheory import conformance as sc
 
-    from .report import to_markdown, write_json
+    from sims.report import to_markdown
+    from spectheory.judge.format import write_json
     fn = load_target(target)
     g = _ints(gammas, "--gammas")
     inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or sc.INSTANCES

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from .cli import app
+from .app import app
 
 validate_app = typer.Typer(add_completion=False, invoke_without_command=True,
                            help="Real-model validation: capture, real speculative decoding, theory vs measured.")
