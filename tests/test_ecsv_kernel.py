@@ -155,8 +155,8 @@ def test_harness_and_falsification_rules():
     assert dec["rule1"]["n_configs"] == 2
     for c in dec["configs"]:
         # under the matching reading the output is exactly p for both: the cross-entropy to p
-        # cannot improve, so rule 1 rejects
-        assert c["n_ce_down"] == 0 and c["reject"]
+        # cannot improve, and the accepted length is far below SD-1's: rule 1 rejects
+        assert c["n_ce_down"] == 0 and c["rule1"] == "rejected"
     # the exact harness gives the same numbers within the Monte Carlo error
     exact = ex.harness(src, methods, (2, 4), (2,), (R.CLEAN,))
     for r, e in zip(rows, exact):
@@ -180,15 +180,20 @@ def test_falsification_rule_logic():
     rows += [row("a", "ECSV-lite", 1.5, 0.8), row("b", "ECSV-lite", 1.5, 0.8), row("c", "ECSV-lite", 1.5, 1.2)]
     dec = mc.falsification(rows, variants=("ECSV-lite",))
     c = dec["configs"][0]
-    assert c["n_improves"] == 2 and not c["reject"] and c["n_beats_vote"] == 3 and not c["revise"]
+    assert c["n_improves"] == 2 and c["rule1"] == "survives" and c["n_beats_vote"] == 3 and c["rule2"] == "not-revise"
     rows2 = [r for r in rows if r["method"] != "ECSV-lite"]
     rows2 += [row(s, "ECSV-lite", 1.5, 1.0) for s in ("a", "b", "c")]   # accepted length only
     c2 = mc.falsification(rows2, variants=("ECSV-lite",))["configs"][0]
     assert c2["n_improves"] == 0 and c2["reject"] and c2["n_accepted_up"] == 3
+    assert c2["rule1"] == "undetermined"   # CE equal: neither better nor worse, so not definitively rejected
+    rows4 = [r for r in rows if r["method"] != "ECSV-lite"]
+    rows4 += [row(s, "ECSV-lite", 0.5, 1.0) for s in ("a", "b", "c")]    # accepted length worse
+    c4 = mc.falsification(rows4, variants=("ECSV-lite",))["configs"][0]
+    assert c4["rule1"] == "rejected" and c4["rule2"] == "revise"
     rows3 = [r for r in rows if r["method"] != "ECSV-lite"]
     rows3 += [row(s, "ECSV-lite", 1.205, 0.8) for s in ("a", "b", "c")]  # within 1% of the vote
     c3 = mc.falsification(rows3, variants=("ECSV-lite",))["configs"][0]
-    assert c3["revise"] and c3["n_beats_vote"] == 0
+    assert c3["revise"] and c3["n_beats_vote"] == 0 and c3["rule2"] == "revise"
 
 
 VARIED = random_pair(4, 1, concentration=0.3, seed=7)   # rows of very different entropies

@@ -22,6 +22,7 @@ Everything here is exact (enumeration in float64) and small: V ≤ 8, B ≤ 8.
 from __future__ import annotations
 
 import itertools
+from functools import lru_cache
 from math import factorial
 
 import numpy as np
@@ -289,19 +290,38 @@ def soft_majority_counterexample() -> dict:
 # --- the drafting model --------------------------------------------------------------------------
 
 def _compositions(B: int, V: int):
+    """Every vector of V non-negative counts summing to B (stars and bars), in lexicographic
+    order of the bar positions."""
+    return compositions(B, V)
+
+
+@lru_cache(maxsize=64)
+def compositions(B: int, V: int) -> np.ndarray:
+    """All (C(B+V−1, V−1), V) count vectors of B draws over V tokens (read-only)."""
     if V == 1:
-        yield (B,)
-        return
-    for c in range(B, -1, -1):
-        for rest in _compositions(B - c, V - 1):
-            yield (c,) + rest
+        out = np.array([[B]], dtype=np.int64)
+    else:
+        bars = np.array(list(itertools.combinations(range(B + V - 1), V - 1)), dtype=np.int64).reshape(-1, V - 1)
+        edges = np.concatenate([np.full((bars.shape[0], 1), -1), bars, np.full((bars.shape[0], 1), B + V - 1)], axis=1)
+        out = np.diff(edges, axis=1) - 1
+    out.setflags(write=False)
+    return out
+
+
+def _multinomial_logp(c: np.ndarray, q: np.ndarray) -> np.ndarray:
+    from scipy.special import gammaln
+    B = int(c[0].sum())
+    with np.errstate(divide="ignore"):
+        logq = np.log(q)
+    terms = np.where(c > 0, c * logq, 0.0)
+    return gammaln(B + 1) - gammaln(c + 1).sum(axis=1) + terms.sum(axis=1)
 
 
 def vote_match_iid(p, q, B: int) -> float:
     """Exact ``P(plurality vote of B i.i.d. draws from q equals y)`` with ``y ~ p``
     independent of the draws — the drafting model at one position. Ties among the most
     voted tokens are broken by larger q, then the smaller token id (the fusion rule's
-    tie-break without spot checks). Multinomial enumeration over vote counts."""
+    tie-break without spot checks). Enumeration over the vote counts (multinomial)."""
     p, q = check_pair(p, q, names=("p (target)", "q (draft)"))
     if p.ndim != 1:
         raise ValueError("p and q must be 1-D distributions")
@@ -310,21 +330,14 @@ def vote_match_iid(p, q, B: int) -> float:
     n_comp = factorial(B + V - 1) // (factorial(B) * factorial(V - 1))
     if n_comp > 2_000_000:
         raise ValueError(f"{n_comp} vote compositions is too many to enumerate")
-    order = sorted(range(V), key=lambda t: (-q[t], t))
-    rank = np.empty(V, dtype=np.int64)
-    rank[order] = np.arange(V)
-    logq = np.log(np.where(q > 0, q, 1.0))
-    lf = [np.log(float(factorial(i))) for i in range(B + 1)]
-    out = 0.0
-    for c in _compositions(B, V):
-        c = np.array(c)
-        if (c[q == 0] > 0).any():
-            continue
-        lp = lf[B] - sum(lf[x] for x in c) + float((c * logq).sum())
-        mx = c.max()
-        win = min(np.flatnonzero(c == mx), key=lambda t: rank[t])
-        out += np.exp(lp) * p[win]
-    return float(out)
+    c = compositions(B, V)
+    lp = _multinomial_logp(c, q)
+    order = sorted(range(V), key=lambda t: (-q[t], t))     # tie-break preference, best first
+    pref = np.empty(V, dtype=np.int64)
+    pref[order] = np.arange(V)[::-1]                        # larger = preferred
+    win = np.argmax(c * V + pref[None, :], axis=1)
+    keep = np.isfinite(lp)
+    return float((np.exp(lp[keep]) * p[win[keep]]).sum())
 
 
 def single_branch_match(p, q) -> float:

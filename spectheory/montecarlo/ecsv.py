@@ -324,11 +324,13 @@ SIGNAL_ALPHAS = ((1.0, 1.0), (1.0, 0.0), (0.0, 1.0))
 
 
 def tune(method: R.Method, held_out: dict, *, B: int = 4, k: int = 4, drafter: R.Drafter = R.CLEAN,
-         reading: str = "match", regime: str = "sampling", n_steps: int = 8_000, seed=0) -> tuple[R.Method, dict]:
+         reading: str = "match", regime: str = "sampling", n_steps: int = 8_000, seed=0, gammas=GAMMAS,
+         signal_alphas=SIGNAL_ALPHAS, spot_alphas=SPOT_ALPHAS) -> tuple[R.Method, dict]:
     """Choose a fusion method's ``γ`` and coefficients on held-out sources: the grid point
-    with the largest mean accepted length over ``held_out`` at (B, k) — γ ∈ :data:`GAMMAS`
-    (γ = 0 is the unweighted vote), (α_entropy, α_agreement) ∈ :data:`SIGNAL_ALPHAS`, and
-    α_spot ∈ :data:`SPOT_ALPHAS` for spot-check variants. Returns the tuned method (same
+    with the largest mean accepted length over ``held_out`` at (B, k) — γ ∈ ``gammas`` (default
+    :data:`GAMMAS`; γ = 0 is the unweighted vote), (α_entropy, α_agreement) ∈ ``signal_alphas``
+    (:data:`SIGNAL_ALPHAS`), and α_spot ∈ ``spot_alphas`` (:data:`SPOT_ALPHAS`) for spot-check
+    variants; ties go to the smaller γ. Returns the tuned method (same
     name) and ``{grid point: mean accepted length}``. Methods without weights are returned
     unchanged."""
     check_type(method, R.Method, "method", " (spectheory.rules.ecsv)")
@@ -340,9 +342,9 @@ def tune(method: R.Method, held_out: dict, *, B: int = 4, k: int = 4, drafter: R
     rng = check_random_state(seed)
     base = int(rng.integers(0, 2**62))
     scores = {}
-    spot = SPOT_ALPHAS if method.R else (method.alpha[3],)
-    for g in GAMMAS:
-        for a01 in (SIGNAL_ALPHAS if g > 0 else (method.alpha[:2],)):
+    spot = tuple(spot_alphas) if method.R else (method.alpha[3],)
+    for g in gammas:
+        for a01 in (tuple(signal_alphas) if g > 0 else (method.alpha[:2],)):
             for a3 in (spot if g > 0 else (method.alpha[3],)):
                 m = replace(method, gamma=g, alpha=(a01[0], a01[1], method.alpha[2], a3)).regime(regime)
                 if regime == "sampling":
@@ -365,17 +367,20 @@ def _z(a: Estimate, b: Estimate, margin: float = 0.0) -> float:
 def falsification(rows: list[dict], *, alpha: float = 0.01, margin: float = 0.01,
                   variants=("ECSV-lite",) + tuple(m.name for m in R.ECSV_SPOT) + ("ECSV-soft",),
                   min_datasets: int = 2, low=(2, 4)) -> dict:
-    """The paper's decision rules on a harness table.
+    """The paper's decision rules on a harness table, each comparison a one-sided z-test at
+    level ``alpha`` (independent estimates, batch-means standard errors).
 
-    Per (variant, drafter, B, k): *improves on SD-1* on a source when ECSV's accepted length
-    is higher and its cross-entropy to p lower than SD-1's, each by a one-sided z-test at
-    level ``alpha``. Rule 1 (**reject**): ECSV improves on fewer than ``min_datasets``
-    sources. Rule 2 (**revise**): Vote-unif matches ECSV — ECSV's accepted length does not
-    exceed Vote-unif's by more than ``margin`` (relative) at level ``alpha`` on at least
-    ``min_datasets`` sources (one-sided test of ``acc_E − acc_V ≤ margin·acc_V``). Rule 3
-    (**impractical**): at (B, k) = ``low`` the improvement of rule 1 vanishes.
-    Returns ``{"configs": [...], "rule1": ..., "rule2": ..., "rule3": ...}``.
-    """
+    Per (variant, drafter, B, k) and source: ECSV *improves* on SD-1 when its accepted length is
+    significantly higher **and** its cross-entropy to p significantly lower; it *cannot improve*
+    when either is significantly on the wrong side. Rule 1 (**reject**, "fails to improve both
+    on ≥ ``min_datasets`` datasets"): a configuration *survives* with ≥ ``min_datasets``
+    improving sources, is *rejected* when fewer than ``min_datasets`` sources can still improve,
+    and is *undetermined* otherwise (the tests lacked power). Rule 2 (**revise**, "Vote-unif
+    matches ECSV"): ECSV *beats* Vote-unif at a source when ``acc_E − (1 + margin)·acc_V > 0``
+    significantly, *cannot* when ``< 0`` significantly; the configuration calls for revision when
+    fewer than ``min_datasets`` sources can beat the vote (``revise``), not when ≥
+    ``min_datasets`` beat it, else undetermined. Rule 3 (**impractical**): rule 1 at (B, k) =
+    ``low``. Returns ``{"configs": [...], "rule1", "rule2", "rule3"}`` with counts."""
     alpha = check_level(alpha, "alpha")
     zc = float(_st.norm.isf(alpha))
     idx = {(r["source"], r["drafter"], r["B"], r["k"], r["method"]): r for r in rows}
@@ -391,34 +396,47 @@ def falsification(rows: list[dict], *, alpha: float = 0.01, margin: float = 0.01
             v = idx.get((src, dr, B, k, "Vote-unif"))
             if e is None or s1 is None:
                 continue
-            acc_up = _z(e["accepted_length"], s1["accepted_length"]) > zc
-            ce_down = _z(s1["ce_per_token"], e["ce_per_token"]) > zc
-            beats_vote = None
+            z_acc = _z(e["accepted_length"], s1["accepted_length"])
+            z_ce = _z(s1["ce_per_token"], e["ce_per_token"])
+            beats_vote = cannot_beat = None
             if v is not None:
-                beats_vote = _z(e["accepted_length"], v["accepted_length"],
-                                margin * v["accepted_length"].value) > zc
+                z_v = _z(e["accepted_length"], v["accepted_length"], margin * v["accepted_length"].value)
+                beats_vote, cannot_beat = bool(z_v > zc), bool(z_v < -zc)
             per_src.append({"source": src, "acc_ecsv": e["accepted_length"].value,
                             "acc_sd1": s1["accepted_length"].value, "ce_ecsv": e["ce_per_token"].value,
                             "ce_sd1": s1["ce_per_token"].value,
                             "acc_vote": None if v is None else v["accepted_length"].value,
-                            "accepted_up": bool(acc_up), "ce_down": bool(ce_down), "improves": bool(acc_up and ce_down),
-                            "beats_vote": beats_vote,
+                            "accepted_up": bool(z_acc > zc), "ce_down": bool(z_ce > zc),
+                            "improves": bool(z_acc > zc and z_ce > zc),
+                            "cannot_improve": bool(z_acc < -zc or z_ce < -zc),
+                            "beats_vote": beats_vote, "cannot_beat_vote": cannot_beat,
                             "vtpo_ecsv": e["vtpo_parallel"].value, "vtpo_sd1": s1["vtpo_parallel"].value})
         n_imp = sum(p["improves"] for p in per_src)
+        n_possible = sum(not p["cannot_improve"] for p in per_src)
         n_bv = sum(bool(p["beats_vote"]) for p in per_src)
+        n_bv_possible = sum(p["cannot_beat_vote"] is False for p in per_src)
+        r1 = "survives" if n_imp >= min_datasets else ("rejected" if n_possible < min_datasets else "undetermined")
+        r2 = "not-revise" if n_bv >= min_datasets else ("revise" if n_bv_possible < min_datasets else "undetermined")
         configs.append({"variant": meth, "drafter": dr, "B": B, "k": k, "sources": per_src,
-                        "n_improves": n_imp, "reject": n_imp < min_datasets,
-                        "n_beats_vote": n_bv, "revise": n_bv < min_datasets,
+                        "n_improves": n_imp, "n_possible": n_possible, "rule1": r1, "reject": r1 != "survives",
+                        "n_beats_vote": n_bv, "rule2": r2, "revise": r2 != "not-revise",
                         "n_accepted_up": sum(p["accepted_up"] for p in per_src),
                         "n_ce_down": sum(p["ce_down"] for p in per_src)})
     low_cfg = [c for c in configs if (c["B"], c["k"]) == tuple(low)]
+
+    def count(cs, key, val):
+        return sum(c[key] == val for c in cs)
     return {"configs": configs, "alpha": alpha, "margin": margin, "min_datasets": min_datasets,
-            "rule1": {"reject": all(c["reject"] for c in configs), "n_configs": len(configs),
-                      "n_reject": sum(c["reject"] for c in configs)},
-            "rule2": {"revise": all(c["revise"] for c in configs), "n_configs": len(configs),
-                      "n_revise": sum(c["revise"] for c in configs)},
-            "rule3": {"impractical": all(c["reject"] for c in low_cfg) if low_cfg else None,
-                      "n_configs": len(low_cfg), "n_vanish": sum(c["reject"] for c in low_cfg)}}
+            "rule1": {"reject": all(c["rule1"] == "rejected" for c in configs), "n_configs": len(configs),
+                      "n_survive": count(configs, "rule1", "survives"), "n_reject": count(configs, "rule1", "rejected"),
+                      "n_undetermined": count(configs, "rule1", "undetermined")},
+            "rule2": {"revise": all(c["rule2"] == "revise" for c in configs), "n_configs": len(configs),
+                      "n_not_revise": count(configs, "rule2", "not-revise"), "n_revise": count(configs, "rule2", "revise"),
+                      "n_undetermined": count(configs, "rule2", "undetermined")},
+            "rule3": {"impractical": all(c["rule1"] == "rejected" for c in low_cfg) if low_cfg else None,
+                      "n_configs": len(low_cfg), "n_survive": count(low_cfg, "rule1", "survives"),
+                      "n_vanish": count(low_cfg, "rule1", "rejected"),
+                      "n_undetermined": count(low_cfg, "rule1", "undetermined")}}
 
 
 def tune_plan(methods, held_out: dict, **kw) -> tuple[tuple, dict]:
