@@ -285,6 +285,18 @@ def prob_vs_best(voter: Voter, V: int, eps):
     return 1.0 - min(eps), voter_accuracy(voter, eps, V)
 
 
+def best_branch_slack(voter: Voter, V: int, eps) -> float:
+    """P(vote = y) − max_b P(t̂_b = y) (≥ 0: the vote is at least as good as every branch)."""
+    best, acc = prob_vs_best(voter, V, eps)
+    return acc - best
+
+
+def mean_branch_slack(voter: Voter, eps) -> float:
+    """P(vote = y) − mean_b P(t̂_b = y), independent binary branches."""
+    mean, acc = s2_vs_mean(voter, eps)
+    return acc - mean
+
+
 def s2_vs_mean(voter: Voter, eps):
     """(mean_b P(t̂_b = y), P(vote = y)), independent binary branches (V = 2)."""
     return 1.0 - float(np.mean(eps)), voter_accuracy(voter, eps, 2)
@@ -359,17 +371,17 @@ def check_majority(ctx, voter: Voter):
                         lambda V, eps: prob_vs_best(voter, V, eps), **strict,
                         what="P(vote = y) ≥ max_b P(t̂_b = y)"))
         ev.append(least_slack(ctx, "s1-weak", lambda: exhaustive(
-            lambda V, e1, e2, e3: float(np.subtract(*prob_vs_best(voter, V, (e1, e2, e3))[::-1])),
+            lambda V, e1, e2, e3: best_branch_slack(voter, V, (e1, e2, e3)),
             grid(V=(2, 3), e1=(0.05, 0.2, 0.45), e2=(0.05, 0.3, 0.49), e3=(0.1, 0.4)),
-            call=lambda V, e1, e2, e3: f"import sims.claims.ecsv; sims.claims.ecsv.prob_vs_best("
+            call=lambda V, e1, e2, e3: f"import sims.claims.ecsv; sims.claims.ecsv.best_branch_slack("
                                        f"sims.claims.ecsv.{_voter_name(voter)}, {V}, ({e1}, {e2}, {e3}))")))
     with ctx.part("s2-independent"):
         ev.append(sweep(lambda pt: label("independent binary branches, mean ε < ½", ε=pt["eps"]), S2_GRID,
                         lambda eps: s2_vs_mean(voter, eps), judge=_strict, **strict,
                         what="P(vote = y) > mean_b P(t̂_b = y)"))
         ev.append(least_slack(ctx, "s2-independent", lambda: exhaustive(
-            lambda e: float(np.subtract(*s2_vs_mean(voter, (e, e, e))[::-1])), grid(e=(0.3, 0.4, 0.45, 0.49, 0.499)),
-            call=lambda e: f"import sims.claims.ecsv; sims.claims.ecsv.s2_vs_mean(sims.claims.ecsv."
+            lambda e: mean_branch_slack(voter, (e, e, e)), grid(e=(0.3, 0.4, 0.45, 0.49, 0.499)),
+            call=lambda e: f"import sims.claims.ecsv; sims.claims.ecsv.mean_branch_slack(sims.claims.ecsv."
                            f"{_voter_name(voter)}, ({e}, {e}, {e}))")))
         n = ctx.size(200_000, 40_000)
         eps = (0.3, 0.3, 0.3)
@@ -444,9 +456,10 @@ register(
                    "ε < ½, unequal ε when B = 2 ('diverse'): P(vote = y) > the mean branch accuracy; (s2-correlated) "
                    "the same with correlated branches whose errors coalesce; (drafting) in speculative decoding's "
                    "own model, where drafts are independent of the verifier's sample, the B-draft plurality matches "
-                   "the verifier more often than one draft (per state of the harness sources).",
+                   "the verifier more often than one draft (per state of the harness sources; with --logits, on "
+                   "the real pair's captured rows at depth 1).",
     parts=(Part("s1-share", "If more than half of the total weight is on y, the hard weighted vote outputs y.",
-                relation="="),
+                relation="=", modes=("exact", "mc")),
            Part("s1-soft", "The same for the soft vote S(t) = Σ w 1[t̂=t] + λ Σ w q_b(t), λ = 0.5.", relation="=",
                 modes=("exact",)),
            Part("s1-prob", "Independent channel, MAP weights: P(vote = y) > max_b P(t̂_b = y).", relation=">",
@@ -454,12 +467,13 @@ register(
            Part("s1-weak", "Independent channel, MAP weights: P(vote = y) ≥ max_b P(t̂_b = y).", relation="≥",
                 modes=("exact",)),
            Part("s2-independent", "Independent binary branches, mean ε < ½ (diverse): P(vote = y) > mean_b "
-                                  "P(t̂_b = y).", relation=">"),
+                                  "P(t̂_b = y).", relation=">", modes=("exact", "mc")),
            Part("s2-correlated", "Correlated branches (errors coalescing on a common wrong token), each ε < ½: "
-                                 "P(vote = y) > a single branch's accuracy.", relation=">"),
+                                 "P(vote = y) > a single branch's accuracy.", relation=">", modes=("exact", "mc")),
            Part("drafting", "Drafting model (drafts independent of the verifier's sample): the plurality of B "
                             "drafts matches the verifier's sample more often than one draft.", relation=">",
-                modes=("exact",))),
+                modes=("exact", "logits"))),
+    modes=("exact", "mc", "logits"),
     check=check_majority, subject=FUSION, mc_tests=3, shrink=shrink_majority,
     controls=(Control("minority vote", MINORITY, "negative control: the least-supported voted token is fused",
                       parts=("s1-share", "s1-soft", "s1-prob", "s1-weak", "s2-independent", "drafting")),
@@ -1143,13 +1157,15 @@ register(
                          "and cross-entropy to p over SD-1 on ≥ 2 sources (matching verification).", relation="exists",
                 modes=("exact", "mc", "logits")),
            Part("rule1-rs", "The same with fused drafts verified by min(1, p/q̄) (the 'standard final check').",
-                relation="exists"),
+                relation="exists", modes=("exact", "mc")),
            Part("rule2", "Rule 2 does not call for revision: an ECSV variant beats Vote-unif by > 1% on ≥ 2 sources.",
                 relation="exists", modes=("mc",)),
            Part("rule2-lite", "The same for ECSV-lite / ECSV-soft (reliability from drafter signals, no verifier call).",
                 relation="exists", modes=("exact",)),
-           Part("rule3", "Rule 3: the improvement of rule 1 persists at B = 2, k = 4.", relation="exists"),
-           Part("lossless", "Under matching verification every method's output law is p.", relation="law")),
+           Part("rule3", "Rule 3: the improvement of rule 1 persists at B = 2, k = 4.", relation="exists",
+                modes=("exact", "mc")),
+           Part("lossless", "Under matching verification every method's output law is p.", relation="law",
+                modes=("exact", "mc"))),
     modes=("exact", "mc", "logits"),
     check=check_falsification, subject=AS_READ, mc_tests=5, shrink=shrink_falsification,
     controls=(Control("anti-reliability fusion", MINORITY_PLAN, "negative control: every variant fuses the least "
