@@ -2,10 +2,12 @@
 fast tier restricted to the family's files) or by ``spectheory verify --quick --claims
 'ecsv.*'`` (a verdict or a control verdict changes)."""
 
-CLAIMS = None  # set to "ecsv.*" once sims/claims/ecsv.py registers the claims
+CLAIMS = "ecsv.*"
 TESTS = ("tests/test_ecsv_exact.py tests/test_ecsv_kernel.py tests/test_ecsv_closed_forms.py "
          "tests/test_ecsv_verifier.py tests/test_ecsv_notebook.py")
 
+CLAIMS_TESTS = TESTS + " tests/test_ecsv_claims.py"
+C = "sims/claims/ecsv.py"
 K = "spectheory/_kernels/ecsv.py"
 EX = "spectheory/exact/ecsv.py"
 
@@ -84,8 +86,8 @@ MUTANTS = [
          why="drafter temperature applied as a multiplier"),
     dict(path="spectheory/montecarlo/ecsv.py", old='branchwise=m.scope == "branch"', new='branchwise=m.scope == "position"',
          why="MC tables: positionwise and branchwise weights swapped"),
-    dict(path="spectheory/montecarlo/ecsv.py", old='"improves": bool(acc_up and ce_down)',
-         new='"improves": bool(acc_up or ce_down)',
+    dict(path="spectheory/montecarlo/ecsv.py", old='"improves": bool(z_acc > zc and z_ce > zc)',
+         new='"improves": bool(z_acc > zc or z_ce > zc)',
          why="decision rule 1: 'improves both' read as 'improves either'"),
     dict(path="spectheory/closed_forms/ecsv.py", old="    return np.log((1.0 - e) * (V - 1) / e)",
          new="    return np.log((1.0 - e) / e)", why="MAP weights without the (V − 1) factor"),
@@ -95,4 +97,26 @@ MUTANTS = [
     dict(path="spectheory/verifiers/ecsv.py", old="    rows = {j: _row(p, tuple(first[:j]), V) for j in spot}",
          new="    rows = {j: _row(p, tuple(first[:j + 1]), V) for j in spot}",
          why="verifier: spot row one position too deep"),
+    # --- claims layer and real-logits replay ---
+    dict(path=C, old='    outcome = "pass" if count >= 1 else ("underpowered" if undetermined else "fail")',
+         new='    outcome = "pass" if count >= 0 else ("underpowered" if undetermined else "fail")',
+         why="claims: an 'exists' part passes with zero configurations", tests=CLAIMS_TESTS),
+    dict(path=C, old="            n += (e[\"accepted_length\"] > s1[\"accepted_length\"] + 1e-9) and "
+                     "(e[\"ce_per_token\"] < s1[\"ce_per_token\"] - 1e-9)",
+         new="            n += (e[\"accepted_length\"] > s1[\"accepted_length\"] + 1e-9) or "
+             "(e[\"ce_per_token\"] < s1[\"ce_per_token\"] - 1e-9)",
+         why="claims, exact rule 1: 'improves both' read as 'improves either'", tests=CLAIMS_TESTS),
+    dict(path=C, old="    return sets[np.arange(y.size), y] / sets.sum(axis=1)\n\n\ndef check_map",
+         new="    return sets[np.arange(y.size), y].astype(float)\n\n\ndef check_map",
+         why="claims, channel draws: a tie counts as a win for every tied token", tests=CLAIMS_TESTS),
+    dict(path=C, old="        ms = tuple(replace(m, gamma=-8.0, alpha=(0.0, 1.0, 1.0, 0.0), lam=0.0, ties=\"none\") for m in ms)",
+         new="        ms = tuple(replace(m, gamma=8.0, alpha=(0.0, 1.0, 1.0, 0.0), lam=0.0, ties=\"none\") for m in ms)",
+         why="claims: the anti-reliability control's γ sign lost (it becomes a reliable vote)", tests=CLAIMS_TESTS),
+    dict(path="validate/replay_ecsv.py", old="        sd1 = np.cumprod(beta[pos], axis=1).sum(axis=1)",
+         new="        sd1 = np.cumprod(beta[pos], axis=1).sum(axis=1) + 1.0",
+         why="replay: SD-1's accepted length counts the bonus token (τ + 1 instead of τ)", tests=CLAIMS_TESTS),
+    dict(path="validate/replay_ecsv.py", old="                pf = np.where(fused == Q.shape[1] - 1, 0.0, pf)        # leftover: counted as a mismatch",
+         new="                pf = np.where(fused == Q.shape[1] - 1, 1.0, pf)        # leftover: counted as a mismatch",
+         why="replay: a fused leftover pseudo-token counted as a sure match", tests=CLAIMS_TESTS),
 ]
+
