@@ -12,7 +12,16 @@ from spectheory.pairs import perturbed_pair
 from spectheory.rules import ecsv as R
 from spectheory.verifiers import ecsv as vf
 
+from sims import sweep as _sw
+from validate import replay_ecsv as rp
+
 from . import bad
+from .validate import RUN
+
+_MC_JOB = _sw.resolve("ecsv.mc")
+_EXACT_JOB = _sw.resolve("ecsv.exact")
+_SS = np.random.SeedSequence(0)
+_JOB = {"source": "medium", "method": "ECSV-lite", "B": 2, "k": 2}
 
 NAN, INF = float("nan"), float("inf")
 PAIR = perturbed_pair(3, 1, how="mix", strength=0.4, seed=12)
@@ -148,4 +157,30 @@ ROWS = [
         match="contains NaN"),
     bad("ecsv.ecsv_step rs_exact", vf.ecsv_step, TOK, Q, _p, method=R.ECSV_LITE_RS_EXACT, match="proposal law"),
     bad("ecsv.ecsv_step seed=-1", vf.ecsv_step, TOK, Q, _p, seed=-1, match="seed must be ≥ 0"),
+    # --- tuning and the harness (spectheory.montecarlo.ecsv) ---
+    bad("ecsv.tune method str", mc.tune, "ECSV-lite", {"a": PAIR}, exc=TypeError, match="method must be a Method"),
+    bad("ecsv.tune held_out empty", mc.tune, R.ECSV_LITE, {}, match="held_out must be a non-empty dict"),
+    bad("ecsv.tune_plan held_out empty", mc.tune_plan, (R.ECSV_LITE,), {}, match="held_out must be a non-empty dict"),
+    bad("ecsv.harness regime", mc.harness, {"a": PAIR}, (R.ECSV_LITE,), (2,), (2,), (R.CLEAN,), regime="beam",
+        match="regime must be"),
+    bad("ecsv.harness drafter str", mc.harness, {"a": PAIR}, (R.ECSV_LITE,), (2,), (2,), ("noisy",), exc=TypeError,
+        match="drafter must be a Drafter"),
+    # --- sweep jobs (sims/jobs/ecsv.py) ---
+    bad("ecsv.mc job unknown method", _MC_JOB, {**_JOB, "method": "ECSV", "n_steps": 100}, _SS,
+        match="method' must be one of"),
+    bad("ecsv.mc job B=0", _MC_JOB, {**_JOB, "B": 0, "n_steps": 100}, _SS, match="'B' must be ≥ 1"),
+    bad("ecsv.mc job n_steps missing", _MC_JOB, _JOB, _SS, match="missing parameter 'n_steps'"),
+    bad("ecsv.mc job reading", _MC_JOB, {**_JOB, "reading": "greedy", "n_steps": 100}, _SS,
+        match="'reading' must be one of"),
+    bad("ecsv.mc job unknown parameter", _MC_JOB, {**_JOB, "n_steps": 100, "K": 2}, _SS, match="unknown parameter"),
+    bad("ecsv.exact job gamma for SD-1", _EXACT_JOB, {**_JOB, "method": "SD-1", "gamma": 1.0}, None,
+        match="gamma applies"),
+    bad("ecsv.exact job source", _EXACT_JOB, {**_JOB, "source": "strong"}, None, match="'source' must be one of"),
+    bad("ecsv.exact job k=1.5", _EXACT_JOB, {**_JOB, "k": 1.5}, None, match="must be an integer"),
+    # --- real-logits replay (validate.replay_ecsv) ---
+    bad("validate.replay_ecsv.logits_evidence alpha=2", rp.logits_evidence, RUN, 2.0, match="alpha must lie in"),
+    bad("validate.replay_ecsv.logits_evidence run str", rp.logits_evidence, "run", exc=TypeError, match="Run"),
+    bad("validate.replay_ecsv.replay n_mc=1", rp.replay, RUN, n_mc=1, match="n_mc must be ≥ 2"),
+    bad("validate.replay_ecsv.replay k=0", rp.replay, RUN, ks=(0,), match="k must be ≥ 1"),
+    bad("validate.replay_ecsv.replay B=0", rp.replay, RUN, Bs=(0,), ks=(2,), match="B must be ≥ 1"),
 ]
