@@ -131,3 +131,37 @@ def test_replay_fusion_matches_the_exact_fusion_on_shared_rows():
         got = rp.fuse_shared_rows(tok[None], Qr, Pr, var)[0]
         np.testing.assert_array_equal(got, want)
     del itertools
+
+
+def test_exact_decisions_need_both_metrics():
+    """Exact rule 1: improving accepted length without lowering cross-entropy (or the reverse)
+    does not count; both on ≥ 2 sources does."""
+    from sims.claims import ecsv as C
+
+    def row(src, meth, acc, ce, B=2):
+        return {"source": src, "drafter": "clean", "B": B, "k": 2, "method": meth, "accepted_length": acc,
+                "ce_per_token": ce}
+    base = [row(s, "SD-1", 1.0, 1.0) for s in "abc"]
+    only_acc = base + [row(s, "ECSV-lite", 1.5, 1.0) for s in "abc"]
+    only_ce = base + [row(s, "ECSV-lite", 1.0, 0.5) for s in "abc"]
+    both = base + [row("a", "ECSV-lite", 1.5, 0.5), row("b", "ECSV-lite", 1.5, 0.5), row("c", "ECSV-lite", 0.5, 2.0)]
+    assert C.exact_decisions(only_acc, ("ECSV-lite",))[0]["reject"]
+    assert C.exact_decisions(only_ce, ("ECSV-lite",))[0]["reject"]
+    d = C.exact_decisions(both, ("ECSV-lite",))[0]
+    assert d["n_improves"] == 2 and not d["reject"]
+    v = base + [row(s, "Vote-unif", 1.0, 1.0) for s in "abc"]
+    beats = v + [row(s, "ECSV-lite", 1.02, 1.0) for s in "abc"]
+    within = v + [row(s, "ECSV-lite", 1.005, 1.0) for s in "abc"]
+    assert not C.exact_vote_decisions(beats, ("ECSV-lite",))[0]["revise"]
+    assert C.exact_vote_decisions(within, ("ECSV-lite",))[0]["revise"]
+
+
+def test_vote_correct_splits_ties():
+    """A tie between the branches' tokens is broken uniformly: each tied token is right with
+    probability 1/|tie set| (the Rao–Blackwellised indicator the MC accuracy tests average)."""
+    from sims.claims import ecsv as C
+    obs = np.array([[0, 1], [0, 0], [2, 1]])
+    y = np.array([0, 0, 1])
+    got = C.vote_correct(np.ones(2), 3, y, obs)
+    np.testing.assert_allclose(got, [0.5, 1.0, 0.5])
+    np.testing.assert_allclose(C.vote_correct(np.array([2.0, 1.0]), 3, y, obs), [1.0, 1.0, 0.0])
