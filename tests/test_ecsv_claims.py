@@ -165,3 +165,15 @@ def test_vote_correct_splits_ties():
     got = C.vote_correct(np.ones(2), 3, y, obs)
     np.testing.assert_allclose(got, [0.5, 1.0, 0.5])
     np.testing.assert_allclose(C.vote_correct(np.array([2.0, 1.0]), 3, y, obs), [1.0, 1.0, 0.0])
+
+
+def test_replay_numbers_by_hand():
+    """SD-1's replayed accepted length is Σ_j Π_{i<j} β (no bonus token), and a fused leftover
+    pseudo-token counts as a miss (a lower bound)."""
+    from validate import replay_ecsv as rp
+    beta = np.array([0.5, 0.8, 0.9, 0.1])
+    pos = np.array([[0, 1], [1, 2], [2, 3]])
+    np.testing.assert_allclose(rp.sd1_accepted(beta, pos), [0.5 + 0.4, 0.8 + 0.72, 0.9 + 0.09])
+    P = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]])
+    np.testing.assert_allclose(rp.matched(P, np.array([0, 2]), leftover=2), [0.6, 0.0])
+    np.testing.assert_allclose(rp.matched(P, np.array([1, 1]), leftover=2), [0.3, 0.5])

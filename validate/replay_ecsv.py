@@ -116,6 +116,18 @@ def fuse_shared_rows(tok: np.ndarray, Q: np.ndarray, P: np.ndarray, v: Variant) 
     return tb
 
 
+def matched(P: np.ndarray, fused: np.ndarray, leftover: int) -> np.ndarray:
+    """The verifier's probability of each fused token (``P`` rows aligned with ``fused``); a fused
+    leftover pseudo-token (index ``leftover``) counts as a miss: 0, a lower bound."""
+    pf = np.take_along_axis(P, fused[..., None], axis=-1)[..., 0]
+    return np.where(fused == leftover, 0.0, pf)
+
+
+def sd1_accepted(beta: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """SD-1's E[τ] per window along the text: Σ_{j=1}^{k} Π_{i<j} β_{t+i} (β exact, no bonus)."""
+    return np.cumprod(beta[pos], axis=1).sum(axis=1)
+
+
 @dataclass(frozen=True)
 class ECSVReplay:
     """Per (variant, B, k): the mean accepted length along the text (teacher-forced) for ECSV
@@ -150,7 +162,7 @@ def replay(run, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, variants=VARIANTS, n_mc: int = 
         nwin[k] = int(starts.size)
         pos = starts[:, None] + np.arange(k)                          # (W, k)
         # SD-1: E[τ] = Σ_j Π_{i<j+1} β (rejection sampling against its own q), exact β
-        sd1 = np.cumprod(beta[pos], axis=1).sum(axis=1)
+        sd1 = sd1_accepted(beta, pos)
         Qw, Pw = Q[pos], P[pos]                                       # (W, k, K)
         for B in Bs:
             B = check_int(B, "B", min=1)
@@ -162,8 +174,7 @@ def replay(run, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, variants=VARIANTS, n_mc: int = 
             ji = np.arange(k)[None, None, :]
             for v in variants:
                 fused = fuse_shared_rows(tok, Qw, Pw, v)                # (W, n, k)
-                pf = Pw[wi, ji, fused]
-                pf = np.where(fused == Q.shape[1] - 1, 0.0, pf)        # leftover: counted as a mismatch
+                pf = matched(np.broadcast_to(Pw[:, None], fused.shape + (Pw.shape[-1],)), fused, Q.shape[1] - 1)
                 e_tau = np.cumprod(pf, axis=2).sum(axis=2).mean(axis=1)
                 diff = e_tau - sd1
                 se = _batch_se(diff, pool.bounds, starts)
@@ -175,8 +186,7 @@ def replay(run, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, variants=VARIANTS, n_mc: int = 
     for B in (3, 5):
         tok = _draw(Q, n_mc * B, rng).reshape(pool.N, n_mc, B, 1)
         fused = fuse_shared_rows(tok, Q[:, None], P[:, None], VARIANTS[0])[:, :, 0]     # (N, n)
-        pv = np.take_along_axis(P, fused, axis=1)
-        pv = np.where(fused == Q.shape[1] - 1, 0.0, pv).mean(axis=1)
+        pv = matched(np.broadcast_to(P[:, None], fused.shape + (P.shape[-1],)), fused, Q.shape[1] - 1).mean(axis=1)
         d = pv - single_hi
         se = _batch_se(d, pool.bounds, np.arange(pool.N))
         drafting.append({"B": B, "vote": float(pv.mean()), "single": float(single.mean()),

@@ -112,11 +112,11 @@ MUTANTS = [
     dict(path=C, old="        ms = tuple(replace(m, gamma=-8.0, alpha=(0.0, 1.0, 1.0, 0.0), lam=0.0, ties=\"none\") for m in ms)",
          new="        ms = tuple(replace(m, gamma=8.0, alpha=(0.0, 1.0, 1.0, 0.0), lam=0.0, ties=\"none\") for m in ms)",
          why="claims: the anti-reliability control's γ sign lost (it becomes a reliable vote)", tests=CLAIMS_TESTS),
-    dict(path="validate/replay_ecsv.py", old="        sd1 = np.cumprod(beta[pos], axis=1).sum(axis=1)",
-         new="        sd1 = np.cumprod(beta[pos], axis=1).sum(axis=1) + 1.0",
+    dict(path="validate/replay_ecsv.py", old="    return np.cumprod(beta[pos], axis=1).sum(axis=1)",
+         new="    return np.cumprod(beta[pos], axis=1).sum(axis=1) + 1.0",
          why="replay: SD-1's accepted length counts the bonus token (τ + 1 instead of τ)", tests=CLAIMS_TESTS),
-    dict(path="validate/replay_ecsv.py", old="                pf = np.where(fused == Q.shape[1] - 1, 0.0, pf)        # leftover: counted as a mismatch",
-         new="                pf = np.where(fused == Q.shape[1] - 1, 1.0, pf)        # leftover: counted as a mismatch",
+    dict(path="validate/replay_ecsv.py", old="    return np.where(fused == leftover, 0.0, pf)",
+         new="    return np.where(fused == leftover, 1.0, pf)",
          why="replay: a fused leftover pseudo-token counted as a sure match", tests=CLAIMS_TESTS),
 ]
 
