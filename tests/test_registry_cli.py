@@ -2,6 +2,7 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -66,12 +67,28 @@ def test_quick_report_schema_and_verdicts(quick_report):
     json.dumps(r)  # serialisable
 
 
+def _family_alpha_for(per_test: float) -> float:
+    """The family-wise α whose Bonferroni share over today's registry is exactly ``per_test``
+    (the fixture's per-test level: claims registered since then change the denominator)."""
+    n = registry.total_mc_tests()
+    fam = per_test * n
+    while fam / n != per_test:
+        fam = float(np.nextafter(fam, np.inf if fam / n < per_test else -np.inf))
+    return fam
+
+
 def test_quick_report_numbers_are_those_before_registry_v2(quick_report):
     """Issue 15's invariant on the quick tier of sd.*: every verdict, every control verdict and
     every number of every evidence item as main gave before the registry moved to parts and the
-    claims onto the check shapes (fixture from that run; tests/_report_diff.py)."""
+    claims onto the check shapes (fixture from that run; tests/_report_diff.py). Run at the
+    fixture's per-test level (the Bonferroni denominator grows with every family registered
+    since); at today's level only the α-dependent numbers may differ."""
     from _report_diff import diff_reports
     fixture = json.loads((Path(__file__).parent / "fixtures" / "verify_quick_sd_seed0.json").read_text())
+    per_test = next(e["alpha"] for c in fixture["claims"] for e in c["evidence"] if e["mode"] == "mc")
+    if quick_report["run"]["alpha_per_test"] != per_test:
+        quick_report = run_claims("sd.*", quick=True, seed=0, progress=False, alpha=_family_alpha_for(per_test))
+    assert quick_report["run"]["alpha_per_test"] == per_test
     assert diff_reports(fixture, quick_report) == []
     moved = json.loads(json.dumps(quick_report))
     moved["claims"][0]["controls"][0]["evidence"][0]["measured"] += 1e-15  # the comparison sees one ulp
