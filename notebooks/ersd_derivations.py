@@ -11,7 +11,7 @@
 #     name: python3
 # ---
 # Exponential races, drafting trees and the Tunstall bound: derivations behind the ersd
-# family's claims (Kobus & Gündüz). The paper's formulas were lost in extraction; each reconstructed
+# family's claims (Kobus & Gündüz). Most formulas are reconstructed from the paper's statements; each
 # formula is derived here from what it rests on, with sympy proving every identity (`assert`)
 # and a numeric cross-check against spectheory. Run as a script:
 #

