@@ -126,7 +126,7 @@ def test_compact_trace_round_trip_and_errors(tmp_path):
     np.testing.assert_array_equal(back.slice_ids, tr.slice_ids)
     assert (back.name, back.category, back.k, back.T) == ("x", "c", 4, 5)
     np.savez(tmp_path / "bad.npz", a=1)
-    with pytest.raises(ValueError, match="not a spectheory.trace/2"):
+    with pytest.raises(ValueError, match="not a spectheory.trace/3"):
         CompactTrace.load(tmp_path / "bad.npz")
     with pytest.raises(DistributionError, match="mismatched vocabularies"):
         sufficient_statistics(p, q[:, :-1], np.arange(5))

@@ -184,7 +184,7 @@ def capture_logits(target_model, draft_model, tokenizer, prompt: str, max_new_to
                       name=name, temperature=temperature)
 
 
-# --- compact capture (format spectheory.trace/2) -------------------------------------------
+# --- compact capture (format spectheory.trace/3) -------------------------------------------
 
 def capture_trace(target_model, draft_model, prompt_ids, max_new_tokens: int, temperature: float = 1.0,
                   *, top_k: int | None = None, top_p: float | None = None, seed=0,

@@ -117,9 +117,9 @@ ROWS = [
         match="slice_ids must be token ids ≥ 0"),
     bad("validate.CompactTrace meta temperature<0", _ct, meta={"temperature": -1}, match=r"meta\['temperature'\]"),
     bad("validate.CompactTrace.load not an archive", CompactTrace.load, _TMP / "junk.npz",
-        match="not a spectheory.trace/2 file"),
+        match="not a spectheory.trace/3 file"),
     bad("validate.CompactTrace.load other archive", CompactTrace.load, _TMP / "other.npz",
-        match="not a spectheory.trace/2 file"),
+        match="not a spectheory.trace/3 file"),
     # --- SD replay (validate.replay, validate.compare) ---
     bad("validate.replay not a trace", replay, "t", 2, exc=TypeError, match="expected a LogitTrace or CompactTrace"),
     bad("validate.replay gamma=1.5", replay, TRACE, 1.5, match="gamma .*must be an integer ≥ 1"),
