@@ -146,6 +146,27 @@ class SDRun:
                                  f"γ = {g} (a truncated or damaged record: delete it and rerun to recompute it)")
 
 
+class _Profile:
+    """``with prof("phase"):`` adds the block's seconds to ``d["phase"]`` (no-op when d is None)."""
+
+    def __init__(self, d):
+        self.d = d
+
+    def __call__(self, phase):
+        self.phase = phase
+        return self
+
+    def __enter__(self):
+        if self.d is not None:
+            self._t = time.perf_counter()
+        return self
+
+    def __exit__(self, *a):
+        if self.d is not None:
+            self.d[self.phase] = self.d.get(self.phase, 0.0) + time.perf_counter() - self._t
+        return False
+
+
 class _SDRow:
     """One prompt's speculative decoding state and records, shared by the one-prompt path
     (:func:`speculative_decode`) and the batched one (:func:`speculative_decode_batch`): the
@@ -262,7 +283,7 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
                        temperature: float = 1.0, *, top_k: int | None = None, top_p: float | None = None,
                        seed=0, stop_ids=(), vocab_size: int | None = None, device: str | None = None,
                        rule: SDRule = STANDARD, name: str = "sd", category: str = "",
-                       on_tokens=None, ar_probe: bool = True, probe_every: int = 1) -> SDRun:
+                       on_tokens=None, ar_probe: bool = True, probe_every: int = 1, profile: dict | None = None) -> SDRun:
     """Run speculative decoding of ``target_model`` with ``draft_model`` on one prompt, batch size 1
     (module docstring; :func:`speculative_decode_batch` runs many prompts at once).
 
@@ -277,6 +298,7 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
     probe_every: probe only iterations 0, k, 2k, … (``ar_probe_s`` is NaN on the others; the cost
     profile averages the finite ones). A probe costs one target forward, about a quarter of an SD
     run's time at γ = 1 on a CPU: ``spectheory validate`` probes every 4th iteration.
+    profile: a dict that accumulates seconds by phase (benchmarks/bench_validate_batch.py).
     """
     from .hf import CachedLM, common_vocab, require_torch
     from .trace import check_sampling, sampling_probs
@@ -290,33 +312,43 @@ def speculative_decode(target_model, draft_model, prompt_ids, gamma: int, max_ne
     row = _SDRow(prompt_ids, seed, gamma, max_new_tokens, {int(s) for s in stop_ids}, rule, name, category)
     tgt, drf = CachedLM(target_model, V, device), CachedLM(draft_model, V, device)
 
+    prof = _Profile(profile)
+
     def probs(z):
-        return sampling_probs(z, temperature, top_k=top_k, top_p=top_p)
+        with prof("sampling"):
+            return sampling_probs(z, temperature, top_k=top_k, top_p=top_p)
 
     seq = row.seq
     # prefill all but the last prompt token: the last committed token is always "pending"
     if len(seq) > 1:
-        _, row.pre_t = tgt.feed(seq[:-1], rows=1)
-        _, row.pre_d = drf.feed(seq[:-1], rows=1)
+        with prof("prefill"):
+            _, row.pre_t = tgt.feed(seq[:-1], rows=1)
+            _, row.pre_d = drf.feed(seq[:-1], rows=1)
     row.wall0 = time.perf_counter()
     while not row.done:
         # draft γ tokens
         pending = seq[drf.length:]
         for j in range(gamma):
-            z, dt = drf.feed(pending, rows=1)
+            with prof("draft forward"):
+                z, dt = drf.feed(pending, rows=1)
             pending = [row.draw(probs(z[0]), temperature)]
             row.dts.append(dt)
         # verify: one target forward over the pending committed token(s) and the γ drafts
         feed = seq[tgt.length:] + row.xs
-        zt, tt = tgt.feed(feed, rows=gamma + 1)
-        tau, n_before = row.verify(probs(zt), tt, len(feed), 1)
+        with prof("target forward"):
+            zt, tt = tgt.feed(feed, rows=gamma + 1)
+        P = probs(zt)
+        with prof("verify and records"):
+            tau, n_before = row.verify(P, tt, len(feed), 1)
         # commit; caches keep only verified context (the last committed token stays pending)
         keep = min(n_before + tau, len(seq) - 1)
-        tgt.crop(keep)
-        drf.crop(min(drf.length, keep))
+        with prof("cache"):
+            tgt.crop(keep)
+            drf.crop(min(drf.length, keep))
         if ar_probe and not row.done and (len(row.rec["tau"]) - 1) % probe_every == 0 and len(seq) - tgt.length == 1:
-            _, row.rec["probe"][-1] = tgt.feed(seq[tgt.length:], rows=1)
-            tgt.crop(len(seq) - 1)
+            with prof("AR probe"):
+                _, row.rec["probe"][-1] = tgt.feed(seq[tgt.length:], rows=1)
+                tgt.crop(len(seq) - 1)
         if on_tokens is not None:
             on_tokens(row.rec["emitted"][-1])
     return row.result(dict(temperature=float(temperature), top_k=top_k, top_p=top_p, V=V, device=str(tgt.device),
@@ -328,7 +360,7 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                              seeds=None, stop_ids=(), vocab_size: int | None = None, device: str | None = None,
                              rule: SDRule = STANDARD, names=None, categories=None, batch: int = 8,
                              on_tokens=None, on_done=None, ar_probe: bool = True, probe_every: int = 1,
-                             compact_above: float = 0.5) -> list[SDRun]:
+                             compact_above: float = 0.5, profile: dict | None = None) -> list[SDRun]:
     """Speculative decoding of many prompts at once (continuous batching, :class:`validate.batch.BatchedLM`).
 
     Up to ``batch`` prompts decode together: every draft step is one draft forward over all
@@ -371,8 +403,11 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
     meta = dict(temperature=float(temperature), top_k=top_k, top_p=top_p, V=V, device=str(tgt.device),
                 batch_size=batch, **_model_meta(target_model))
 
+    prof = _Profile(profile)
+
     def probs(z):
-        return sampling_probs(z, temperature, top_k=top_k, top_p=top_p)
+        with prof("sampling"):
+            return sampling_probs(z, temperature, top_k=top_k, top_p=top_p)
 
     queue = list(range(n))[::-1]
     active: list[_SDRow] = []
@@ -389,8 +424,9 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                                  gamma + 1, V, what=f"batch of {len(active) + len(rows)} prompts")
                 t_new, d_new = BatchedLM(target_model, V, device), BatchedLM(draft_model, V, device)
                 if longest > 1:
-                    _, pt = t_new.feed([r.seq[:-1] for r in rows], rows=1)
-                    _, pd = d_new.feed([r.seq[:-1] for r in rows], rows=1)
+                    with prof("prefill"):
+                        _, pt = t_new.feed([r.seq[:-1] for r in rows], rows=1)
+                        _, pd = d_new.feed([r.seq[:-1] for r in rows], rows=1)
                 else:  # one-token prompts: nothing to prefill, empty rows
                     pt = pd = 0.0
                     t_new.add_empty_rows(len(rows))
@@ -398,32 +434,38 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                 for r in rows:
                     r.pre_t, r.pre_d = pt / len(rows), pd / len(rows)
                     r.wall0 = time.perf_counter()
-                tgt.merge(t_new)
-                drf.merge(d_new)
+                with prof("cache"):
+                    tgt.merge(t_new)
+                    drf.merge(d_new)
                 active += rows
             B = len(active)
             # draft γ tokens for every row
             pend = [r.seq[drf.npos[b]:] for b, r in enumerate(active)]
             for j in range(gamma):
-                z, dt = drf.feed(pend, rows=1)
+                with prof("draft forward"):
+                    z, dt = drf.feed(pend, rows=1)
                 Q = probs(z[:, 0])
-                pend = [[r.draw(Q[b], temperature)] for b, r in enumerate(active)]
+                with prof("sampling"):
+                    pend = [[r.draw(Q[b], temperature)] for b, r in enumerate(active)]
                 for r in active:
                     r.dts.append(dt / B)
             # verify: one target forward over every row's pending token and γ drafts
             feeds = [r.seq[tgt.npos[b]:] + r.xs for b, r in enumerate(active)]
-            zt, tt = tgt.feed(feeds, rows=gamma + 1)
+            with prof("target forward"):
+                zt, tt = tgt.feed(feeds, rows=gamma + 1)
             P = probs(zt)
             k_t, k_d = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64)
             for b, r in enumerate(active):
-                tau, n_before = r.verify(P[b], tt / B, len(feeds[b]), B)
+                with prof("verify and records"):
+                    tau, n_before = r.verify(P[b], tt / B, len(feeds[b]), B)
                 keep = min(n_before + tau, len(r.seq) - 1)
                 k_t[b] = tgt.npos[b] - keep
                 k_d[b] = max(drf.npos[b] - keep, 0)
                 if on_tokens is not None:
                     on_tokens(r.rec["emitted"][-1])
-            tgt.discard_last(k_t)
-            drf.discard_last(k_d)
+            with prof("cache"):
+                tgt.discard_last(k_t)
+                drf.discard_last(k_d)
             # finished prompts leave the batch
             live = [b for b, r in enumerate(active) if not r.done]
             for b, r in enumerate(active):
@@ -433,18 +475,22 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                         on_done(r.job, results[r.job])
             if len(live) < B:
                 active = [active[b] for b in live]
-                tgt.select(live)
-                drf.select(live)
+                with prof("cache"):
+                    tgt.select(live)
+                    drf.select(live)
             if ar_probe and active and step % probe_every == 0:
                 check_batch_fits(target_model, len(active), tgt.slots, gamma + 1, V,
                                  what=f"batch of {len(active)} prompts")
-                _, pr = tgt.feed([[r.seq[-1]] for r in active], rows=1)
+                with prof("AR probe"):
+                    _, pr = tgt.feed([[r.seq[-1]] for r in active], rows=1)
                 for r in active:
                     r.rec["probe"][-1] = pr / len(active)
-                tgt.discard_last(np.ones(len(active), dtype=np.int64))
-            for lm in (tgt, drf):
-                if lm.hole_fraction() > compact_above:
-                    lm.compact()
+                with prof("cache"):
+                    tgt.discard_last(np.ones(len(active), dtype=np.int64))
+            with prof("cache"):
+                for lm in (tgt, drf):
+                    if lm.hole_fraction() > compact_above:
+                        lm.compact()
             step += 1
     except BatchMemoryError:
         raise
