@@ -117,7 +117,7 @@ ROWS = [
         match="slice_ids must be token ids ≥ 0"),
     bad("validate.CompactTrace meta temperature<0", _ct, meta={"temperature": -1}, match=r"meta\['temperature'\]"),
     bad("validate.CompactTrace.load not an archive", CompactTrace.load, _TMP / "junk.npz",
-        match="not a spectheory.trace/3 file"),
+        match="not a readable spectheory.trace/3 file .*Delete it and rerun"),
     bad("validate.CompactTrace.load other archive", CompactTrace.load, _TMP / "other.npz",
         match="not a spectheory.trace/3 file"),
     # --- SD replay (validate.replay, validate.compare) ---
