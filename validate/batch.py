@@ -301,3 +301,66 @@ class BatchedLM:
                 g = t[:, None, :, None].expand(a.shape[0], a.shape[1], S, a.shape[3])
                 setattr(lay, name, torch.gather(a, 2, g))
         self.valid = valid
+
+
+class PrefixCache:
+    """Each prompt's prefix (all its tokens but the last) run through each model **once**: the
+    key/value rows are kept (on the model's device, live slots only) and every later use —
+    capture, SD at every γ, every family loop — starts its rows from them instead of running the
+    prompt again. The prefix of a prompt is the same tokens at the same positions whatever batch
+    it was computed in, so a row built from the cache is the row a fresh prefill would give (to
+    float rounding). ``prefill_s[(model, prefix)]``: the seconds its batched forward took, shared
+    evenly among the prompts computed together."""
+
+    def __init__(self):
+        self.store: dict = {}
+        self.prefill_s: dict = {}
+
+    @staticmethod
+    def _key(model, ids):
+        return (id(model), tuple(int(t) for t in ids))
+
+    def rows(self, model, vocab_size: int, seqs, device=None, *, hidden_layers: int = 0, chunk: int = 16):
+        """A :class:`BatchedLM` whose row b holds ``seqs[b]`` (prefixes; may be empty), computing
+        the prefixes not cached yet in batches of ``chunk``; and the prefill seconds per row."""
+        torch = require_torch()
+        seqs = [[int(t) for t in s] for s in seqs]
+        todo, seen = [], set()
+        for s in seqs:
+            k = self._key(model, s)
+            if s and k not in self.store and k not in seen:
+                todo.append(s)
+                seen.add(k)
+        for lo in range(0, len(todo), chunk):
+            part = todo[lo:lo + chunk]
+            lm = BatchedLM(model, vocab_size, device)
+            _, dt = lm.feed(part, rows=1)
+            for b, s in enumerate(part):
+                live = torch.from_numpy(np.flatnonzero(lm.valid[b])).to(lm.device)
+                kv = [(lay.keys[b:b + 1].index_select(2, live).clone(), lay.values[b:b + 1].index_select(2, live).clone())
+                      for lay in lm.cache.layers]
+                self.store[self._key(model, s)] = kv
+                self.prefill_s[self._key(model, s)] = dt / len(part)
+        out = BatchedLM(model, vocab_size, device, hidden_layers=hidden_layers)
+        B = len(seqs)
+        S = max(len(s) for s in seqs) if seqs else 0
+        if S == 0:
+            out.add_empty_rows(B)
+            return out, [0.0] * B
+        ref = next(self.store[self._key(model, s)] for s in seqs if s)
+        for li in range(len(ref)):
+            ks, vs = [], []
+            for s in seqs:
+                if s:
+                    k, v = self.store[self._key(model, s)][li]
+                else:
+                    k = v = ref[li][0][:, :, :0]
+                pad = S - k.shape[2]
+                ks.append(torch.cat([k.new_zeros(k.shape[:2] + (pad, k.shape[3])), k], dim=2) if pad else k)
+                vs.append(torch.cat([v.new_zeros(v.shape[:2] + (pad, v.shape[3])), v], dim=2) if pad else v)
+            out.cache.update(torch.cat(ks, dim=0), torch.cat(vs, dim=0), li)
+        out.valid = np.zeros((B, S), dtype=bool)
+        for b, s in enumerate(seqs):
+            out.valid[b, S - len(s):] = True
+        out.npos = np.array([len(s) for s in seqs], dtype=np.int64)
+        return out, [self.prefill_s.get(self._key(model, s), 0.0) for s in seqs]

@@ -298,7 +298,7 @@ def capture_batch(target_model, draft_model, prompts, max_new_tokens: int, tempe
                   top_k: int | None = None, top_p: float | None = None, seeds=None, stop_ids=(),
                   slice_k: int | None = None, vocab_size: int | None = None, device: str | None = None,
                   names=None, categories=None, batch: int = 8, hidden: HiddenSpec | None = None,
-                  on_token=None, on_done=None) -> list:
+                  on_token=None, on_done=None, prefix_cache=None) -> list:
     """:func:`capture_trace` for many prompts at once (continuous batching over
     :class:`validate.batch.BatchedLM`): each step is one target and one draft forward over all
     rows, each row drawing its token from its own generator (``seeds[i]``, default i), so prompt
@@ -307,7 +307,7 @@ def capture_batch(target_model, draft_model, prompts, max_new_tokens: int, tempe
     prompt is handed to ``on_done(i, trace)`` at once and the next one joins. ``hidden``: opt-in
     hidden-state projections (:class:`HiddenSpec`). Out of memory: a clear
     :class:`validate.batch.BatchMemoryError`; finished prompts were handed over already."""
-    from .batch import BatchedLM, BatchMemoryError, check_batch_fits, is_oom
+    from .batch import BatchedLM, BatchMemoryError, PrefixCache, check_batch_fits, is_oom
     from .hf import common_vocab, require_torch
     from spectheory.checks import check_int, check_int_array
     from spectheory.rng import sample_index
@@ -342,6 +342,7 @@ def capture_batch(target_model, draft_model, prompts, max_new_tokens: int, tempe
     tgt = BatchedLM(target_model, V, device, hidden_layers=K)
     drf = BatchedLM(draft_model, V, device)
     emb_w = target_model.get_input_embeddings().weight if hidden is not None else None
+    pcache = PrefixCache() if prefix_cache is None else prefix_cache
     from .models import weights_label
 
     def probs(z):
@@ -363,12 +364,12 @@ def capture_batch(target_model, draft_model, prompts, max_new_tokens: int, tempe
                 longest = max(len(prompts[r.i]) for r in new)
                 check_batch_fits(target_model, len(active) + len(new), max(tgt.slots, longest) + 1, longest, V,
                                  what=f"capture batch of {len(active) + len(new)} prompts")
-                t_new = BatchedLM(target_model, V, device, hidden_layers=K)
-                d_new = BatchedLM(draft_model, V, device)
-                z1, pt = t_new.feed([prompts[r.i] for r in new], rows=1, hidden=hidden is not None)
-                z2, pd = d_new.feed([prompts[r.i] for r in new], rows=1)
-                for r in new:
-                    r.pre = (pt / len(new), pd / len(new))
+                t_new, pt = pcache.rows(target_model, V, [prompts[r.i][:-1] for r in new], device, hidden_layers=K)
+                d_new, pd = pcache.rows(draft_model, V, [prompts[r.i][:-1] for r in new], device)
+                z1, lt = t_new.feed([prompts[r.i][-1:] for r in new], rows=1, hidden=hidden is not None)
+                z2, ld = d_new.feed([prompts[r.i][-1:] for r in new], rows=1)
+                for r, a, b_ in zip(new, pt, pd):
+                    r.pre = (a + lt / len(new), b_ + ld / len(new))
                 zt = z1[:, 0] if zt is None else np.concatenate([zt, z1[:, 0]])
                 zd = z2[:, 0] if zd is None else np.concatenate([zd, z2[:, 0]])
                 if hidden is not None:

@@ -137,6 +137,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
     """
     from spectheory.checks import check_int
 
+    from .batch import PrefixCache
     from .capture import HiddenSpec, capture_batch
     from .loops import LOOPS, LoopRun, run_loop
     from .prompts import Prompt
@@ -241,6 +242,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
             tick(max_new_tokens - counted.get(j, 0))  # early stop: count the rest as done
         return done
 
+    pcache = PrefixCache()  # every prompt's prefix runs through each model once, whatever phases use it
     try:
         for kind, g, ps in todo:
             label = {"capture": "capture", "sd": f"SD γ={g}", "control": f"control SD γ={g} (broken verifier)",
@@ -251,7 +253,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
             seeds = [seed + index[id(p)] for p in ps]
             common = dict(temperature=temperature, top_k=top_k, top_p=top_p, seeds=seeds, stop_ids=stop_ids,
                           device=device, names=[p.name for p in ps], categories=[p.category for p in ps],
-                          vocab_size=vocab_size, batch=batch)
+                          vocab_size=vocab_size, batch=batch, prefix_cache=pcache)
             counted: dict = {}
             done = saver(kind, g, ps, counted)
             if kind == "capture":

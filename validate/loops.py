@@ -172,25 +172,21 @@ class _Pool:
     (row b·rep + j belongs to active prompt b), prefill of every new prompt's text but its last
     token (the last committed token is always pending)."""
 
-    def __init__(self, models, V, device, rep=1):
-        from .batch import BatchedLM
+    def __init__(self, models, V, device, rep=1, prefix_cache=None):
+        from .batch import BatchedLM, PrefixCache
         self.models, self.V, self.device, self.rep = models, V, device, rep
         self.lms = [BatchedLM(m, V, device) for m in models]
         self.active: list = []
+        self.pcache = PrefixCache() if prefix_cache is None else prefix_cache
 
     def add(self, rows: list) -> None:
-        from .batch import BatchedLM, check_batch_fits
+        from .batch import check_batch_fits
         longest = max(len(r.seq) for r in rows)
         B = (len(self.active) + len(rows)) * self.rep
         check_batch_fits(self.models[0], B, max(self.lms[0].slots, longest) + 8, 8, self.V,
                          what=f"loop batch of {len(self.active) + len(rows)} prompts × {self.rep} rows")
         for lm, m in zip(self.lms, self.models):
-            new = BatchedLM(m, self.V, self.device)
-            seqs = [r.seq[:-1] for r in rows for _ in range(self.rep)]
-            if longest > 1:
-                new.feed(seqs, rows=1)
-            else:
-                new.add_empty_rows(len(seqs))
+            new, _ = self.pcache.rows(m, self.V, [r.seq[:-1] for r in rows for _ in range(self.rep)], self.device)
             lm.merge(new)
         self.active += rows
 
@@ -266,7 +262,7 @@ def _setup(target_model, draft_model, vocab_size):
 
 def run_se(target_model, draft_model, prompts, max_new_tokens, *, control=False, temperature=1.0, top_k=None,
            top_p=None, seeds=None, stop_ids=(), vocab_size=None, device=None, names=None, categories=None,
-           batch=8, on_tokens=None, on_done=None, options=None) -> list:
+           batch=8, on_tokens=None, on_done=None, options=None, prefix_cache=None) -> list:
     """The ``se`` loop (module docstring). options: ``lam`` (λ, default 0.5), ``gamma_q`` (4),
     ``gamma_p`` (1); ``control``: verify against the other member (the ensemble forgotten)."""
     from spectheory.ensembles import weighted_ensemble
@@ -281,7 +277,7 @@ def run_se(target_model, draft_model, prompts, max_new_tokens, *, control=False,
     rule = BROKEN_VERIFY_MEMBER if control else STANDARD
     ens = weighted_ensemble(lam)
     probs = _probs(temperature, top_k, top_p)
-    pool = _Pool([draft_model, target_model], V, device)   # member order (q, p): index 0 = draft
+    pool = _Pool([draft_model, target_model], V, device, prefix_cache=prefix_cache)  # members (q, p): 0 = draft
     G = max(gam)
 
     def step(pool):
@@ -381,7 +377,8 @@ def md_rules(algorithm: str, control: bool):
 
 def run_multidraft(target_model, draft_model, prompts, max_new_tokens, *, control=False, temperature=1.0,
                    top_k=None, top_p=None, seeds=None, stop_ids=(), vocab_size=None, device=None, names=None,
-                   categories=None, batch=8, on_tokens=None, on_done=None, options=None) -> list:
+                   categories=None, batch=8, on_tokens=None, on_done=None, options=None,
+                   prefix_cache=None) -> list:
     """The ``multidraft`` loop (module docstring). options: ``algorithm`` (gbv, spectr_gbv, kseq;
     default spectr_gbv), ``K`` (drafts, default 2; 1 for gbv), ``gamma`` (default 3). ``control``:
     GBV accepting every sub-block, SpecTr-GBV with (1 − m)^1, K-SEQ with ρ = 1."""
@@ -398,7 +395,7 @@ def run_multidraft(target_model, draft_model, prompts, max_new_tokens, *, contro
     V = _setup(target_model, draft_model, vocab_size)
     rule, correct = md_rules(alg, control)
     probs = _probs(temperature, top_k, top_p)
-    pool = _Pool([target_model, draft_model], V, device, rep=K)
+    pool = _Pool([target_model, draft_model], V, device, rep=K, prefix_cache=prefix_cache)
 
     def step(pool):
         tgt, drf = pool.lms
@@ -468,7 +465,7 @@ def run_multidraft(target_model, draft_model, prompts, max_new_tokens, *, contro
 
 def run_ersd(target_model, draft_model, prompts, max_new_tokens, *, control=False, temperature=1.0, top_k=None,
              top_p=None, seeds=None, stop_ids=(), vocab_size=None, device=None, names=None, categories=None,
-             batch=8, on_tokens=None, on_done=None, options=None) -> list:
+             batch=8, on_tokens=None, on_done=None, options=None, prefix_cache=None) -> list:
     """The ``ersd`` loop (module docstring). options: ``k`` (alternatives per position, default 4).
     ``control``: ERSD with independent races for the draft and the target."""
     from spectheory.checks import check_int
@@ -482,7 +479,7 @@ def run_ersd(target_model, draft_model, prompts, max_new_tokens, *, control=Fals
     V = _setup(target_model, draft_model, vocab_size)
     rule = BROKEN_ERSD_INDEPENDENT if control else ERSD
     probs = _probs(temperature, top_k, top_p)
-    pool = _Pool([target_model, draft_model], V, device)
+    pool = _Pool([target_model, draft_model], V, device, prefix_cache=prefix_cache)
 
     def step(pool):
         tgt, drf = pool.lms

@@ -360,7 +360,8 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                              seeds=None, stop_ids=(), vocab_size: int | None = None, device: str | None = None,
                              rule: SDRule = STANDARD, names=None, categories=None, batch: int = 8,
                              on_tokens=None, on_done=None, ar_probe: bool = True, probe_every: int = 1,
-                             compact_above: float = 0.5, profile: dict | None = None) -> list[SDRun]:
+                             compact_above: float = 0.5, profile: dict | None = None,
+                             prefix_cache=None) -> list[SDRun]:
     """Speculative decoding of many prompts at once (continuous batching, :class:`validate.batch.BatchedLM`).
 
     Up to ``batch`` prompts decode together: every draft step is one draft forward over all
@@ -378,9 +379,10 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
     step (each row's share recorded), then removes it. Memory is checked before every prefill
     and every ``probe_every`` steps (:class:`validate.batch.BatchMemoryError` with the size and
     what to do); a torch out-of-memory error becomes the same error. Finished prompts were
-    already handed to ``on_done``.
+    already handed to ``on_done``. ``prefix_cache`` (:class:`validate.batch.PrefixCache`): prompt
+    prefixes already run through the models (shared with capture, other γ and the loops).
     """
-    from .batch import BatchedLM, BatchMemoryError, check_batch_fits, is_oom
+    from .batch import BatchedLM, BatchMemoryError, PrefixCache, check_batch_fits, is_oom
     from .hf import common_vocab, require_torch
     from .trace import check_sampling, sampling_probs
     from spectheory.checks import check_int
@@ -400,6 +402,7 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
     V = common_vocab(target_model, draft_model) if vocab_size is None else int(vocab_size)
     stop = {int(s) for s in stop_ids}
     tgt, drf = BatchedLM(target_model, V, device), BatchedLM(draft_model, V, device)
+    pcache = PrefixCache() if prefix_cache is None else prefix_cache
     meta = dict(temperature=float(temperature), top_k=top_k, top_p=top_p, V=V, device=str(tgt.device),
                 batch_size=batch, **_model_meta(target_model))
 
@@ -422,17 +425,11 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                 longest = max(len(r.seq) for r in rows)
                 check_batch_fits(target_model, len(active) + len(rows), max(tgt.slots, longest) + gamma + 1,
                                  gamma + 1, V, what=f"batch of {len(active) + len(rows)} prompts")
-                t_new, d_new = BatchedLM(target_model, V, device), BatchedLM(draft_model, V, device)
-                if longest > 1:
-                    with prof("prefill"):
-                        _, pt = t_new.feed([r.seq[:-1] for r in rows], rows=1)
-                        _, pd = d_new.feed([r.seq[:-1] for r in rows], rows=1)
-                else:  # one-token prompts: nothing to prefill, empty rows
-                    pt = pd = 0.0
-                    t_new.add_empty_rows(len(rows))
-                    d_new.add_empty_rows(len(rows))
-                for r in rows:
-                    r.pre_t, r.pre_d = pt / len(rows), pd / len(rows)
+                with prof("prefill"):
+                    t_new, pt = pcache.rows(target_model, V, [r.seq[:-1] for r in rows], device)
+                    d_new, pd = pcache.rows(draft_model, V, [r.seq[:-1] for r in rows], device)
+                for r, a, b_ in zip(rows, pt, pd):
+                    r.pre_t, r.pre_d = a, b_
                     r.wall0 = time.perf_counter()
                 with prof("cache"):
                     tgt.merge(t_new)
