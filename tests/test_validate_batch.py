@@ -92,6 +92,12 @@ def test_batched_sd_equals_the_one_prompt_path(pair, temperature, gamma):
     single = [speculative_decode(t, d, p, gamma, 20, temperature, seed=i, stop_ids=[2]) for i, p in enumerate(PROMPTS)]
     batch = speculative_decode_batch(t, d, PROMPTS, gamma, 20, temperature, seeds=range(len(PROMPTS)), stop_ids=[2],
                                      batch=4, probe_every=2)
+    prof: dict = {}
+    speculative_decode_batch(t, d, PROMPTS, gamma, 20, temperature, seeds=range(len(PROMPTS)), stop_ids=[2],
+                             batch=4, probe_every=2, on_done=lambda i, r: None, profile=prof)
+    # each row records its share of every batched call: summed over rows, the calls' wall time
+    shares = sum(float(np.nansum(b.draft_call_s)) for b in batch)
+    assert shares == pytest.approx(prof["draft forward"], rel=0.5)
     for s, b in zip(single, batch):
         assert np.array_equal(s.tokens, b.tokens) and np.array_equal(s.tau, b.tau)
         assert np.array_equal(s.drafts, b.drafts) and np.array_equal(s.n_out, s.tau + 1)
@@ -208,6 +214,38 @@ def test_family_loops_pass_and_their_controls_fail(loop_runs, name):
         assert r.n_iterations > 0 and 1 <= len(r.tokens) <= 40
         if "n_out" in r.arrays and name != "se":
             assert (r["n_out"] == r["tau"] + 1).all()
+
+
+def test_se_loop_alternates_proposers(loop_runs):
+    """Alg. 1: after a fully accepted cycle the verifier's next token is the cache and p proposes."""
+    prop = np.concatenate([r["proposer"] for r in loop_runs["se"]])
+    cached = np.concatenate([r["cached"] for r in loop_runs["se"]])
+    assert (prop == 1).any() and (prop == 0).any() and (cached[prop == 1] == 1).all()
+
+
+@pytest.mark.parametrize("name", ["gbv", "spectr_gbv", "kseq", "ersd"])
+def test_loops_at_temperature_zero_emit_the_targets_greedy_text(pair, name):
+    """Greedy p and q: every loop's emitted text is the target's greedy continuation (so the
+    caches each loop keeps, copies and cuts hold exactly the committed text)."""
+    t, d = pair
+    prompts = [list(np.random.default_rng(i).integers(3, V, 5)) for i in range(5)]
+    ref = [speculative_decode(t, d, p, 2, 16, 0.0, seed=0).tokens for p in prompts]
+    got = run_loop(name, t, d, prompts, 16, temperature=0.0, batch=3)
+    for a, b in zip(ref, got):
+        assert np.array_equal(a, b.tokens)
+
+
+def test_theory_estimators_by_hand():
+    """θ̂ of the multi-draft loops: K = 1 is Σ_i min(1, P_i/Q_i); K = 2 averages A(P, Q)/Q over drafts."""
+    from validate.replay_loops import gbv_theta
+    P = np.array([[[0.5, 0.2, 0.05]], [[0.1, 0.09, 0.03]]])   # (n=2, K=1, γ=3) path products
+    Q = np.array([[[0.4, 0.3, 0.1]], [[0.2, 0.05, 0.01]]])
+    r = LoopRun("gbv", dict(path_p=P, path_q=Q, tau=np.array([1, 2])), np.array([1]))
+    np.testing.assert_allclose(gbv_theta(r, 1), np.minimum(1, P / Q).sum(axis=2)[:, 0])
+    P2, Q2 = np.concatenate([P, P[::-1]], axis=1), np.concatenate([Q, Q[::-1]], axis=1)  # (2, K=2, 3)
+    r2 = LoopRun("spectr_gbv", dict(path_p=P2, path_q=Q2, tau=np.array([1, 2])), np.array([1]))
+    A = P2 * (1 - (1 - np.minimum(1, Q2 / P2)) ** 2)
+    np.testing.assert_allclose(gbv_theta(r2, 2), (A / Q2).sum(axis=2).mean(axis=1))
 
 
 def test_loop_records_round_trip_and_refuse_damage(loop_runs, tmp_path):
