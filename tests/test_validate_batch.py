@@ -90,14 +90,12 @@ def test_batched_sd_equals_the_one_prompt_path(pair, temperature, gamma):
     rounding and the tokens are identical)."""
     t, d = pair
     single = [speculative_decode(t, d, p, gamma, 20, temperature, seed=i, stop_ids=[2]) for i, p in enumerate(PROMPTS)]
-    batch = speculative_decode_batch(t, d, PROMPTS, gamma, 20, temperature, seeds=range(len(PROMPTS)), stop_ids=[2],
-                                     batch=4, probe_every=2)
     prof: dict = {}
-    speculative_decode_batch(t, d, PROMPTS, gamma, 20, temperature, seeds=range(len(PROMPTS)), stop_ids=[2],
-                             batch=4, probe_every=2, on_done=lambda i, r: None, profile=prof)
+    batch = speculative_decode_batch(t, d, PROMPTS, gamma, 20, temperature, seeds=range(len(PROMPTS)), stop_ids=[2],
+                                     batch=4, probe_every=2, profile=prof)
     # each row records its share of every batched call: summed over rows, the calls' wall time
     shares = sum(float(np.nansum(b.draft_call_s)) for b in batch)
-    assert shares == pytest.approx(prof["draft forward"], rel=0.5)
+    assert 0.5 * prof["draft forward"] < shares <= prof["draft forward"] * 1.0001
     for s, b in zip(single, batch):
         assert np.array_equal(s.tokens, b.tokens) and np.array_equal(s.tau, b.tau)
         assert np.array_equal(s.drafts, b.drafts) and np.array_equal(s.n_out, s.tau + 1)

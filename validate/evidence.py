@@ -47,9 +47,7 @@ def _ctx(run: Run, g) -> str:  # noqa: D103
             f"draft {c.get('draft', '?')}, weights {c.get('weights', 'float32')}; device {c.get('device') or 'cpu'}")
 
 
-#: Tolerance of the acceptance-probability tests on real logits: a deviation of this size in a
-#: per-position acceptance probability is what the tests must be able to see.
-TOLERANCE = 0.01
+from .power import TOLERANCE  # noqa: E402  (0.02: the deviation in an acceptance probability that matters)
 
 
 def _pool(runs_by_gamma: dict):

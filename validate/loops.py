@@ -517,7 +517,7 @@ LOOPS.update({
                     dict(algorithm="gbv", K=1, gamma=3)),
     "spectr_gbv": LoopSpec("spectr_gbv", run_multidraft, "broken:(1-m)^1", "SpecTr-GBV: K drafts",
                            dict(algorithm="spectr_gbv", K=2, gamma=3)),
-    "kseq": LoopSpec("kseq", run_multidraft, "broken:kseq-rho=1", "K-SEQ: K drafts", dict(algorithm="kseq", K=2,
+    "kseq": LoopSpec("kseq", run_multidraft, "broken:kseq-rho=1", "K-SEQ: K drafts", dict(algorithm="kseq", K=4,
                                                                                          gamma=3)),
     "ersd": LoopSpec("ersd", run_ersd, "broken:ersd-independent-races", "batch drafting, ERSD and GSD", dict(k=4)),
 })

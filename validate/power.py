@@ -33,6 +33,11 @@ from sims.evidence import Evidence
 
 #: Design power of issue 19 (the report grades at ``sims.stats.POWER``).
 DESIGN_POWER = 0.8
+#: Tolerance of every acceptance-probability test on real logits (SD's drafting and verifier laws,
+#: SE, K-SEQ, ERSD): the deviation in a per-position acceptance probability a test must see.
+TOLERANCE = 0.02
+#: Tolerance of the accepted-length tests (E[τ] of GBV and SpecTr-GBV), in tokens per iteration.
+TOLERANCE_TAU = 0.1
 
 
 def n_needed(var_per_trial: float, alpha: float, tolerance: float, power: float = DESIGN_POWER) -> int:

@@ -39,12 +39,7 @@ from sims import stats
 from sims.evidence import Evidence
 from spectheory.checks import check_level, check_real
 
-from .power import martingale_test, martingale_test_estimated, martingale_test_known
-
-#: Tolerance of the acceptance-probability tests (as validate.evidence.TOLERANCE).
-TOLERANCE = 0.02
-#: Tolerance of the tokens-per-iteration (E[τ]) tests, in tokens.
-TOLERANCE_TAU = 0.1
+from .power import TOLERANCE, TOLERANCE_TAU, martingale_test, martingale_test_estimated, martingale_test_known
 
 
 def _ctx(run, runs) -> str:
