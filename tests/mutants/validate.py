@@ -1,5 +1,7 @@
 """Plausible bugs in validate/ that its tests must catch (replayed by the mutant runner)."""
 CLAIMS = None  # validate code runs under `verify --logits`, not the built-in tier: the fast tier must catch these
+# the validate tests (a subset of the fast tier: what they catch, the fast tier catches)
+TESTS = "tests/test_validate.py tests/test_validate_models.py tests/test_validate_batch.py tests/test_validate_families.py"
 
 MUTANTS = [
     dict(path="validate/specdec.py", old="tgt.crop(keep)", new="tgt.crop(keep + 1)",
