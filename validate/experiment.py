@@ -127,7 +127,8 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
     prompts: :class:`validate.prompts.Prompt` list; encode(prompt) → token ids (chat template
     applied). capture: the prompts to capture (default: all; a subset keeps a shipped run
     small — the SD tests need only the SD records). config: extra entries for run.json (model
-    names, identities, weights...). Seeds: prompt i uses ``seed + i`` for capture, SD at every γ
+    names, identities, weights...). Seeds: the prompt at place i of the run directory's prompt list
+    (run.json, which a resumed run only appends to) uses ``seed + i`` for capture, SD at every γ
     and every family loop. probe_every: the autoregressive probe times every k-th batch step.
     batch: prompts decoded at once (1: one prompt at a time, still through the batched code).
     hidden: :class:`validate.capture.HiddenSpec` to capture hidden-state projections.
@@ -185,7 +186,10 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
         cfg["families"] = sorted(set(prev.get("families", [])) | set(cfg["families"]))
         names = {p["name"] for p in prev.get("prompts", [])}
         cfg["prompts"] = prev.get("prompts", []) + [p for p in cfg["prompts"] if p["name"] not in names]
-    index = {id(p): i for i, p in enumerate(prompts)}
+    # a prompt's seed is seed + its place in the run directory's prompt list, which a resumed run
+    # only appends to: the same prompt gets the same seed however many prompts an invocation names
+    place = {q["name"]: i for i, q in enumerate(cfg["prompts"])}
+    index = {id(p): place[p.name] for p in prompts}
 
     def path_of(kind, p, g=None, fam=None):
         cat, nm = _safe(p.category), f"{_safe(p.name)}.npz"
