@@ -1,8 +1,9 @@
 """``spectheory validate``: from nothing to theory against measured acceptance on real models.
 
-``spectheory validate``            install the default pair if needed, capture N HumanEval and N
-                                   MT-Bench prompts, run real SD for each γ, print and write the
-                                   report (RUN_DIR/report.md, report.json, plots).
+``spectheory validate``            install the default pair if needed, capture some of N HumanEval
+                                   and N MT-Bench prompts, run real SD for each γ (batched), each
+                                   family's loop and the broken-verifier controls, print and write
+                                   the report (RUN_DIR/report.md, report.json, plots).
 ``spectheory validate install``    only fetch, verify and cache the default Qwen pair.
 ``spectheory validate report DIR`` re-render the report of an existing run.
 """
