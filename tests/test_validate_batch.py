@@ -233,6 +233,25 @@ def test_loops_at_temperature_zero_emit_the_targets_greedy_text(pair, name):
         assert np.array_equal(a, b.tokens)
 
 
+@pytest.mark.parametrize("name", ["spectr_gbv", "kseq"])
+def test_multidraft_loop_rows_are_those_of_the_committed_text(loop_runs, pair, name):
+    """T = 1, K drafts that differ: every recorded p(x_k^i) is what an uncached forward of the
+    target gives on the committed text so far plus the draft (so after each iteration the K cache
+    rows of a prompt hold the accepted text, not each draft's own)."""
+    t, _ = pair
+    prompts = [list(np.random.default_rng(i).integers(3, V, 6)) for i in range(12)]
+    for r, prompt in list(zip(loop_runs[name], prompts))[:3]:
+        ctx = list(prompt)
+        for it in range(r.n_iterations):
+            for k in range(r["drafts"].shape[1]):
+                x = [int(v) for v in r["drafts"][it, k]]
+                with torch.no_grad():
+                    z = t(torch.tensor([ctx + x])).logits[0, len(ctx) - 1: len(ctx) - 1 + len(x)].double()
+                pj = torch.softmax(z, -1).numpy()[np.arange(len(x)), x]
+                np.testing.assert_allclose(np.cumprod(pj), r["path_p"][it, k], rtol=1e-4, atol=1e-9)
+            ctx += list(r.tokens[len(ctx) - len(prompt): len(ctx) - len(prompt) + int(r["n_out"][it])])
+
+
 def test_theory_estimators_by_hand():
     """θ̂ of the multi-draft loops: K = 1 is Σ_i min(1, P_i/Q_i); K = 2 averages A(P, Q)/Q over drafts."""
     from validate.replay_loops import gbv_theta

@@ -426,7 +426,7 @@ def run_multidraft(target_model, draft_model, prompts, max_new_tokens, *, contro
                 v = spectr_gbv_verify(p, q, d, seed=r.rng, rule=rule)
             kk, ii = np.arange(K)[:, None], np.arange(g)[None, :]
             px, qx = p[kk, ii, d], q[kk, ii, d]
-            rec = dict(tau=v.tau, draft=v.draft, n_out=len(v.tokens), path_p=np.cumprod(px, axis=1),
+            rec = dict(tau=v.tau, draft=v.draft, n_out=len(v.tokens), drafts=d.copy(), path_p=np.cumprod(px, axis=1),
                        path_q=np.cumprod(qx, axis=1))
             if alg == "kseq":
                 # per depth: drafts alive (sharing the accepted prefix) and the exact acceptance of that context
