@@ -60,7 +60,7 @@ def validate(
     families: str = typer.Option("all", "--families", help="Family loops to run on the real pair: se, gbv, spectr_gbv, kseq, ersd (comma-separated; 'all'; '' for none)."),
     family_n: int = typer.Option(8, "--family-n", help="Prompts per set for the family loops."),
     controls_n: int = typer.Option(2, "--controls-n", help="Prompts per set run through broken verifiers in the same real loops (negative controls in logits mode; 0 = none)."),
-    hidden_layers: int = typer.Option(0, "--hidden-layers", help="Capture the target's hidden states of the last K layers and the emitted token's embedding (0 = off)."),
+    hidden_layers: int = typer.Option(4, "--hidden-layers", help="Capture, in the compact traces, the target's hidden states of the last K layers and the emitted token's embedding, seeded projection to --hidden-dims (0 = off)."),
     hidden_dims: int = typer.Option(64, "--hidden-dims", help="Seeded random projection of the hidden states to this many dims (0 = full vectors, float16)."),
     sd: bool = typer.Option(True, "--sd/--no-sd", help="Run real speculative decoding (else capture only)."),
     chat: bool = typer.Option(True, "--chat/--raw", help="Apply the tokenizer's chat template."),
@@ -146,10 +146,13 @@ def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, 
     typer.echo(f"loading target {target} and draft {draft} on {dev} ({dtype} weights)")
     tm, dm, tok = load_pair(target, draft, device=dev, dtype=dtype)
     sets = [s.strip() for s in prompts.split(",") if s.strip()]
-    per_set = {name: load_prompts(name, n) for name in sets}
+    # SD runs the first n of each set; capture, loops and controls their own first k (which may exceed n)
+    most = max(n, capture_n or 0, family_n or 0, controls_n or 0)
+    per_set = {name: load_prompts(name, most) for name in sets}
     plist = [p for name in sets for p in per_set[name]]
+    sd_list = [p for name in sets for p in per_set[name][:n]]
     sub = lambda k: None if k is None else [p for name in sets for p in per_set[name][:k]]  # noqa: E731
-    typer.echo(f"{len(plist)} prompts; γ ∈ {gammas}; {max_new_tokens} tokens each; temperature {temperature:g}; "
+    typer.echo(f"{len(sd_list)} prompts for SD; γ ∈ {gammas}; {max_new_tokens} tokens each; temperature {temperature:g}; "
                f"batch {batch}" + (f"; loops {', '.join(families)}" if families else ""))
     run_experiment(out, tm, dm, plist, lambda p: render(p, tok, chat=chat), gammas=gammas,
                    max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
@@ -157,6 +160,7 @@ def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, 
                    probe_every=probe_every, batch=batch, capture=sub(capture_n),
                    hidden=HiddenSpec(hidden_layers, hidden_dims, seed) if hidden_layers else None,
                    families=families, family_prompts=sub(family_n), control_prompts=sub(controls_n) or None,
+                   sd_prompts=sd_list,
                    config=dict(target=target, draft=draft, threads=torch.get_num_threads(), chat=chat,
                                weights=dtype, target_id=model_identity(target, tm),
                                draft_id=model_identity(draft, dm)))

@@ -402,9 +402,10 @@ def test_run_experiment_with_loops_controls_and_report(pair, tmp_path):
     from validate.report import write_report
     ps = _prompts()
     run_experiment(tmp_path, t, d, ps, _enc, gammas=(1, 2), max_new_tokens=10, slice_k=4, progress=False, batch=3,
-                   capture=ps[:2], families=sorted(LOOPS), control_prompts=ps[:1])
+                   capture=ps[:2], families=sorted(LOOPS), control_prompts=ps[:1], sd_prompts=ps[:3])
     run = load_run(tmp_path)
     assert len(run.traces) == 2 and set(run.sd) == {1, 2} and set(run.controls) == {2}
+    assert len(run.sd[1]) == 3 and all(len(v) == 4 for k, v in run.families.items() if "control" not in k)
     assert set(run.families) == set(LOOPS) | {f"{k}-control" for k in LOOPS}
     rep = write_report(tmp_path, show=False, plots=False, alpha=1e-3)
     assert {r["claim"] for r in rep["power"]} >= {"sd.acceptance", "sd.expected_tokens", "se.acceptance",

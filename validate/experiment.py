@@ -121,7 +121,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
                    config: dict | None = None, progress: bool = True, vocab_size: int | None = None,
                    probe_every: int = 4, batch: int = 1, capture: list | None = None, hidden=None,
                    families=(), family_prompts: list | None = None, control_prompts: list | None = None,
-                   family_options: dict | None = None) -> Path:
+                   family_options: dict | None = None, sd_prompts: list | None = None) -> Path:
     """Capture the prompts, run real SD for every γ, then the family loops; skip what is on disk.
 
     prompts: :class:`validate.prompts.Prompt` list; encode(prompt) → token ids (chat template
@@ -160,7 +160,8 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
         raise TypeError(f"hidden must be a validate.capture.HiddenSpec or None, got {type(hidden).__name__}")
     if not isinstance(prompts, (list, tuple)) or not all(isinstance(p, Prompt) for p in prompts):
         raise TypeError("prompts must be a list of validate.prompts.Prompt (load them with load_prompts)")
-    for nm, sub in (("capture", capture), ("family_prompts", family_prompts), ("control_prompts", control_prompts)):
+    for nm, sub in (("capture", capture), ("family_prompts", family_prompts), ("control_prompts", control_prompts),
+                    ("sd_prompts", sd_prompts)):
         if sub is not None and (not isinstance(sub, (list, tuple)) or not all(p in prompts for p in sub)):
             raise ValueError(f"{nm} must be a sub-list of prompts")
     unknown = [f for f in families if f not in LOOPS]
@@ -207,7 +208,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
     ctls = list(control_prompts or [])
     plan = [("capture", None, cap)]
     if sd:
-        plan += [("sd", int(g), list(prompts)) for g in gammas]
+        plan += [("sd", int(g), list(prompts if sd_prompts is None else sd_prompts)) for g in gammas]
         plan += [("control", int(max(gammas)), ctls)] if ctls else []
     for f in families:
         plan.append(("family", f, fams))
