@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-stamp
 
-.PHONY: verify verify-quick test test-slow mutants bench figs clean
+.PHONY: verify verify-quick test test-slow mutants bench figs docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ test-slow: $(STAMP)
 ## seed every bug listed in tests/mutants/*.py into a temporary copy; none may survive
 mutants: $(STAMP)
 	$(BIN)/python tests/mutation/run_mutants.py $(ARGS)
+
+## regenerate what the docs quote: the claim catalog (docs/claims.md) and the README's outputs
+## (reruns the default verify, about a minute)
+docs: $(STAMP)
+	$(BIN)/python -m sims.catalog
+	$(BIN)/python -m sims.readme_outputs
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sd_throughput.py $(ARGS)

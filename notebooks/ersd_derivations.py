@@ -10,8 +10,8 @@
 #     language: python
 #     name: python3
 # ---
-# Exponential races, drafting trees and the Tunstall bound: derivations behind CLAIMS §3
-# (seed 004, Kobus & Gündüz). The seed's formulas were lost in extraction; each reconstructed
+# Exponential races, drafting trees and the Tunstall bound: derivations behind the ersd
+# family's claims (Kobus & Gündüz). The paper's formulas were lost in extraction; each reconstructed
 # formula is derived here from what it rests on, with sympy proving every identity (`assert`)
 # and a numeric cross-check against spectheory. Run as a script:
 #
@@ -100,7 +100,7 @@ for rule in (R.GSD, R.ERSD):
     assert np.abs(d - pair.target.sequence_probs(3)).max() < 1e-13
 
 # %% [markdown]
-# ## (d) Expected generated tokens of a tree (seed Eq. 4) and Alg. 3 — rests on: linearity; f decreases along paths
+# ## (d) Expected generated tokens of a tree (the paper's Eq. 4) and Alg. 3 — rests on: linearity; f decreases along paths
 #
 # An iteration emits one token per visited context: `1 + #accepted vertices`, hence
 # `E = 1 + Σ_v f(v)`. If f never increases from a vertex to its child, any k vertices with the

@@ -10,7 +10,7 @@
 #     language: python
 #     name: python3
 # ---
-# Standard speculative sampling: symbolic derivations behind CLAIMS section 0.
+# Standard speculative sampling: symbolic derivations behind the claims (docs/claims.md).
 #
 # Jupytext "percent" notebook: open it in Jupyter with jupytext installed
 # (`jupytext --to notebook notebooks/sd_derivations.py`, or open the .py directly
@@ -24,7 +24,7 @@
 # %% [markdown]
 # # Standard speculative sampling — derivations
 #
-# Notation (shared/CLAIMS.md): `p` target, `q` draft, `γ` draft length, `α` acceptance
+# Notation (docs/claims.md): `p` target, `q` draft, `γ` draft length, `α` acceptance
 # rate, `c` draft/target cost ratio, `τ` number of accepted draft tokens in one iteration.
 #
 # Claims covered: `sd.expected_tokens`, `sd.walltime`, `sd.acceptance`, and the exact

@@ -10,7 +10,7 @@
 #     language: python
 #     name: python3
 # ---
-# Speculative Ensemble (seed 002): symbolic derivations behind CLAIMS section 1.
+# Speculative Ensemble (Fu et al., ICML 2025): symbolic derivations behind the claims se.*.
 #
 # Jupytext "percent" notebook; run it as a plain script:
 #
@@ -22,9 +22,9 @@
 # %% [markdown]
 # # Speculative Ensemble — derivations
 #
-# Notation (shared/CLAIMS.md): `q` proposer, `p` the other model, `r = E(q, p)` the
+# Notation (the project's): `q` proposer, `p` the other model, `r = E(q, p)` the
 # ensemble, `α` acceptance rate, `γ` proposal length (`γq`, `γp` in Alg. 1), `c = t_q/t_p`.
-# TV has the ½; seed 002 writes `D_TV = Σ|·|` (so its Eq. 7 `1 − ½ D_TV` is `1 − TV`).
+# TV has the ½; the paper writes `D_TV = Σ|·|` (so its Eq. 7 `1 − ½ D_TV` is `1 − TV`).
 #
 # Claims covered: `se.acceptance`, `se.thm3_1`, `se.thm3_2`, `se.cor3_4`, `se.cor3_5`,
 # `se.thm3_6` (the one-cycle formula *and* the long-run throughput of the alternating

@@ -1,8 +1,8 @@
-"""Shared computation of the seed-004 figure analogues (Fig. 3 and Fig. 4): expected generated
+"""Shared computation of the exponential-race figure analogues (Fig. 3 and Fig. 4): expected generated
 tokens against drafted tokens k for batch, sequence, optimal (Alg. 3) and SpecInfer trees, GSD and
 ERSD, on a first-order Markov source (V = 50, weakly aligned draft).
 
-"Theory" follows the seed's §5: the acceptance-index distribution a is fitted from simulated text
+"Theory" follows the paper's §5: the acceptance-index distribution a is fitted from simulated text
 (0th-order model) and every tree's E[generated] = 1 + Σ_v Π a(i_j); the optimal tree is Alg. 3 on
 that a. "Simulation": iterations started at every position of the simulated texts (Numba
 kernel, exponential races from the core RNG), vertex (i_1..i_d) accepted iff the next d indices

@@ -1,11 +1,11 @@
-"""Figure (seed 004, Fig. 3 analogue): expected generated tokens per target evaluation against the
+"""Figure (analogue of Kobus & Gündüz 2025, Fig. 3): expected generated tokens per target evaluation against the
 number of drafted tokens k, for batch, sequence, optimal (Alg. 3) and SpecInfer drafting trees,
 GSD (left) and ERSD (right), on a first-order Markov source (V = 50, weakly aligned draft).
 
 Caption. Lines: theory from the fitted 0th-order acceptance-index distribution a
-(E = 1 + Σ_v Π a(i_j), CLAIMS zero_order.underestimates, opt_tree.greedy); markers: simulation
+(E = 1 + Σ_v Π a(i_j), claim zero_order.underestimates, opt_tree.greedy); markers: simulation
 (iterations started at every position of simulated texts, Numba kernel). Dashed black: the
-Lemma 4.2 bound minimised over n (CLAIMS tunstall.lemma4_2). The optimal tree keeps growing about
+Lemma 4.2 bound minimised over n (claim tunstall.lemma4_2). The optimal tree keeps growing about
 logarithmically (opt_tree.log_growth) while batch and sequence plateau.
 
 Usage::
@@ -46,7 +46,7 @@ def make_figure(data):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("E[generated tokens per target evaluation]")
     axes[1].legend(fontsize=7, ncol=2, loc="upper left")
-    fig.suptitle("Seed 004, Fig. 3 analogue: batch / sequence / optimal / SpecInfer trees, GSD vs ERSD", fontsize=11)
+    fig.suptitle("Kobus & Gündüz 2025, Fig. 3 analogue: batch / sequence / optimal / SpecInfer trees, GSD vs ERSD", fontsize=11)
     return fig
 
 

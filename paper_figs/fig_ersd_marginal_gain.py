@@ -1,10 +1,10 @@
-"""Figure (seed 004, Fig. 4 analogue): marginal gain per drafted token, E(k) − E(k−1), for batch,
+"""Figure (analogue of Kobus & Gündüz 2025, Fig. 4): marginal gain per drafted token, E(k) − E(k−1), for batch,
 sequence, optimal (Alg. 3) and SpecInfer trees, GSD and ERSD, same source and data as
 fig_ersd_expected_tokens.py.
 
 Caption. Lines: theory from the fitted 0th-order a (for the batch strategy the gain at k is a(k),
 the probability of acceptance index k); markers: simulation. GSD gains more from the first
-alternative, ERSD from later ones (CLAIMS ersd.batch_crossover).
+alternative, ERSD from later ones (claim ersd.batch_crossover).
 
 Usage::
 
@@ -46,7 +46,7 @@ def make_figure(data):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("marginal gain E(k) − E(k−1)")
     axes[1].legend(fontsize=7, ncol=2, loc="lower left")
-    fig.suptitle("Seed 004, Fig. 4 analogue: marginal gain per drafted token", fontsize=11)
+    fig.suptitle("Kobus & Gündüz 2025, Fig. 4 analogue: marginal gain per drafted token", fontsize=11)
     return fig
 
 

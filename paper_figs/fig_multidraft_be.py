@@ -5,9 +5,9 @@ Markov pair over V = 3 tokens (``spectheory.pairs.aligned_pair``). (Left) Block 
 BE = E[τ] + 1 of one iteration from state 0 against the draft length γ for token-level SD,
 K-SEQ (SpecTr), GBV, SpecTr-GBV (Alg. 1 as printed) with K = 2 drafts, the true optimum for
 K = 2 i.i.d. drafts (LP over all couplings, HiGHS) and Lemma 5.1's bound + 1 (dashed) —
-seed 003's Tables 3 and 5 as a plot. Lines: exact engine; markers: Monte Carlo means of the
+Lin et al.'s Tables 3 and 5 as a plot. Lines: exact engine; markers: Monte Carlo means of the
 Numba kernels with 95% intervals. (Right) Acceptance rate E[τ]/γ against K at γ = 2 for
-K-SEQ and SpecTr-GBV (seed 003 Fig. 2a), with Lemma 5.1's bound / γ. Every point (exact,
+K-SEQ and SpecTr-GBV (Lin et al. 2026, Fig. 2a), with Lemma 5.1's bound / γ. Every point (exact,
 LP and Monte Carlo) is a job of one sweep (``multidraft.exact``, ``multidraft.mc``;
 ``sims/jobs/multidraft.py``).
 
@@ -82,7 +82,7 @@ def make_figure(rows: list, gammas, Ks):
         ax.set_ylabel(f"acceptance rate E[τ]/γ (γ = {GAMMA_K})")
         ax.set_xticks(Ks)
         ax.legend(fontsize=8)
-    fig.suptitle("Multi-draft verification (seed 003): exact engine (lines), Monte Carlo (×, 95% CI)")
+    fig.suptitle("Multi-draft verification (Lin et al. 2026): exact engine (lines), Monte Carlo (×, 95% CI)")
     fig.tight_layout()
     return fig
 

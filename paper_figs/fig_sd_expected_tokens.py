@@ -2,14 +2,14 @@
 
 Caption. (Left) Expected tokens emitted per iteration, E[τ] + 1, against the acceptance rate α
 for draft lengths γ ∈ {1, 2, 4, 8}. Curves: the closed form (1 − α^{γ+1})/(1 − α)
-(CLAIMS ``sd.expected_tokens``). Points: Monte Carlo means of i.i.d. iterations
+(claim ``sd.expected_tokens``). Points: Monte Carlo means of i.i.d. iterations
 (``spectheory.montecarlo.sd.simulate``, ``restart=True``) on order-0 pairs built so that
 Σ_x min(p(x), q(x)) = α exactly (p = (1 − α/2, α/2), q = (α/2, 1 − α/2)), with 95% normal
 confidence intervals. The grid (α × γ) runs as a sweep (``sims.sweep``, job kind ``sd.mc``):
 in this process by default, on local worker processes with ``--jobs N``, or on a Dask
 cluster with ``--scheduler ADDRESS``; each point's seed derives from (seed, α, γ, n), so the
 figure is the same whichever runs it. (Right) Walltime improvement over autoregressive decoding,
-(1 − α^{γ+1})/((1 − α)(γc + 1)) (CLAIMS ``sd.walltime``), against γ at α = 0.8 for cost ratios
+(1 − α^{γ+1})/((1 − α)(γc + 1)) (claim ``sd.walltime``), against γ at α = 0.8 for cost ratios
 c ∈ {0.01, 0.05, 0.1, 0.2}; stars mark the optimal draft length γ* of each c.
 
 Usage::

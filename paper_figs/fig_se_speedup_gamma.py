@@ -1,4 +1,4 @@
-"""Figure (analogue of seed 002 Fig. 6): SE speedup against the proposal length γ.
+"""Figure (analogue of Fu et al. 2025, Fig. 6): SE speedup against the proposal length γ.
 
 Caption. Speculative Ensemble (Alg. 1, γq = γ, γp = 1) on i.i.d. V = 50 pairs in three
 settings as in Fig. 6: (a) WE λ = 0.5, comparable models (c = 0.8); (b) CD μ = 0.1, T = 0,

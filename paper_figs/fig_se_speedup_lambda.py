@@ -1,4 +1,4 @@
-"""Figure (analogue of seed 002 Fig. 4): SE speedup against the ensemble weight λ (WE), both proposers.
+"""Figure (analogue of Fu et al. 2025, Fig. 4): SE speedup against the ensemble weight λ (WE), both proposers.
 
 Caption. Speculative Ensemble (Alg. 1) on an i.i.d. V = 50 pair of comparable models
 (c = t_q/t_p = 0.8), weighted ensemble r = λq + (1 − λ)p. Blue: q proposes first (γq = 3,

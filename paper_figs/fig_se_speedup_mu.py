@@ -1,4 +1,4 @@
-"""Figure (analogue of seed 002 Fig. 5): SE speedup against the contrastive weight μ (CD), T ∈ {0, 1}.
+"""Figure (analogue of Fu et al. 2025, Fig. 5): SE speedup against the contrastive weight μ (CD), T ∈ {0, 1}.
 
 Caption. Contrastive ensemble r = softmax((l_p − μ l_q)/T) (T = 0: argmax limit) of an i.i.d.
 V = 50 pair with a small proposer (c = t_q/t_p = 0.15). Solid: exact long-run speedup of

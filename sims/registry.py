@@ -1,39 +1,94 @@
-"""The claim registry: every catalog claim registered once, with the check that tests it.
+"""The claim registry (v2): every catalog claim registered once, in parts, with the check that
+tests it (docs/architecture.md).
 
-A claim module (``sims/claims/<family>.py``) registers each id from ``shared/CLAIMS.md``
-with :func:`register`, giving the paper and equation, the statement, the algorithm under
-test (``subject``), the deliberately broken variants the same check must reject
-(``controls``), and how many Monte Carlo tests one run of its check performs (``mc_tests``;
-the report's Bonferroni split needs it before anything runs).
+A claim module (``sims/claims/<family>.py``) registers each claim with :func:`register`: the
+paper (a key of :mod:`sims.papers`) and where in it, the statement, our reading of it, its
+**parts** (:class:`Part`: what the claim says, one relation each), the algorithm under test
+(``subject``), the deliberately broken variants the same check must reject (``controls``, each
+naming the parts it must fail), and how many Monte Carlo tests one run of its check performs
+(``mc_tests``; the report's Bonferroni split needs it before anything runs).
 """
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
+from spectheory.judge.evidence import MODES, Evidence, tagging
 from spectheory.rng import derive_seed
 
-from .evidence import Evidence
+from . import papers
+
+#: the relation a part of a claim asserts (fixed vocabulary; docs/architecture.md)
+RELATIONS = {
+    "=": "value equality (a formula equals the exact or simulated value)",
+    "law": "two distributions are equal (e.g. lossless: emitted sequences follow p)",
+    "≤": "upper bound", "≥": "lower bound", "<": "strict upper bound", ">": "strict lower bound",
+    "ordering": "a ranking of methods (A ≥ B ≥ C)",
+    "monotone": "increases or decreases in a parameter",
+    "scaling": "growth rate or complexity (O(V), log k)",
+    "exists": "some setting achieves a property",
+}
+#: relations whose parts may carry a least-slack record (sims/slack.py)
+INEQUALITIES = ("≤", "≥", "<", ">", "ordering", "monotone")
+_PART_ID = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One thing a claim says, with its own verdict.
+
+    ``relation``: one of :data:`RELATIONS`. ``checkable=False`` (with a ``reason``) for a part
+    the toolkit cannot grade (it is shown as not checked, never folded into a ``holds``; it may
+    carry ``info`` evidence). ``modes``: the evidence modes this part is graded in (default:
+    the claim's modes)."""
+
+    id: str
+    statement: str
+    relation: str
+    checkable: bool = True
+    reason: str = ""
+    modes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Control:
     """A deliberately broken variant of the subject; the claim's check must call it ``fails``
-    in every evidence mode listed in ``modes`` (default: every mode the claim uses)."""
+    in every evidence mode listed in ``modes`` (default: every mode the claim uses) of every
+    part listed in ``parts`` (default: every checkable part)."""
 
     name: str
     subject: Any
     description: str
     modes: tuple[str, ...] | None = None
+    parts: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class UserPairs:
+    """A claim that runs on the user's own Markov pairs (``spectheory verify --instances FILE``,
+    docs/instances.md).
+
+    ``what``: what the check does with each pair (one sentence: the catalog and ``spectheory
+    list`` show it); ``mc_tests_per_pair``: the most Monte Carlo tests one run of its check makes
+    per user pair (the Bonferroni split of a user-pairs run counts this bound, so it is known
+    before anything runs). The check asks for its instances with :meth:`Context.pairs` and builds
+    them with :meth:`Context.get`: on a normal run they return the built-in instances, on a
+    user-pairs run the user's pairs that fit (a pair that does not fit a comparison is skipped
+    with a note saying why)."""
+
+    what: str
+    mc_tests_per_pair: int = 0
 
 
 @dataclass(frozen=True)
 class Claim:
     id: str
-    paper: str
+    paper: Any
     reference: str
     statement: str
     check: Callable[["Context", Any], list[Evidence]]
@@ -41,19 +96,66 @@ class Claim:
     controls: tuple[Control, ...] = ()
     mc_tests: int = 0
     interpretation: str = ""
-    shrink: Callable[["Context", Any], dict | None] | None = None
+    #: the smallest counterexample when the check fails: a dict, or a list of dicts (one per failing
+    #: part, each naming its ``part``), or None
+    shrink: Callable[["Context", Any], dict | list | None] | None = None
     #: evidence modes the check grades ("exact", "mc", "logits"); each must be covered by a
     #: negative control that fails in that mode (see :func:`register`).
     modes: tuple[str, ...] = ("exact", "mc")
+    #: the claim's relation when it has one part (``parts`` then defaults to one part ``main``)
+    relation: str | None = None
+    parts: tuple[Part, ...] = ()
+    #: set when the check runs on the user's own pairs (``verify --instances``; :class:`UserPairs`)
+    user_pairs: UserPairs | None = None
+
+    def __post_init__(self):
+        if not self.parts and self.relation is not None:  # one part, "main": the claim itself
+            object.__setattr__(self, "parts", (Part("main", self.statement, self.relation),))
 
     def control_modes(self, control: Control) -> tuple[str, ...]:
         """Modes in which ``control`` must come out ``fails``."""
         return self.modes if control.modes is None else control.modes
 
+    def part_modes(self, part: Part) -> tuple[str, ...]:
+        """Modes ``part`` is graded in."""
+        return self.modes if part.modes is None else part.modes
+
+    def part(self, part_id: str) -> Part:
+        for p in self.parts:
+            if p.id == part_id:
+                return p
+        raise KeyError(f"{self.id}: no part {part_id!r} (parts: {', '.join(p.id for p in self.parts)})")
+
+    @property
+    def checkable_parts(self) -> tuple[Part, ...]:
+        return tuple(p for p in self.parts if p.checkable)
+
+    def control_parts(self, control: Control) -> tuple[str, ...]:
+        """Parts in which ``control`` must come out ``fails``."""
+        return tuple(p.id for p in self.checkable_parts) if control.parts is None else tuple(control.parts)
+
+    def control_requirements(self, control: Control) -> dict[str, tuple[str, ...]]:
+        """``{part: modes}``: every (part, mode) in which ``control`` must fail."""
+        out = {}
+        for pid in self.control_parts(control):
+            modes = tuple(m for m in self.control_modes(control) if m in self.part_modes(self.part(pid)))
+            if modes:
+                out[pid] = modes
+        return out
+
     @property
     def n_mc_tests(self) -> int:
         """Monte Carlo tests in one full run of this claim, controls included."""
         return self.mc_tests * (1 + len(self.controls))
+
+    @property
+    def relation_label(self) -> str:
+        """The relation(s) of the claim's parts, for a summary table (``=``, ``≤/law``)."""
+        rels = []
+        for p in self.parts:
+            if p.relation not in rels:
+                rels.append(p.relation)
+        return "/".join(rels)
 
 
 REGISTRY: dict[str, Claim] = {}
@@ -66,38 +168,84 @@ class RegistrationError(ValueError):
 def register(**kwargs) -> Claim:
     """Register one catalog claim.
 
-    Rules (issue 5, "every check can fail"): the claim lists the evidence ``modes`` its check
-    grades; every mode (``logits`` excepted: real logits have no broken twin to replay) must be
-    covered by at least one negative control that is expected to fail in it; a claim with
-    Monte Carlo evidence declares ``mc_tests`` > 0. The runner then checks each control
-    mode by mode (:func:`sims.runner.control_verdicts`).
+    ``parts``: the claim's :class:`Part` s; without them, ``relation`` is required and the claim
+    is one part ``main`` with the claim's statement. Rules (issue 5, "every check can fail";
+    issue 15, parts): the claim lists the evidence ``modes`` its check grades; every (checkable
+    part, mode) pair (``logits`` excepted: real logits have no broken twin to replay) must be
+    covered by at least one negative control that is expected to fail there; a claim with Monte
+    Carlo evidence declares ``mc_tests`` > 0; ``paper`` names known papers (:mod:`sims.papers`).
+    The runner then checks each control per part and per mode (:func:`sims.runner.control_verdict`).
     """
-    claim = Claim(**kwargs)
+    if not kwargs.get("parts") and kwargs.get("relation") is None:
+        raise RegistrationError(f"{kwargs.get('id')}: give the claim's relation ({', '.join(RELATIONS)}) "
+                                "or its parts")
+    claim = Claim(**{**kwargs, "parts": tuple(kwargs.get("parts") or ())})
     if claim.id in REGISTRY:
         raise RegistrationError(f"claim {claim.id!r} registered twice")
-    from .evidence import MODES
+    try:
+        papers.keys_of(claim.paper)
+    except papers.UnknownPaperError as err:
+        raise RegistrationError(f"{claim.id}: {err}") from None
     bad = [m for m in claim.modes if m not in MODES]
     if bad or not claim.modes:
         raise RegistrationError(f"{claim.id}: modes must be a non-empty subset of {MODES}, got {claim.modes!r}")
+    if claim.relation is not None and claim.relation not in RELATIONS:
+        raise RegistrationError(f"{claim.id}: unknown relation {claim.relation!r}; use one of {', '.join(RELATIONS)}")
+    _check_parts(claim)
     names = [c.name for c in claim.controls]
     if len(set(names)) != len(names):
         raise RegistrationError(f"{claim.id}: two controls share a name")
+    checkable = {p.id for p in claim.checkable_parts}
     for ctl in claim.controls:
         extra = set(claim.control_modes(ctl)) - set(claim.modes)
         if extra:
             raise RegistrationError(f"{claim.id}: control {ctl.name!r} names modes {sorted(extra)} "
                                     "the claim does not use")
-    covered = {m for ctl in claim.controls for m in claim.control_modes(ctl)}
-    missing = [m for m in claim.modes if m != "logits" and m not in covered]
+        if ctl.parts is not None:
+            unknown = [p for p in ctl.parts if p not in checkable]
+            if unknown or not ctl.parts:
+                raise RegistrationError(f"{claim.id}: control {ctl.name!r} names parts {unknown or list(ctl.parts)} "
+                                        f"that are not checkable parts of the claim ({', '.join(sorted(checkable))})")
+            idle = [p for p in ctl.parts if p not in claim.control_requirements(ctl)]
+            if idle:
+                raise RegistrationError(f"{claim.id}: control {ctl.name!r} names parts {idle} graded in none of "
+                                        f"its modes {claim.control_modes(ctl)}")
+    covered = {(p, m) for ctl in claim.controls for p, ms in claim.control_requirements(ctl).items() for m in ms}
+    missing = [(p.id, m) for p in claim.checkable_parts for m in claim.part_modes(p)
+               if m != "logits" and (p.id, m) not in covered]
     if missing:
+        one = len(claim.parts) == 1
+        what = [m for _, m in missing] if one else missing
         raise RegistrationError(
-            f"{claim.id}: no negative control covers evidence mode(s) {missing}; every mode a check "
-            "grades needs a broken variant that must fail in that mode")
+            f"{claim.id}: no negative control covers evidence {'mode(s)' if one else '(part, mode) pair(s)'} "
+            f"{what}; every (checkable part, mode) a check grades needs a broken variant that must fail there")
+    if claim.user_pairs is not None and not isinstance(claim.user_pairs, UserPairs):
+        raise RegistrationError(f"{claim.id}: user_pairs must be a UserPairs(...) record, got {claim.user_pairs!r}")
     if ("mc" in claim.modes) != (claim.mc_tests > 0):
         raise RegistrationError(f"{claim.id}: mode 'mc' listed as {('mc' in claim.modes)} but mc_tests="
                                 f"{claim.mc_tests}")
     REGISTRY[claim.id] = claim
     return claim
+
+
+def _check_parts(claim: Claim) -> None:
+    bad = [p for p in claim.parts if not isinstance(p, Part)]
+    if bad:
+        raise RegistrationError(f"{claim.id}: parts must be Part(...) records, got {bad[0]!r}")
+    ids = [p.id for p in claim.parts]
+    if len(set(ids)) != len(ids):
+        raise RegistrationError(f"{claim.id}: two parts share an id ({ids})")
+    for p in claim.parts:
+        if not _PART_ID.match(p.id):
+            raise RegistrationError(f"{claim.id}: part id {p.id!r} must be lower-case letters, digits, '_', '-', '.'")
+        if p.relation not in RELATIONS:
+            raise RegistrationError(f"{claim.id}: part {p.id!r} has unknown relation {p.relation!r}; use one of "
+                                    f"{', '.join(RELATIONS)}")
+        if not p.checkable and not p.reason.strip():
+            raise RegistrationError(f"{claim.id}: part {p.id!r} is not checkable: say why (reason=...)")
+        if p.modes is not None and (not p.modes or set(p.modes) - set(claim.modes)):
+            raise RegistrationError(f"{claim.id}: part {p.id!r} modes {p.modes!r} must be a non-empty subset of "
+                                    f"the claim's modes {claim.modes!r}")
 
 
 def load_all() -> dict[str, Claim]:
@@ -145,11 +293,50 @@ class Context:
     alpha_family: float = 0.01
     claim_id: str = ""
     subject_name: str = ""
+    #: the claim's parts (``Part`` records; empty outside a registered claim's run)
+    parts: tuple = ()
+    #: the user's own pairs (name → MarkovPair) on a ``verify --instances`` run, else None
+    user: dict | None = None
+    #: the Bonferroni denominator when it is not the whole registry's (a user-pairs run)
+    mc_total: int | None = None
+    #: what this run is graded in, ``{part: modes}``: every part in its modes for the subject, the
+    #: (part, mode) pairs a control must fail in for a control (:meth:`wants`); None: everything
+    required: dict | None = None
     alpha_test: float = field(init=False)
     mc_tests_run: int = field(default=0, init=False)
+    #: least-slack records found by the check, per part (:meth:`least_slack`)
+    slack: dict = field(default_factory=dict, init=False)
+    #: notes the check leaves for the report (e.g. a user pair skipped by a comparison, and why)
+    notes: list = field(default_factory=list, init=False)
 
     def __post_init__(self):
-        self.alpha_test = self.alpha_family / max(1, total_mc_tests())
+        self.alpha_test = self.alpha_family / max(1, total_mc_tests() if self.mc_total is None else self.mc_total)
+
+    def pairs(self, default, *, fits: Callable | None = None, what: str = "") -> list[str]:
+        """The instance names a comparison runs on: ``default`` (built-in instance names) on a
+        normal run; on a user-pairs run (``verify --instances``) the user's pairs for which
+        ``fits(pair)`` returns None. ``fits`` returns why a pair does not fit (``"needs an order-0
+        pair"``); each skipped pair leaves a note naming ``what`` comparison skipped it. Build the
+        pairs with :meth:`get`."""
+        if self.user is None:
+            return list(default)
+        out = []
+        for name, pair in self.user.items():
+            why = fits(pair) if fits is not None else None
+            if why:
+                note = f"user pair {name!r} skipped{f' by {what}' if what else ''}: {why}"
+                if note not in self.notes:
+                    self.notes.append(note)
+            else:
+                out.append(name)
+        return out
+
+    def get(self, name: str):
+        """The pair named ``name``: a user pair on a user-pairs run, else a built-in instance."""
+        if self.user is not None and name in self.user:
+            return self.user[name]
+        from spectheory import instances
+        return instances.get(name)
 
     def rng(self, *labels: str) -> np.random.Generator:
         """A Generator seeded from (run seed, claim id, subject, labels): reproducible and
@@ -159,7 +346,72 @@ class Context:
     def size(self, default: int, quick: int) -> int:
         return quick if self.quick else default
 
+    @property
+    def modes(self) -> tuple:
+        """The evidence modes this run is graded in (in any part)."""
+        if self.required is None:
+            return MODES
+        return tuple(m for m in MODES if any(m in ms for ms in self.required.values()))
+
+    def wants(self, mode: str, part: str | None = None) -> bool:
+        """Whether this run's evidence in ``mode`` (of ``part``, or of any part) is graded. A check
+        may skip work a control is not judged on: its Monte Carlo (``if ctx.wants("mc")``) when it
+        must fail in exact mode only (the runner then accepts zero Monte Carlo tests from it instead
+        of ``mc_tests``), a part's costly search (``if ctx.wants("exact", "rises")``) when it is not
+        required in that part. The subject is graded in everything its claim lists."""
+        if self.required is None:
+            return True
+        return mode in (self.required.get(part, ()) if part is not None else self.modes)
+
     def mc(self, ev: Evidence) -> Evidence:
         """Count a Monte Carlo test (the runner checks the count against ``mc_tests``)."""
         self.mc_tests_run += 1
         return ev
+
+    def _known_part(self, part_id: str):
+        if self.parts and part_id not in {p.id for p in self.parts}:
+            raise KeyError(f"{self.claim_id}: no part {part_id!r} (parts: {', '.join(p.id for p in self.parts)})")
+        return next((p for p in self.parts if p.id == part_id), None)
+
+    def part(self, part_id: str) -> "PartTag":
+        """Tag evidence with a part of the claim: ``tag = ctx.part("iid"); ev.append(tag(e))``
+        (also a list), or ``with ctx.part("iid"): ...`` (every Evidence created inside, naming
+        no part itself, bears on "iid")."""
+        self._known_part(part_id)
+        return PartTag(part_id)
+
+    def least_slack(self, part_id: str, record) -> None:
+        """Attach a least-slack record (:class:`sims.slack.LeastSlack` or its dict) to an
+        inequality-type part (relation ≤ ≥ < > ordering monotone)."""
+        part = self._known_part(part_id)
+        if part is not None and part.relation not in INEQUALITIES:
+            raise ValueError(f"{self.claim_id}: part {part_id!r} has relation {part.relation!r}; a least-slack "
+                             f"record belongs to an inequality-type part ({', '.join(INEQUALITIES)})")
+        self.slack[part_id] = record.to_json() if hasattr(record, "to_json") else dict(record)
+
+
+class PartTag(contextlib.AbstractContextManager):
+    """What :meth:`Context.part` returns: call it on evidence (or a list) to tag it, or use it as
+    a context manager."""
+
+    def __init__(self, part_id: str):
+        self.id = part_id
+        self._cm = None
+
+    def __call__(self, ev):
+        if isinstance(ev, Evidence):
+            ev.part = self.id
+            return ev
+        out = list(ev)
+        for e in out:
+            e.part = self.id
+        return out
+
+    def __enter__(self):
+        self._cm = tagging(self.id)
+        self._cm.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        cm, self._cm = self._cm, None
+        return cm.__exit__(*exc)

@@ -1,9 +1,45 @@
-"""Render a report: terminal table (rich), Markdown, JSON (schema ``spectheory.report/1``)."""
+"""Render a report (schema ``spectheory.report/2``) for people: the terminal table (rich), the
+Markdown report and its evidence file, and the words every rendering shares (relations,
+findings, counterexample lines). The HTML report is :mod:`sims.report_html`; the JSON is written
+by :func:`spectheory.judge.format.write_json`. Also renders conformance reports, which have no
+parts.
+
+The summary states each claim's relation and its verdict in those terms (``bound holds: least
+slack 0.013 at V=2``, ``equality fails: claimed 1.065, measured 1.641``); each claim then gets a
+short section (statement, reading, parts, counterexample with its one-line call, key evidence);
+every evidence table goes to the evidence file (:func:`evidence_markdown`)."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import re
 
+from spectheory.judge.format import fmt, interval
+
+#: what each relation of the registry's vocabulary is called in a finding
+RELATION_NOUN = {"=": "equality", "law": "equality in law", "≤": "upper bound", "≥": "lower bound",
+                 "<": "strict upper bound", ">": "strict lower bound", "ordering": "ordering",
+                 "monotone": "monotonicity", "scaling": "scaling", "exists": "existence"}
+_VERB = {"holds": "holds", "fails": "fails", "inconclusive": "undecided", "not-checkable": "not checked"}
+
+#: the legend printed under every summary (terminal, Markdown, HTML), one entry per line
+LEGEND = (
+    ("relation", "what the claim asserts: = a value equality; law two distributions are equal; ≤ ≥ < > a "
+                 "bound; ordering a ranking of methods; monotone in a parameter; scaling a growth rate; exists "
+                 "some setting achieves it (a multi-part claim lists its parts' relations, `/`-joined)"),
+    ("verdict", "holds / fails / inconclusive / not-checkable, from the claim's parts: any part fails → fails; "
+                "`fails (1 of 3 parts)` says how many parts have that verdict"),
+    ("what was found", "the verdict in the relation's terms: for a bound its least slack (≥ 0 while it holds) "
+                       "and where; for an equality or law the largest exact deviation or the smallest Monte Carlo "
+                       "p-value; for a failure the claimed and measured numbers where it fails"),
+    ("controls", "negative controls, deliberately broken variants the same check must reject: `2/2 rejected` "
+                 "means each failed in every part and mode it is required in"),
+)
+
+#: counterexample keys that are not settings of the instance
+_CEX_META = ("source", "claimed", "measured", "call", "part", "what")
+_SYMBOL = {"gamma": "γ", "lam": "λ", "mu": "μ", "alpha": "α", "beta": "β", "eps": "ε"}
+
+
+# --- words shared by every rendering --------------------------------------------------------------
 
 def primary_evidence(claim: dict) -> dict | None:
     """The evidence shown in one-line summaries: the first failing one, else the first Monte
@@ -17,38 +53,220 @@ def primary_evidence(claim: dict) -> dict | None:
     return ev[0] if ev else None
 
 
-def fmt(x, digits: int = 6) -> str:
-    if x is None:
+def anchor(claim_id: str) -> str:
+    """The HTML/Markdown anchor of a claim's section (``sd.lossless`` → ``sd-lossless``)."""
+    return re.sub(r"[^a-z0-9]+", "-", claim_id.lower()).strip("-")
+
+
+def _num(x) -> float | None:
+    if isinstance(x, bool) or x is None:
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    if x == "inf":
+        return float("inf")
+    if x == "-inf":
+        return float("-inf")
+    return None
+
+
+def short_fmt(x) -> str:
+    """A number for prose: 4 significant digits (``fmt`` keeps 6 for tables)."""
+    v = _num(x)
+    if v is None:
+        return fmt(x)
+    if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+        return f"{v:.2e}"
+    return f"{v:.4g}"
+
+
+def _value_text(v, depth: int = 0) -> str:
+    """A setting's value for prose: floats to 4 digits, long or nested lists shortened."""
+    if isinstance(v, float):
+        return short_fmt(v)
+    if isinstance(v, (list, tuple)):
+        if depth >= 2:
+            return "[…]"
+        items = [_value_text(x, depth + 1) for x in v[:6]]
+        return "[" + ", ".join(items) + (", …" if len(v) > 6 else "") + "]"
+    return str(v)
+
+
+def _setting(k, v) -> str:
+    return f"{_SYMBOL.get(k, k)}={_value_text(v)}"
+
+
+def settings_text(cex: dict) -> str:
+    """The settings of a counterexample that apply, ``V=2, order=0, γ=1``."""
+    return ", ".join(_setting(k, v) for k, v in cex.items() if k not in _CEX_META)
+
+
+def cex_line(cex) -> str:
+    """One line: the settings that apply, where the instance comes from, claimed and measured,
+    and the one-line call that recomputes them (when the shrinker gives one)."""
+    if not cex:
+        return ""
+    text = (f"smallest counterexample: {settings_text(cex)}" + (f" (`{cex['source']}`)" if cex.get("source") else "")
+            + f": claimed {fmt(cex.get('claimed'))}, measured {fmt(cex.get('measured'))}")
+    if cex.get("what"):
+        text += f" ({cex['what']})"
+    if cex.get("call"):
+        text += f"; recompute: `{cex['call']}`"
+    return text
+
+
+def _parts(claim) -> list[dict]:
+    """The claim's parts (a conformance report or an old report has none: one part from the claim)."""
+    parts = claim.get("parts")
+    if parts:
+        return parts
+    return [{"id": "main", "statement": claim.get("statement", ""), "relation": claim.get("relation") or "=",
+             "checkable": True, "reason": "", "verdict": claim["verdict"], "counterexample": claim.get("counterexample"),
+             "least_slack": None, "notes": []}]
+
+
+def _part_evidence(claim, part) -> list[dict]:
+    ev = claim["evidence"]
+    if len(_parts(claim)) == 1:
+        return ev
+    return [e for e in ev if e.get("part") == part["id"]]
+
+
+def bound_slack(e) -> float | None:
+    """The slack of an exact bound comparison (``spectheory.judge.stats.exact_bound``: claimed =
+    the bound, measured = the value; ≥ 0 while it holds), else None (another encoding)."""
+    c, m, test = _num(e.get("claimed")), _num(e.get("measured")), e.get("test") or ""
+    if c is None or m is None or "bound" not in test:
+        return None
+    if "≥ bound" in test:
+        return m - c
+    if "≤ bound" in test:
+        return c - m
+    return None
+
+
+def part_finding(claim: dict, part: dict) -> str:
+    """What was found for one part, in its relation's terms (no relation word in front)."""
+    v, rel = part["verdict"], part["relation"]
+    ev = _part_evidence(claim, part)
+    graded = [e for e in ev if e["outcome"] != "info"]
+    if v == "not-checkable":
+        return part.get("reason") or "not checkable"
+    cex = part.get("counterexample")
+    if v == "fails":
+        if cex:
+            where = settings_text(cex)
+            return (f"claimed {short_fmt(cex.get('claimed'))}, measured {short_fmt(cex.get('measured'))}"
+                    + (f" at {where}" if where else ""))
+        bad = next((e for e in graded if e["outcome"] == "fail"), None)
+        if bad:
+            return f"claimed {short_fmt(bad['claimed'])}, measured {short_fmt(bad['measured'])} ({bad['instance']})"
+        return "fails"
+    bits = []
+    if v == "inconclusive":
+        notes = part.get("notes") or []
+        under = [e for e in graded if e["outcome"] == "underpowered"]
+        if notes:
+            bits.append(notes[0].split(":")[0])
+        elif under:
+            bits.append(f"{len(under)} test(s) underpowered, e.g. {under[0]['instance']}")
+    slack = part.get("least_slack")
+    exact = [e for e in graded if e["mode"] == "exact"]
+    mc = [e for e in graded if e["mode"] in ("mc", "logits") and _num(e.get("p_value")) is not None]
+    bounds = [(s, e) for e in exact if (s := bound_slack(e)) is not None]
+    if slack and _num(slack.get("value")) is not None:
+        inst = slack.get("instance")
+        where = ", ".join(_setting(k, v) for k, v in inst.items()) if isinstance(inst, dict) else inst
+        bits.append(f"least slack {short_fmt(slack['value'])} at {where or 'the searched instance'}")
+    elif bounds:
+        s, e = min(bounds, key=lambda r: r[0])
+        bits.append(f"least slack {short_fmt(s)} at {e['instance']} (exact, {len(bounds)} comparison"
+                    f"{'s' * (len(bounds) != 1)})")
+    elif exact:
+        devs = [abs(_num(e["measured"]) - _num(e["claimed"])) for e in exact
+                if _num(e.get("claimed")) is not None and _num(e.get("measured")) is not None]
+        n = f"{len(exact)} exact comparison{'s' * (len(exact) != 1)}"
+        if rel == "=" and devs:
+            bits.append(f"largest |claimed − measured| {short_fmt(max(devs))} over {n}")
+        elif rel == "law" and devs:
+            bits.append(f"largest distance {short_fmt(max(devs))} over {n}")
+        else:
+            bits.append(f"all {n} {'hold' if v == 'holds' else 'graded'}")
+    if mc:
+        p = min(_num(e["p_value"]) for e in mc)
+        bits.append(f"Monte Carlo: smallest p {short_fmt(p)} over {len(mc)} test{'s' * (len(mc) != 1)}")
+    if not bits and graded:
+        e = graded[0]
+        bits.append(f"claimed {short_fmt(e['claimed'])}, measured {short_fmt(e['measured'])} ({e['instance']})")
+    return "; ".join(bits) or v
+
+
+def part_phrase(claim: dict, part: dict) -> str:
+    """``bound holds: least slack 0.013 at …``: the relation, the verdict in its terms, the finding."""
+    noun = RELATION_NOUN.get(part["relation"], part["relation"])
+    return f"{noun} {_VERB.get(part['verdict'], part['verdict'])}: {part_finding(claim, part)}"
+
+
+def finding(claim: dict) -> str:
+    """The one-line finding of a claim for the summary: its deciding part's phrase (the first
+    failing part, else the first undecided one, else the first that holds), prefixed with the
+    part's id when the claim has several."""
+    parts = _parts(claim)
+    for v in ("fails", "inconclusive", "holds", "not-checkable"):
+        p = next((p for p in parts if p["verdict"] == v), None)
+        if p is not None:
+            return (f"{p['id']}: " if len(parts) > 1 else "") + part_phrase(claim, p)
+    return claim["verdict"]
+
+
+def controls_cell(claim) -> str:
+    """``2/2 rejected`` (every control failed where it must), or which did not."""
+    ctls = claim.get("controls") or []
+    if not ctls:
         return "–"
-    if isinstance(x, str):
-        return x
-    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
-        return f"{x:.3e}"
-    return f"{x:.{digits}g}"
+    ok = sum(c["verdict"] == "fails" for c in ctls)
+    if ok == len(ctls):
+        return f"{ok}/{len(ctls)} rejected"
+    missed = ", ".join(c["name"] for c in ctls if c["verdict"] != "fails")
+    return f"{ok}/{len(ctls)} rejected (not: {missed})"
 
 
-def interval(e: dict | None) -> str:
-    if not e or e.get("ci_low") is None:
-        return "–"
-    return f"[{fmt(e['ci_low'])}, {fmt(e['ci_high'])}]"
+def _summary(claim) -> str:
+    return claim.get("summary") or claim["verdict"]
 
 
-def _modes(claim) -> str:
-    return "+".join(sorted({e["mode"] for e in claim["evidence"] if e["outcome"] != "info"}))
+def _cite_short(claim) -> str:
+    """``Leviathan et al. 2023`` from the claim's paper records (the first paper), else ''."""
+    recs = claim.get("papers") or []
+    if not recs:
+        return ""
+    r = recs[0]
+    names = [a.strip() for a in r["authors"].replace(" & ", ", ").split(",") if a.strip()]
+    lead = names[0] if len(names) == 1 else (f"{names[0]} & {names[1]}" if len(names) == 2 else f"{names[0]} et al.")
+    return f"{lead} {r['year']}" + (" +" if len(recs) > 1 else "")
 
 
-def _controls(claim) -> str:
-    return ", ".join(f"{c['name']}: {c['verdict']}" for c in claim["controls"]) or "–"
+def verdict_counts(report) -> str:
+    from collections import Counter
+    n = Counter(c["verdict"] for c in report["claims"])
+    words = [f"{n[v]} {w}" for v, w in (("holds", "hold"), ("fails", "fail"), ("inconclusive", "inconclusive"),
+                                          ("not-checkable", "not checkable")) if n[v]]
+    ctl = [k for c in report["claims"] for k in c.get("controls") or []]
+    rej = sum(k["verdict"] == "fails" for k in ctl)
+    return (f"{len(report['claims'])} claims: {', '.join(words)}"
+            + (f"; negative controls rejected: {rej} of {len(ctl)}" if ctl else ""))
 
 
-def write_json(report: dict, path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    return path
+def _title(report) -> str:
+    run = report["run"]
+    return (f"spectheory verify ({'quick' if run.get('quick') else 'default'} tier, seed {run['seed']}, "
+            f"{run['duration_s']} s)")
 
+
+# --- terminal --------------------------------------------------------------------------------------
 
 def print_table(report: dict, console=None) -> None:
+    """The summary table: claim, relation, verdict, what was found, controls; legend below."""
     from rich.console import Console
     from rich.table import Table
     if console is None:
@@ -56,63 +274,191 @@ def print_table(report: dict, console=None) -> None:
         if not console.is_terminal:
             console = Console(width=160)
     colour = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim"}
-    t = Table(title=f"spectheory verify ({'quick' if report['run']['quick'] else 'default'} tier, "
-                    f"seed {report['run']['seed']}, {report['run']['duration_s']} s)")
-    for col in ("claim", "verdict", "modes", "claimed", "measured", "interval", "p", "negative controls"):
-        t.add_column(col)
+    t = Table(title=_title(report), caption=verdict_counts(report), show_lines=False)
+    t.add_column("claim", no_wrap=True)
+    t.add_column("relation")
+    t.add_column("verdict", max_width=20)
+    t.add_column("what was found", ratio=1)
+    t.add_column("controls", no_wrap=True)
     for c in report["claims"]:
-        e = primary_evidence(c)
-        t.add_row(c["id"], f"[{colour[c['verdict']]}]{c['verdict']}[/]", _modes(c),
-                  fmt(e and e["claimed"]), fmt(e and e["measured"]), interval(e),
-                  fmt(e and e["p_value"], 3), _controls(c))
+        t.add_row(c["id"], c.get("relation") or "–", f"[{colour.get(c['verdict'], 'white')}]{_summary(c)}[/]",
+                  finding(c), controls_cell(c))
     console.print(t)
+    for k, text in LEGEND:
+        console.print(f"[bold]{k}[/]: {text}", highlight=False)
 
 
-def _evidence_table(evidence: list[dict]) -> list[str]:
-    rows = ["| mode | instance | claimed | measured | interval | p | n | detectable | tolerance | outcome | test |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+# --- Markdown ------------------------------------------------------------------------------------
+
+def _esc(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _evidence_table(evidence: list[dict], parts: bool = False) -> list[str]:
+    head = "| part " if parts else ""
+    rows = [head + "| mode | instance | claimed | measured | interval | p | n | detectable | tolerance | outcome | test |",
+            ("|---" if parts else "") + "|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in evidence:
-        rows.append("| " + " | ".join([
-            e["mode"], e["instance"], fmt(e["claimed"]), fmt(e["measured"]), interval(e),
+        rows.append("| " + " | ".join(([e.get("part") or "–"] if parts else []) + [
+            e["mode"], _esc(e["instance"]), fmt(e["claimed"]), fmt(e["measured"]), interval(e),
             fmt(e["p_value"], 3), fmt(e["n"]), fmt(e["detectable"], 3), fmt(e["tolerance"], 3),
-            e["outcome"], (e["test"] + (f"; {e['note']}" if e["note"] else "")).replace("|", "\\|")]) + " |")
+            e["outcome"], _esc(e["test"] + (f"; {e['note']}" if e["note"] else ""))]) + " |")
     return rows
 
 
-def _cex(cex) -> str:
-    if not cex:
-        return ""
-    return (f"smallest counterexample: V={cex['V']}, order={cex['order']}, γ={cex['gamma']}, "
-            f"K={cex['K']}, seed={cex['seed']} (`{cex['source']}`): claimed {fmt(cex['claimed'])}, "
-            f"measured {fmt(cex['measured'])}")
+def key_evidence(claim: dict, limit: int = 6) -> list[dict]:
+    """The evidence worth showing in a claim's section: every failure first, then per (part,
+    mode) the comparison closest to failing (largest exact deviation, smallest p), up to
+    ``limit`` items."""
+    ev = [e for e in claim["evidence"] if e["outcome"] != "info"]
+    chosen = [e for e in ev if e["outcome"] == "fail"][:limit]
+    groups: dict = {}
+    for e in ev:
+        groups.setdefault((e.get("part"), e["mode"]), []).append(e)
+
+    def closeness(e):
+        p = _num(e.get("p_value"))
+        if p is not None:
+            return p
+        c, m = _num(e.get("claimed")), _num(e.get("measured"))
+        return -abs(m - c) if c is not None and m is not None and abs(m - c) != float("inf") else 0.0
+    for key in groups:
+        if len(chosen) >= limit:
+            break
+        best = min(groups[key], key=closeness)
+        if best not in chosen:
+            chosen.append(best)
+    return chosen
 
 
-def to_markdown(report: dict) -> str:
+def _short_table(evidence, parts: bool) -> list[str]:
+    rows = [("| part " if parts else "") + "| mode | instance | claimed | measured | p | outcome |",
+            ("|---" if parts else "") + "|---|---|---|---|---|---|"]
+    for e in evidence:
+        inst = e["instance"] if len(e["instance"]) <= 90 else e["instance"][:87] + "…"
+        rows.append("| " + " | ".join(([f"`{e.get('part')}`"] if parts else []) + [
+            e["mode"], _esc(inst), fmt(e["claimed"]), fmt(e["measured"]), fmt(e["p_value"], 3),
+            e["outcome"]]) + " |")
+    return rows
+
+
+def _header_lines(report, evidence_name: str | None) -> list[str]:
     run = report["run"]
-    lines = ["# spectheory verification report", "",
-             f"Schema `{report['schema']}` · {run['started_at']} · seed {run['seed']} · "
-             f"{'quick' if run['quick'] else 'default'} tier · {run['duration_s']} s · "
-             f"family-wise α = {run['alpha_family']} ({run['correction']}; "
-             f"{run['mc_tests_in_registry']} tests, α per test = {run['alpha_per_test']:.3g}, power {run['power']})",
-             "", "| claim | verdict | modes | claimed | measured | interval | p | negative controls |",
-             "|---|---|---|---|---|---|---|---|"]
+    head = [f"Seed {run['seed']} · {'quick' if run.get('quick') else 'default'} tier · {run['duration_s']} s · "
+            f"{run.get('started_at', '')} · schema `{report['schema']}` · family-wise α = {run['alpha_family']} "
+            f"({run.get('correction', '')}; {run.get('mc_tests_in_registry', '–')} tests, α per test = "
+            f"{run.get('alpha_per_test', 0):.3g}, power {run.get('power', '–')})"]
+    if isinstance(run.get("instances"), dict):  # a user-pairs run (a conformance run lists instance names)
+        inst = run["instances"]
+        head.append(f"On the user's pairs from `{inst.get('source') or 'the given pairs'}`: "
+                    + ", ".join(f"{p['name']} (V={p['V']}, order {p['order']})" for p in inst["pairs"]))
+    if run.get("logits_run"):
+        head.append(f"Real-logits evidence from `{run['logits_run']}`.")
+    if evidence_name:
+        head.append(f"Every evidence table: [{evidence_name}]({evidence_name}).")
+    return head
+
+
+def to_markdown(report: dict, evidence_name: str | None = None) -> str:
+    """The Markdown report: summary table with legend, then one short section per claim.
+    ``evidence_name``: the evidence file's name (linked from each section); without it the
+    evidence tables stay in this file (conformance reports)."""
+    lines = ["# spectheory verification report", ""]
+    lines += [" · ".join(_header_lines(report, evidence_name)), "", f"**{verdict_counts(report)}.**", "",
+              "| claim | paper | relation | verdict | what was found | controls |",
+              "|---|---|---|---|---|---|"]
     for c in report["claims"]:
-        e = primary_evidence(c)
-        lines.append(f"| `{c['id']}` | **{c['verdict']}** | {_modes(c)} | {fmt(e and e['claimed'])} | "
-                     f"{fmt(e and e['measured'])} | {interval(e)} | {fmt(e and e['p_value'], 3)} | {_controls(c)} |")
+        lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {_esc(_cite_short(c)) or '–'} | {c.get('relation') or '–'} "
+                     f"| **{_summary(c)}** | {_esc(finding(c))} | {_esc(controls_cell(c))} |")
+    lines += ["", "**Legend.**", ""] + [f"- *{k}*: {text}" for k, text in LEGEND]
     for c in report["claims"]:
-        lines += ["", f"## `{c['id']}` — {c['verdict']}", "", f"> {c['statement']}", "",
-                  f"*{c['paper']}, {c['reference']}.* {c['interpretation']}", ""]
-        lines += [f"- {n}" for n in c["notes"]]
-        if c["counterexample"]:
-            lines += [f"- {_cex(c['counterexample'])}", ""]
-        lines += _evidence_table(c["evidence"])
-        for ctl in c["controls"]:
-            per_mode = ", ".join(f"{m} {v}" for m, v in ctl.get("modes", {}).items())
+        lines += [""] + claim_section(c, evidence_name)
+    if evidence_name is None:
+        lines += ["", "# Evidence", ""] + _evidence_blocks(report)
+    return "\n".join(lines) + "\n"
+
+
+def claim_section(c: dict, evidence_name: str | None = None, anchor_tag: bool = True) -> list[str]:
+    """One claim's section: statement, reading, parts, counterexample and call, key evidence,
+    controls and notes (``anchor_tag``: start with the HTML anchor the summary links to)."""
+    parts = _parts(c)
+    multi = len(parts) > 1
+    cite = c.get("paper") or ""
+    lines = ([f'<a id="{anchor(c["id"])}"></a>', ""] if anchor_tag else []) + [f"## `{c['id']}`: {_summary(c)}", "",
+             f"*{cite}*" + (f" · {c['reference']}" if c.get("reference") else ""), "",
+             f"> {c['statement']}", ""]
+    if c.get("interpretation"):
+        lines += [f"**Reading.** {c['interpretation']}", ""]
+    if multi:
+        lines += ["| part | relation | verdict | what it says | what was found |", "|---|---|---|---|---|"]
+        for p in parts:
+            lines.append(f"| `{p['id']}` | {p['relation']} | **{p['verdict']}** | {_esc(p['statement'])} | "
+                         f"{_esc(part_finding(c, p))} |")
+        lines.append("")
+    else:
+        lines += [f"**Verdict.** {part_phrase(c, parts[0])}.", ""]
+    for p in parts:
+        if p.get("least_slack") and p["least_slack"].get("call"):
+            rec, of = p["least_slack"], f" of `{p['id']}`" if multi else ""
+            lines += [f"Least slack{of}: {short_fmt(rec.get('value'))} "
+                      f"({rec.get('search', '')}); recompute:", "", "```python", rec["call"], "```", ""]
+    on_parts = [(p["id"], p["counterexample"]) for p in parts if p.get("counterexample")]
+    if not on_parts and c.get("counterexample"):
+        on_parts = [(None, c["counterexample"])]
+    for where, cex in on_parts:  # one per failing part that has one
+        lines += [f"**Counterexample**{f' (part `{where}`)' if multi and where else ''}: {settings_text(cex) or 'the instance'}"
+                  + (f", pair `{cex['source']}`" if cex.get("source") else "")
+                  + f": claimed {fmt(cex.get('claimed'))}, measured {fmt(cex.get('measured'))}"
+                  + (f" ({cex['what']})" if cex.get("what") else "") + "."]
+        if cex.get("call"):
+            lines += ["", "Recompute both numbers:", "", "```python", cex["call"], "```"]
+        lines.append("")
+    key = key_evidence(c)
+    if key:
+        more = len(c["evidence"])
+        link = f"; all {more} in [{evidence_name}]({evidence_name}#{anchor(c['id'])})" if evidence_name else ""
+        lines += [f"**Key evidence** ({len(key)} of {more}{link}):", ""] + _short_table(key, multi) + [""]
+    if c.get("controls"):
+        lines.append("**Negative controls**:")
+        for k in c["controls"]:
+            per = ", ".join(f"{m} {v}" for m, v in (k.get("modes") or {}).items())
+            lines.append(f"- `{k['name']}` **{'rejected' if k['verdict'] == 'fails' else k['verdict']}**"
+                         f"{f' ({per})' if per else ''}: {k['description']}")
+        lines.append("")
+    for n in c.get("notes") or []:
+        lines.append(f"- Note: {n}")
+    return lines
+
+
+def _evidence_blocks(report, headings: bool = True) -> list[str]:
+    lines = []
+    for c in report["claims"]:
+        multi = len(_parts(c)) > 1
+        if headings:
+            lines += [f'<a id="{anchor(c["id"])}"></a>', "", f"## `{c['id']}`: {_summary(c)}", ""]
+        lines += _evidence_table(c["evidence"], parts=multi)
+        for ctl in c.get("controls") or []:
+            per_mode = ", ".join(f"{m} {v}" for m, v in (ctl.get("modes") or {}).items())
             lines += ["", f"**Negative control `{ctl['name']}`** ({ctl['description']}): **{ctl['verdict']}**"
                       + (f" (per mode: {per_mode}; must fail in {', '.join(ctl['required_modes'])})"
                          if per_mode and ctl.get("required_modes") else "")]
-            if ctl["counterexample"]:
-                lines += ["", f"- {_cex(ctl['counterexample'])}"]
-            lines += [""] + _evidence_table(ctl["evidence"])
-    return "\n".join(lines) + "\n"
+            if multi and ctl.get("parts"):
+                lines += ["", "Per part: " + "; ".join(
+                    f"`{p}` " + ", ".join(f"{m} {v}" for m, v in pm.items()) for p, pm in ctl["parts"].items())]
+            if ctl.get("counterexample"):
+                lines += ["", f"- {cex_line(ctl['counterexample'])}"]
+            lines += [""] + _evidence_table(ctl["evidence"], parts=multi)
+        lines.append("")
+    return lines
+
+
+def evidence_markdown(report: dict, report_name: str | None = None) -> str:
+    """The evidence file: every comparison of every claim and control, with its test, sample
+    size, error rate and power (what the report's sections summarise)."""
+    back = f" (the report: [{report_name}]({report_name}))" if report_name else ""
+    lines = ["# spectheory verification report: evidence", "",
+             f"{_title(report)}{back}. Columns: mode (exact, mc = Monte Carlo, logits = real models), instance "
+             "and its settings, claimed and measured values, the confidence interval and p-value of a Monte "
+             "Carlo test, its sample size n, the deviation it detects with the stated power, the deviation that "
+             "matters (tolerance), the outcome, and the test.", ""]
+    return "\n".join(lines + _evidence_blocks(report)) + "\n"

@@ -1,75 +1,117 @@
-"""Run registered claim checks and assemble a report (schema ``spectheory.report/1``)."""
+"""Run registered claim checks and assemble a report (schema ``spectheory.report/2``,
+docs/report_schema.md; the JSON Schema is ``sims/schemas/report-2.json``)."""
 from __future__ import annotations
 
 import platform
 import time
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from .evidence import MODES, combine
+from spectheory.judge import verdicts
+from spectheory.judge.evidence import combine
+from spectheory.judge.format import versions
+
+from . import papers
 from .registry import Claim, Context, select, total_mc_tests
 
-SCHEMA = "spectheory.report/1"
+SCHEMA = "spectheory.report/2"
 
 
-def _versions() -> dict:
-    import numba
-    import numpy
-    import scipy
-
-    from spectheory import __version__
-    return {"spectheory": __version__, "python": platform.python_version(), "numpy": numpy.__version__,
-            "scipy": scipy.__version__, "numba": numba.__version__}
+def control_verdict(claim: Claim, control, evidence):
+    """The judge's verdict of ``control`` of ``claim``: ``fails`` only if it fails in every
+    (part, mode) it is required in. Returns (verdict, per mode, per part per mode)."""
+    tag_parts(claim, evidence, f"control:{control.name}")
+    return verdicts.control_verdict(claim.control_requirements(control), evidence)
 
 
-def mode_verdicts(evidence) -> dict[str, str]:
-    """Verdict per evidence mode (``combine`` over that mode's evidence alone)."""
-    return {m: combine([e for e in evidence if e.mode == m]) for m in MODES
-            if any(e.mode == m for e in evidence)}
+def tag_parts(claim: Claim, evidence, who: str = "subject") -> None:
+    """Give every evidence item its part (a one-part claim's only part when it names none) and
+    refuse evidence for an unknown part, evidence of a multi-part claim that names no part, and
+    graded evidence in a part declared not checkable."""
+    parts = {p.id: p for p in claim.parts}
+    only = claim.parts[0].id if len(claim.parts) == 1 else None
+    for e in evidence:
+        if e.part is None:
+            if only is None:
+                raise RuntimeError(f"{claim.id} ({who}): evidence {e.instance!r} names no part; tag it with "
+                                   f"ctx.part(...) or part=... (parts: {', '.join(parts)})")
+            e.part = only
+        elif e.part not in parts:
+            raise RuntimeError(f"{claim.id} ({who}): evidence {e.instance!r} names unknown part {e.part!r} "
+                               f"(parts: {', '.join(parts)})")
+        if not parts[e.part].checkable and e.outcome != "info":
+            raise RuntimeError(f"{claim.id} ({who}): graded evidence {e.instance!r} in part {e.part!r}, declared "
+                               "not checkable (only info evidence may go there)")
 
 
-def control_verdict(claim: Claim, control, evidence) -> tuple[str, dict[str, str]]:
-    """A control counts as ``fails`` only if it fails in *every* mode it is registered for:
-    a broken algorithm caught by the exact engine alone leaves the Monte Carlo unchecked."""
-    per_mode = mode_verdicts(evidence)
-    need = [m for m in claim.control_modes(control) if m != "logits"]
-    if all(per_mode.get(m) == "fails" for m in need):
-        return "fails", per_mode
-    overall = combine(evidence)
-    return (overall if overall != "fails" else "inconclusive"), per_mode
-
-
-def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float):
-    ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name)
+def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float,
+                 user: dict | None = None, mc_total: int | None = None, required: dict | None = None):
+    """One check; ``user``/``mc_total``: the user's pairs and their Bonferroni denominator on a
+    ``--instances`` run; ``required``: the (part, mode) pairs a control is judged on (None: the
+    subject, judged on every part in its modes)."""
+    if required is None:
+        required = {p.id: claim.part_modes(p) for p in claim.checkable_parts}
+    ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name,
+                  parts=claim.parts, user=user, mc_total=mc_total, required=required)
     t0 = time.perf_counter()
     evidence = claim.check(ctx, subject)
-    if ctx.mc_tests_run != claim.mc_tests:
+    skipped_mc = ctx.mc_tests_run == 0 and not ctx.wants("mc")  # a control not graded in mc may skip it
+    if user is None and ctx.mc_tests_run != claim.mc_tests and not skipped_mc:
         raise RuntimeError(f"{claim.id}: check ran {ctx.mc_tests_run} Monte Carlo tests but registered "
                            f"mc_tests={claim.mc_tests}; the Bonferroni split would be wrong")
+    if user is not None and ctx.mc_tests_run > claim.user_pairs.mc_tests_per_pair * len(user):
+        raise RuntimeError(f"{claim.id}: check ran {ctx.mc_tests_run} Monte Carlo tests on {len(user)} user pair(s) "
+                           f"but declared at most {claim.user_pairs.mc_tests_per_pair} per pair (UserPairs)")
+    tag_parts(claim, evidence, subject_name)
     if subject_name == "subject":
-        graded = {e.mode for e in evidence if e.outcome != "info"}
-        missing = [m for m in claim.modes if m != "logits" and m not in graded]
-        if missing:
-            raise RuntimeError(f"{claim.id}: registered modes {claim.modes} but the check graded no "
-                               f"evidence in {missing}")
+        for part in claim.checkable_parts:
+            graded = {e.mode for e in evidence if e.outcome != "info" and e.part == part.id}
+            missing = [m for m in claim.part_modes(part) if m != "logits" and m not in graded]
+            if missing and user is not None:  # the user's pairs may not fit every comparison
+                where = "" if len(claim.parts) == 1 else f" part {part.id!r}:"
+                ctx.notes.append(f"{where} no user pair fits the {'/'.join(missing)} comparison(s)".strip())
+            elif missing:
+                where = "" if len(claim.parts) == 1 else f" part {part.id!r}"
+                raise RuntimeError(f"{claim.id}:{where} registered modes {claim.part_modes(part)} but the check "
+                                   f"graded no evidence in {missing} (a part that cannot be graded is declared "
+                                   "checkable=False with a reason)")
     verdict = combine(evidence)
-    counterexample = claim.shrink(ctx, subject) if verdict == "fails" and claim.shrink else None
-    return verdict, evidence, counterexample, time.perf_counter() - t0
+    counterexample = claim.shrink(ctx, subject) if verdict == "fails" and claim.shrink and user is None else None
+    return Result(verdict, evidence, counterexample, time.perf_counter() - t0, ctx.slack, ctx.notes)
 
 
-def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha: float):
+@dataclass
+class Result:
+    """What one (claim, subject or control) check gives the report."""
+
+    verdict: str
+    evidence: list
+    counterexample: dict | None
+    seconds: float
+    slack: dict
+    notes: list = field(default_factory=list)
+
+
+def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha: float,
+              user: dict | None = None, mc_total: int | None = None):
     """One (claim, control) check by name, so a worker process can run it."""
     from .registry import load_all
     claim = load_all()[claim_id]
     ctl = None if control is None else next(c for c in claim.controls if c.name == control)
     subject = claim.subject if ctl is None else ctl.subject
     return _run_subject(claim, subject, "subject" if ctl is None else f"control:{ctl.name}",
-                        seed, quick, alpha)
+                        seed, quick, alpha, user, mc_total, None if ctl is None else claim.control_requirements(ctl))
 
 
-def _run_group(items, seed: int, quick: bool, alpha: float):
+def _run_group(items, seed: int, quick: bool, alpha: float, user: dict | None = None, mc_total: int | None = None):
     """Several (claim id, control name) checks in one worker, in order: a family's checks share
     its compiled kernels, so keeping them in one process compiles each kernel once."""
-    return [_run_task(cid, ctl, seed, quick, alpha) for cid, ctl in items]
+    return [_run_task(cid, ctl, seed, quick, alpha, user, mc_total) for cid, ctl in items]
+
+
+def family_of(claim: Claim) -> str:
+    """The family of a claim: the claim module that registered it (``sims.claims.ersd`` → ``ersd``)."""
+    return claim.check.__module__.rsplit(".", 1)[-1]
 
 
 def _family_groups(tasks) -> list[list[tuple[str, str | None]]]:
@@ -80,16 +122,84 @@ def _family_groups(tasks) -> list[list[tuple[str, str | None]]]:
     return sorted(groups.values(), key=len, reverse=True)
 
 
+def user_mc_total(n_pairs: int) -> int:
+    """The Bonferroni denominator of a user-pairs run: every Monte Carlo test that the claims
+    taking pairs (subjects and controls) may run on ``n_pairs`` pairs (whatever ``--claims``
+    selects, as for a normal run)."""
+    from .registry import load_all
+    return sum(c.user_pairs.mc_tests_per_pair * n_pairs * (1 + len(c.controls))
+               for c in load_all().values() if c.user_pairs is not None)
+
+
+class _Progress:
+    """Progress of a run: a bar with an ETA on a terminal (``bar``), and one line per finished
+    family through ``log`` (printed above the bar, or alone without a terminal)."""
+
+    def __init__(self, total: int, groups, by_id, bar: bool, log):
+        self.total, self.log, self.done, self.t0 = total, log, 0, time.perf_counter()
+        self.n_groups = len(groups)
+        self.groups_done = 0
+        self.bar = None
+        if bar:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+            from rich.console import Console
+            self.bar = Progress(TextColumn("{task.description:<44}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=True,
+                                console=Console(stderr=True))
+            self.bar.start()
+            self.task = self.bar.add_task("checks", total=total)
+        self.by_id = by_id
+
+    def describe(self, text: str):
+        if self.bar:
+            self.bar.update(self.task, description=text)
+
+    def advance(self, n: int = 1):
+        self.done += n
+        if self.bar:
+            self.bar.advance(self.task, n)
+
+    def family_done(self, group, seconds: float):
+        self.groups_done += 1
+        fam = family_of(self.by_id[group[0][0]])
+        n_claims = len({cid for cid, _ in group})
+        line = (f"{fam} family done: {n_claims} claim{'s' * (n_claims != 1)}, {len(group)} checks in {seconds:.1f} s "
+                f"({self.groups_done} of {self.n_groups} families; {self.done}/{self.total} checks, "
+                f"{time.perf_counter() - self.t0:.0f} s elapsed)")
+        if self.bar:
+            self.bar.console.print(line)
+        elif self.log:
+            self.log(line)
+
+    def stop(self):
+        if self.bar:
+            self.bar.stop()
+
+
 def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha: float = 0.01,
-               progress: bool = True, jobs: int = 1, executor=None, logits=None) -> dict:
+               progress: bool = True, jobs: int = 1, executor=None, extra_evidence=None,
+               extra_source: str | None = None, log=None, pairs: dict | None = None,
+               pairs_source: str | None = None) -> dict:
     """Run every claim matching ``pattern`` and its negative controls; return the report.
     ``jobs`` > 1 (or an ``executor``) runs the checks in parallel (a local process pool,
     :mod:`sims.sweep`), each family's checks in one worker so its kernels compile once;
     ``jobs=0`` means one worker per CPU (serial on one CPU). Every check is seeded from (seed,
     claim, subject), so the report is the one the serial run gives (timings aside).
 
-    logits: a ``validate`` run directory; its ``logits`` evidence (validate.evidence) joins
-    each claim's evidence and verdict (tested at the report's per-test level)."""
+    progress: a bar with an ETA (when true and the output is a terminal); log: a callable that
+    gets one line each time a family finishes (``print``, or the command line's echo), used when
+    there is no bar.
+
+    extra_evidence: ``{claim_id: [Evidence, ...]}`` computed elsewhere (real-model ``logits``
+    evidence: the command line computes it with ``validate``, which this floor never imports);
+    it joins the subject's evidence and verdict. extra_source: where it came from (the report's
+    ``run.logits_run``).
+
+    pairs: the user's own pairs (``{name: MarkovPair}``, :mod:`sims.instances_file`): only the
+    claims that take pairs (registered with ``user_pairs=``) run, each on these pairs instead of
+    its built-in instances (docs/instances.md); pairs_source: where they came from (the report's
+    ``run.instances``)."""
     from spectheory.checks import check_int, check_real
     seed = check_int(seed, "seed", min=0)
     alpha = check_real(alpha, "alpha (family-wise error rate)", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -98,90 +208,173 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         import os
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     claims = select(pattern)
+    user = mc_total = None
+    if pairs is not None:
+        user = dict(pairs)
+        if not user:
+            raise ValueError("no pairs given (the instances file lists none)")
+        claims = [c for c in claims if c.user_pairs is not None]
+        if not claims:
+            raise ValueError(f"no claim matching {pattern!r} takes pairs; claims that do: "
+                             + ", ".join(c.id for c in takes_pairs()))
+        mc_total = user_mc_total(len(user))
+    by_id = {c.id: c for c in claims}
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     tasks = [(c, None) for c in claims] + [(c, ctl) for c in claims for ctl in c.controls]
     results: dict = {}
-    bar = None
-    if progress:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-        bar = Progress(TextColumn("{task.description:<40}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                       TimeElapsedColumn(), transient=True)
-        bar.start()
-        job = bar.add_task("checks", total=len(tasks))
-    extra = {}
-    if logits is not None:
-        from validate.evidence import logits_evidence
-        extra = logits_evidence(logits, alpha=alpha / max(1, total_mc_tests()))
+    extra = dict(extra_evidence or {})
+    groups = _family_groups(tasks)
+    bar = bool(progress) and _is_terminal()
+    prog = _Progress(len(tasks), groups, by_id, bar, log)
     try:
-        groups = _family_groups(tasks)
         if (jobs > 1 and len(groups) > 1) or executor is not None:
             import concurrent.futures as cf
 
             from .sweep import local_executor
             ex = executor or local_executor(min(jobs, len(groups)))
+            prog.describe(f"{len(groups)} families on {min(jobs, len(groups)) if executor is None else 'the'} workers")
             try:
-                futs = {ex.submit(_run_group, g, seed, quick, alpha): g for g in groups}
+                futs = {ex.submit(_run_group, g, seed, quick, alpha, user, mc_total): (g, time.perf_counter())
+                        for g in groups}
                 for fut in cf.as_completed(futs):
-                    for key, res in zip(futs[fut], fut.result()):
+                    g, t_sub = futs[fut]
+                    for key, res in zip(g, fut.result()):
                         results[key] = res
-                    if bar:
-                        bar.update(job, description=f"{futs[fut][0][0].split('.')[0]}.* done ({jobs} jobs)")
-                        bar.advance(job, len(futs[fut]))
+                    prog.advance(len(g))
+                    prog.family_done(g, time.perf_counter() - t_sub)
             finally:
                 if executor is None:
                     ex.shutdown(wait=True, cancel_futures=True)
-            tasks = []
-        for claim, ctl in tasks:
-            label = claim.id if ctl is None else f"{claim.id} [control {ctl.name}]"
-            if bar:
-                bar.update(job, description=label)
-            subject = claim.subject if ctl is None else ctl.subject
-            name = "subject" if ctl is None else f"control:{ctl.name}"
-            results[(claim.id, None if ctl is None else ctl.name)] = _run_subject(
-                claim, subject, name, seed, quick, alpha)
-            if bar:
-                bar.advance(job)
+        else:
+            for g in sorted(groups, key=lambda g: list(by_id).index(g[0][0])):  # registry order
+                t_g = time.perf_counter()
+                for cid, ctl in g:
+                    prog.describe(cid if ctl is None else f"{cid} [control {ctl}]")
+                    results[(cid, ctl)] = _run_task(cid, ctl, seed, quick, alpha, user, mc_total)
+                    prog.advance()
+                prog.family_done(g, time.perf_counter() - t_g)
     finally:
-        if bar:
-            bar.stop()
+        prog.stop()
     for cid, evs in extra.items():  # real-logit evidence joins the claim's verdict (serial or parallel)
         if (cid, None) in results and evs:
-            v, ev, cex, secs = results[(cid, None)]
-            ev = list(ev) + evs
-            results[(cid, None)] = (combine(ev) if v != "fails" else v, ev, cex, secs)
+            r = results[(cid, None)]
+            evs = list(evs)
+            tag_parts(by_id[cid], evs, "extra evidence")
+            r.evidence = list(r.evidence) + evs
 
-    out = []
-    for claim in claims:
-        verdict, evidence, cex, secs = results[(claim.id, None)]
-        notes = []
-        controls = []
-        for ctl in claim.controls:
-            _, cev, ccex, csecs = results[(claim.id, ctl.name)]
-            cv, per_mode = control_verdict(claim, ctl, cev)
-            controls.append({"name": ctl.name, "description": ctl.description, "verdict": cv,
-                             "modes": per_mode, "required_modes": list(claim.control_modes(ctl)),
-                             "evidence": [e.to_json() for e in cev], "counterexample": ccex,
-                             "seconds": round(csecs, 3)})
-            if cv != "fails" and verdict != "fails":
-                verdict = "inconclusive"
-                missed = [m for m in claim.control_modes(ctl) if m != "logits" and per_mode.get(m) != "fails"]
-                notes.append(f"negative control {ctl.name!r} did not fail in mode(s) {missed} "
-                             f"(per mode: {per_mode}): the check cannot tell a broken algorithm "
-                             "from a correct one there")
-        out.append({"id": claim.id, "verdict": verdict, "statement": claim.statement,
-                    "paper": claim.paper, "reference": claim.reference,
-                    "interpretation": claim.interpretation,
-                    "evidence": [e.to_json() for e in evidence], "counterexample": cex,
-                    "controls": controls, "notes": notes, "seconds": round(secs, 3)})
-    m = total_mc_tests()
-    return {
-        "schema": SCHEMA,
-        "claims": out,
-        "run": {"claims_pattern": pattern, "seed": seed, "quick": quick, "alpha_family": alpha,
-                "mc_tests_in_registry": m, "alpha_per_test": alpha / max(1, m),
-                "correction": "Bonferroni over every Monte Carlo test in the registry (controls included)",
-                "power": 0.9, "logits_run": None if logits is None else str(logits), "started_at": started.isoformat(timespec="seconds"),
-                "duration_s": round(time.perf_counter() - t0, 2), "versions": _versions(),
-                "platform": platform.platform()},
-    }
+    out = [_claim_entry(claim, results, user is not None) for claim in claims]
+    m = total_mc_tests() if mc_total is None else mc_total
+    run = {"claims_pattern": pattern, "seed": seed, "quick": quick, "alpha_family": alpha,
+           "mc_tests_in_registry": m, "alpha_per_test": alpha / max(1, m),
+           "correction": "Bonferroni over every Monte Carlo test in the registry (controls included)"
+                         if user is None else "Bonferroni over every Monte Carlo test the claims taking pairs may "
+                                              "run on these pairs (controls included)",
+           "power": 0.9, "logits_run": extra_source, "started_at": started.isoformat(timespec="seconds"),
+           "duration_s": round(time.perf_counter() - t0, 2), "versions": versions(),
+           "platform": platform.platform()}
+    if user is not None:
+        run["instances"] = {"source": pairs_source, "pairs": [_describe(n, p) for n, p in user.items()]}
+    return {"schema": SCHEMA, "claims": out, "run": run}
+
+
+def _describe(name: str, pair) -> dict:
+    return {"name": name, "V": int(pair.V), "order": int(pair.order), "states": int(pair.n_states),
+            **({"params": pair.params} if getattr(pair, "params", None) else {})}
+
+
+def _is_terminal() -> bool:
+    import sys
+    return sys.stderr.isatty()
+
+
+def takes_pairs() -> list[Claim]:
+    """The registered claims that run on the user's own pairs (``user_pairs=``), in registry order."""
+    return [c for c in select("*") if c.user_pairs is not None]
+
+
+def _counterexamples(cex) -> list[dict]:
+    """A shrink's result as a list: None, one counterexample, or one per failing part (each naming
+    its ``part``)."""
+    return [x for x in (cex if isinstance(cex, list) else [cex]) if x]
+
+
+def _failing_part(claim: Claim, evidence, cex) -> str | None:
+    """The part a counterexample belongs to: the one it names, else the first failing part."""
+    if cex and cex.get("part") in {p.id for p in claim.parts}:
+        return cex["part"]
+    for p in claim.checkable_parts:
+        if verdicts.part_verdict(evidence, p.id) == "fails":
+            return p.id
+    return None
+
+
+def _graded_modes(evidence, part: str) -> set:
+    return {e.mode for e in evidence if e.part == part and e.outcome != "info"}
+
+
+def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
+    """One claim of the report: parts and their verdicts, the claim's verdict and summary, the
+    evidence, and every control's verdict per part per mode. ``user``: a user-pairs run, where a
+    part no user pair fits is not checkable and controls are required only where the subject
+    was graded."""
+    res = results[(claim.id, None)]
+    evidence, cex, secs, slack = res.evidence, res.counterexample, res.seconds, res.slack
+    part_v = {p.id: verdicts.part_verdict(evidence, p.id, p.checkable) for p in claim.parts}
+    reasons = {p.id: p.reason for p in claim.parts}
+    if user:
+        for p in claim.checkable_parts:
+            if not _graded_modes(evidence, p.id):
+                part_v[p.id] = verdicts.NOT_CHECKABLE
+                reasons[p.id] = "no user pair fits this part's comparisons (see the notes)"
+    part_notes: dict[str, list] = {p.id: [] for p in claim.parts}
+    notes, controls = list(res.notes), []
+    one = len(claim.parts) == 1
+    for ctl in claim.controls:
+        cres = results[(claim.id, ctl.name)]
+        cev, ccex, csecs, cslack = cres.evidence, cres.counterexample, cres.seconds, cres.slack
+        need = claim.control_requirements(ctl)
+        if user:  # on the user's pairs a control is required only where the subject was graded
+            need = {p: tuple(m for m in ms if m in _graded_modes(evidence, p)) for p, ms in need.items()}
+            need = {p: ms for p, ms in need.items() if ms}
+        tag_parts(claim, cev, f"control:{ctl.name}")
+        cv, per_mode, per_part = (verdicts.control_verdict(need, cev) if need
+                                  else (verdicts.NOT_CHECKABLE, verdicts.mode_verdicts(cev), {}))
+        entry = {"name": ctl.name, "description": ctl.description, "verdict": cv,
+                 "modes": per_mode, "required_modes": list(claim.control_modes(ctl)),
+                 "parts": per_part, "required": {p: list(m) for p, m in need.items()},
+                 "evidence": [e.to_json() for e in cev], "counterexample": (_counterexamples(ccex) or [None])[0],
+                 "seconds": round(csecs, 3)}
+        if cslack:
+            entry["least_slack"] = cslack
+        controls.append(entry)
+        if cv == "fails":
+            continue
+        for pid, modes in need.items():
+            missed = [m for m in modes if m != "logits" and per_part.get(pid, {}).get(m) != "fails"]
+            if not missed or part_v[pid] in ("fails", verdicts.NOT_CHECKABLE):
+                continue
+            part_v[pid] = "inconclusive"
+            where = "" if one else f" in part {pid!r}"
+            note = (f"negative control {ctl.name!r} did not fail{where} in mode(s) {missed} "
+                    f"(per mode: {per_part.get(pid) if not one else per_mode}): the check cannot tell a broken "
+                    "algorithm from a correct one there")
+            notes.append(note)
+            part_notes[pid].append(note)
+    by_part: dict = {}
+    for x in _counterexamples(cex):  # each counterexample on the part it names (else the first failing one)
+        by_part.setdefault(_failing_part(claim, evidence, x), x)
+    parts = []
+    for p in claim.parts:
+        parts.append({"id": p.id, "statement": p.statement, "relation": p.relation, "checkable": p.checkable,
+                      "reason": reasons[p.id], "modes": list(claim.part_modes(p)), "verdict": part_v[p.id],
+                      "evidence": sum(e.part == p.id for e in evidence),
+                      "counterexample": by_part.get(p.id),
+                      "least_slack": slack.get(p.id), "notes": part_notes[p.id]})
+    keys = papers.keys_of(claim.paper)
+    return {"id": claim.id, "verdict": verdicts.claim_verdict(part_v), "summary": verdicts.summary(part_v),
+            "relation": claim.relation_label, "statement": claim.statement,
+            "paper": papers.cite(claim.paper), "papers": [papers.PAPERS[k].to_json() for k in keys],
+            "reference": claim.reference, "interpretation": claim.interpretation, "parts": parts,
+            "evidence": [e.to_json() for e in evidence], "counterexample": (_counterexamples(cex) or [None])[0],
+            "controls": controls, "notes": notes, "seconds": round(secs, 3)}

@@ -16,7 +16,12 @@ through any :class:`concurrent.futures.Executor`.
 
 A job kind is a function ``fn(params: dict, seed: numpy.random.SeedSequence) -> dict`` of
 JSON scalars, registered with :func:`job` under a name (``"sd.mc"``) or given as an importable
-``"module:function"`` string (what a remote Dask worker can import). ``sd.*`` kinds are built in
+``"module:function"`` string (what a remote Dask worker can import). ``params`` is one grid
+point (axis name → value, JSON scalars); ``seed`` is the job's own seed sequence (derive
+generators from it: ``numpy.random.default_rng(seed)``); the returned names must not repeat a
+parameter. A kind may come with a parameter check (``job(name, check=fn)``, or an attribute
+``fn.check_params``): ``check(params)`` raises ``ValueError``/``TypeError`` naming the bad
+parameter, and :func:`grid` runs it on every grid point before any job starts. ``sd.*`` kinds are built in
 (below); the other families' kinds live in ``sims/jobs/<family>.py`` (``se.mc``, ``ersd.tree``,
 ``ersd.bound``, ``multidraft.mc``, ``multidraft.exact``), imported by :func:`resolve` the first
 time one of their names is asked for (in whichever process runs the job).
@@ -43,14 +48,30 @@ from spectheory.rng import derive_seed
 JOBS: dict[str, Callable[[dict, np.random.SeedSequence], dict]] = {}
 
 
-def job(name: str):
-    """Register a job kind under ``name`` (decorator)."""
+def job(name: str, check: Callable[[dict], None] | None = None):
+    """Register a job kind under ``name`` (decorator). ``check(params)``: raises ``ValueError``
+    or ``TypeError`` naming a bad parameter; :func:`grid` runs it on every point before any
+    job starts (stored as the function's ``check_params``)."""
     def deco(fn):
         if name in JOBS and JOBS[name] is not fn:
             raise ValueError(f"job kind {name!r} registered twice")
+        if check is not None:
+            fn.check_params = check
         JOBS[name] = fn
         return fn
     return deco
+
+
+class SweepError(ValueError):
+    """A sweep that cannot run as asked (bad kind, parameter, output or scheduler); the message
+    names what is wrong and, where it can, what would be right."""
+
+
+class UnknownJobKind(SweepError, KeyError):
+    """A job kind that is neither registered nor an importable ``module:function``."""
+
+    def __str__(self):
+        return str(self.args[0])
 
 
 def resolve(kind) -> Callable:
@@ -63,15 +84,24 @@ def resolve(kind) -> Callable:
         return JOBS[kind]
     if ":" in kind:
         mod, _, fn = kind.partition(":")
-        return getattr(importlib.import_module(mod), fn)
+        try:
+            module = importlib.import_module(mod)
+        except ImportError as err:
+            raise UnknownJobKind(f"job kind {kind!r}: cannot import module {mod!r} ({err})") from None
+        if not callable(getattr(module, fn, None)):
+            raise UnknownJobKind(f"job kind {kind!r}: module {mod!r} has no function {fn!r}")
+        return getattr(module, fn)
     from . import jobs
     family = kind.partition(".")[0]
     if family in jobs.families():
         importlib.import_module(f"{jobs.__name__}.{family}")  # registers the family's kinds
         if kind in JOBS:
             return JOBS[kind]
-    raise KeyError(f"unknown job kind {kind!r}; registered: {', '.join(sorted(JOBS))}; families with "
-                   f"more kinds: {', '.join(jobs.families())} (or give 'module:function')")
+    for fam in jobs.families():  # every kind, for the suggestion
+        importlib.import_module(f"{jobs.__name__}.{fam}")
+    raise UnknownJobKind(f"unknown job kind {kind!r}{jobs.suggest(kind, JOBS)}; known: {', '.join(sorted(JOBS))}; "
+                         f"families with more kinds: {', '.join(jobs.families())} (or an importable "
+                         "'module:function')")
 
 
 def kind_name(kind) -> str:
@@ -112,7 +142,8 @@ def grid(kind, *, reps: int = 1, **axes) -> list[Job]:
     innermost."""
     reps = check_int(reps, "reps", min=1)
     name = kind_name(kind)
-    resolve(kind if callable(kind) else name)  # fail early on an unknown kind
+    fn = resolve(kind if callable(kind) else name)  # fail early on an unknown kind
+    check = getattr(fn, "check_params", None)
     values = []
     for ax, vals in axes.items():
         vals = list(vals) if isinstance(vals, (list, tuple, range, np.ndarray)) else [vals]
@@ -126,6 +157,13 @@ def grid(kind, *, reps: int = 1, **axes) -> list[Job]:
             pj = _canonical(params)
         except TypeError as err:
             raise TypeError(f"job parameters must be JSON scalars: {params!r}") from err
+        if check is not None:  # every point is checked before any job runs
+            try:
+                check(params)
+            except (ValueError, TypeError) as err:  # the same kind of error, naming the grid point
+                msg = str(err.args[0]) if err.args else str(err)
+                where = ", ".join(f"{k}={v!r}" for k, v in params.items())
+                raise type(err)(f"{msg} (grid point {where})") from None
         jobs.extend(Job(name, pj, r) for r in range(reps))
     return jobs
 
@@ -177,16 +215,54 @@ def local_executor(workers: int | None = None) -> cf.Executor:
                                   initializer=_worker_init, initargs=(max(1, n_cpu // workers),))
 
 
+#: seconds to wait for a Dask scheduler before giving up
+CONNECT_TIMEOUT = 5.0
+
+
+def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str:
+    """Refuse a malformed or unreachable scheduler address in at most ``timeout`` seconds
+    (:class:`SweepError` naming it), before any output is written or job started."""
+    if not isinstance(address, str) or not address.strip():
+        raise SweepError(f"scheduler address must be 'tcp://host:port', got {address!r}")
+    address = address.strip()
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    known = ("tcp", "tls", "inproc", "ucx", "ws", "wss")
+    if scheme not in known:
+        from .jobs import suggest
+        raise SweepError(f"scheduler address {address!r}: unknown scheme {scheme!r}{suggest(scheme, known)}; "
+                         "use tcp://host:port (e.g. tcp://127.0.0.1:8786)")
+    if scheme in ("tcp", "tls", "ws", "wss"):
+        host, colon, port = rest.rpartition(":")
+        host = host.strip("[]")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SweepError(f"scheduler address {address!r}: expected {scheme}://host:port (e.g. "
+                             f"{scheme}://127.0.0.1:8786)")
+        import socket
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+        except OSError as err:
+            raise SweepError(f"no Dask scheduler reachable at {address} within {timeout:g} s "
+                             f"({err.strerror or err}); start one with `dask scheduler` or check the address") from None
+    return address
+
+
 @contextlib.contextmanager
-def dask_executor(scheduler):
+def dask_executor(scheduler, timeout: float = CONNECT_TIMEOUT):
     """``dask.distributed.Client(scheduler).get_executor()``; ``scheduler`` is an address
-    (``tcp://host:8786``) or a cluster object (e.g. ``LocalCluster``). Needs the ``dask``
-    extra: ``pip install 'spectheory[dask]'``."""
+    (``tcp://host:8786``, checked and reached within ``timeout`` seconds) or a cluster object
+    (e.g. ``LocalCluster``). Needs the ``dask`` extra: ``pip install 'spectheory[dask]'``."""
     try:
         from dask.distributed import Client
     except ImportError as err:
         raise ImportError("a Dask scheduler needs dask.distributed: pip install 'spectheory[dask]'") from err
-    client = Client(scheduler)
+    if isinstance(scheduler, str):
+        scheduler = check_scheduler(scheduler, timeout)
+    try:
+        client = Client(scheduler, timeout=timeout)
+    except OSError as err:
+        raise SweepError(f"cannot connect to the Dask scheduler at {scheduler}: {err}") from None
     try:
         yield client.get_executor()
     finally:
@@ -262,6 +338,7 @@ def run_sweep(jobs: list[Job], out=None, *, executor: cf.Executor | None = None,
         raise ValueError("the grid lists the same job twice")
     out = None if out is None else Path(out)
     done = {}
+    existed = out is not None and out.exists()
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         wanted = set(ids)
@@ -273,9 +350,10 @@ def run_sweep(jobs: list[Job], out=None, *, executor: cf.Executor | None = None,
     try:
         if pending:
             if progress:
-                from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+                from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
+                                           TimeRemainingColumn)
                 bar = Progress(TextColumn("sweep"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                               TimeElapsedColumn(), transient=True)
+                               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=True)
                 bar.start()
                 task = bar.add_task("sweep", total=len(jobs), completed=len(done))
             log = open(out, "a") if out is not None else None
@@ -292,6 +370,8 @@ def run_sweep(jobs: list[Job], out=None, *, executor: cf.Executor | None = None,
             finally:
                 if log:
                     log.close()
+                    if not existed and out.exists() and out.stat().st_size == 0:
+                        out.unlink()  # a run that failed before its first row leaves no empty table
     finally:
         if bar:
             bar.stop()
@@ -305,6 +385,39 @@ def run_sweep(jobs: list[Job], out=None, *, executor: cf.Executor | None = None,
 
 # --- built-in job kinds ------------------------------------------------------------------------
 
+def _sd_spec(**extra) -> dict:
+    from spectheory import instances
+
+    from .jobs import REQUIRED, choice, integer, real
+    return {"instance": (choice(*instances.names()), None), "alpha": (real(lo=0.0, hi=1.0), None),
+            "gamma": (integer(min=1), REQUIRED), **extra}
+
+
+def _check_sd(kind: str, **extra):
+    """The parameter check of an ``sd.*`` kind (:func:`grid` runs it on every point first)."""
+    def check(params: dict) -> None:
+        from .jobs import parse
+        p = parse(kind, params, _sd_spec(**extra))
+        if (p["instance"] is None) == (p["alpha"] is None):
+            raise ValueError(f"{kind}: give exactly one of 'instance' (a built-in instance) and 'alpha' "
+                             "(the two-point pair with acceptance α)")
+    return check
+
+
+def _sd_mc_params() -> dict:
+    from spectheory.rules import sd as rules
+
+    from .jobs import REQUIRED, boolean, choice, integer
+    names = [r.name for r in (rules.STANDARD, rules.BROKEN_RESIDUAL_P, rules.BROKEN_SWAPPED_RATIO,
+                              rules.BROKEN_NO_BONUS)]
+    return {"n_iterations": (integer(min=2), REQUIRED), "rule": (choice(*names), "standard"),
+            "restart": (boolean(), True)}
+
+
+def _check_sd_mc(params: dict) -> None:
+    _check_sd("sd.mc", **_sd_mc_params())(params)
+
+
 def _sd_rule(name: str):
     from spectheory.rules import sd as rules
     table = {r.name: r for r in (rules.STANDARD, rules.BROKEN_RESIDUAL_P, rules.BROKEN_SWAPPED_RATIO,
@@ -315,7 +428,7 @@ def _sd_rule(name: str):
 
 
 def _sd_pair(params: dict):
-    """``instance`` (a built-in instance name, :mod:`sims.instances`) or ``alpha`` (the
+    """``instance`` (a built-in instance name, :mod:`spectheory.instances`) or ``alpha`` (the
     order-0 two-point pair p = (1 − α/2, α/2), q = reversed, with Σ min(p, q) = α exactly)."""
     if "alpha" in params:
         from spectheory.pairs import pair_from_tables
@@ -323,11 +436,11 @@ def _sd_pair(params: dict):
         a = check_probability(params["alpha"], "alpha")
         p = np.array([1.0 - a / 2, a / 2])
         return pair_from_tables(p, p[::-1].copy(), order=0, name=f"two-point-alpha{a:g}")
-    from . import instances
+    from spectheory import instances
     return instances.get(params["instance"])
 
 
-@job("sd.mc")
+@job("sd.mc", check=_check_sd_mc)
 def sd_mc(params: dict, seed) -> dict:
     """Monte Carlo of standard speculative sampling (:func:`spectheory.montecarlo.sd.simulate`).
     Parameters: ``instance`` or ``alpha``, ``gamma``, ``n_iterations``, optional ``rule``
@@ -342,7 +455,7 @@ def sd_mc(params: dict, seed) -> dict:
             "mean_tau": float(res.tau.mean())}
 
 
-@job("sd.exact")
+@job("sd.exact", check=lambda params: _check_sd("sd.exact")(params))
 def sd_exact(params: dict, seed) -> dict:
     """Exact expected tokens per iteration from state 0 (chain DP) and the long-run tokens per
     target call of standard speculative sampling. Parameters: ``instance`` or ``alpha``,

@@ -3,7 +3,7 @@
 Every public entry point of spectheory that takes a distribution runs it through
 :func:`check_distribution` (or :func:`check_pair`), so bad input fails early with a
 message that names the problem, instead of silently producing a wrong acceptance rate.
-Notation follows ``shared/CLAIMS.md``: ``p`` target, ``q`` draft.
+Notation follows docs/claims.md: ``p`` target, ``q`` draft.
 """
 from __future__ import annotations
 

@@ -9,12 +9,12 @@ import numpy as np
 
 
 def overlap(p, q) -> np.ndarray:
-    """``Σ_x min(p(x), q(x))``: the standard acceptance probability β (CLAIMS ``sd.acceptance``)."""
+    """``Σ_x min(p(x), q(x))``: the standard acceptance probability β (claim ``sd.acceptance``)."""
     return np.minimum(p, q).sum(axis=-1)
 
 
 def total_variation(p, q) -> np.ndarray:
-    """``TV(p,q) = ½ Σ_x |p(x) − q(x)|`` (with the ½; seed 002 omits it)."""
+    """``TV(p,q) = ½ Σ_x |p(x) − q(x)|`` (with the ½; Fu et al. 2025 omits it)."""
     return 0.5 * np.abs(np.asarray(p) - np.asarray(q)).sum(axis=-1)
 
 
@@ -28,7 +28,7 @@ def kl_divergence(p, q, base: float = np.e) -> np.ndarray:
 
 
 def harmonic_mean_term(p, q) -> np.ndarray:
-    """``Σ_x p(x) q(x) / (p(x) + q(x))`` (CLAIMS ``ersd.lemma3_1``), 0 where p = q = 0."""
+    """``Σ_x p(x) q(x) / (p(x) + q(x))`` (claim ``ersd.lemma3_1``), 0 where p = q = 0."""
     p = np.asarray(p, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
     s = p + q

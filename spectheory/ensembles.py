@@ -1,4 +1,4 @@
-"""Ensemble functions r = E(q, p) of Speculative Ensemble (Fu et al., seed 002, Sec. 3.2).
+"""Ensemble functions r = E(q, p) of Speculative Ensemble (Fu et al., ICML 2025, Sec. 3.2).
 
 * :func:`weighted`      Eq. 4  ``r = λ q + (1 − λ) p``
 * :func:`weighted_n`    the n-model weighted ensemble ``r = Σ_i w_i p_i`` (Sec. 3.4, Table 2)

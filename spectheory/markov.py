@@ -283,7 +283,7 @@ class MarkovPair:
         return self.target.n_states
 
     def acceptance_by_state(self) -> np.ndarray:
-        """β(s) = Σ_x min(p(x|s), q(x|s)) for every state (CLAIMS ``sd.acceptance``)."""
+        """β(s) = Σ_x min(p(x|s), q(x|s)) for every state (claim ``sd.acceptance``)."""
         from .divergences import overlap
         return overlap(self.target.table, self.draft.table)
 

@@ -1,6 +1,6 @@
 """Constructors for target/draft :class:`~spectheory.markov.MarkovPair` regimes.
 
-The seeds talk about drafts that are weakly or strongly aligned with the target, drafts
+The papers talk about drafts that are weakly or strongly aligned with the target, drafts
 that are distilled/quantised/truncated versions of the target, and n-gram drafts. Each
 constructor below builds one such regime and records its parameters so a report can name
 the instance and reproduce it.
@@ -141,6 +141,30 @@ def aligned_pair(V: int, order: int = 1, alignment: str = "strong", seed=None,
         raise ValueError(f"alignment must be 'strong' or 'weak', got {alignment!r}")
     return perturbed_pair(V, order, how="mix", strength=eps, seed=seed, n_rows=n_rows,
                           name=f"{alignment}-V{V}-o{order}")
+
+
+def bimodal_pair(V: int, order: int = 1, *, hard_fraction: float = 0.5, hard_strength: float = 0.9,
+                 easy_strength: float = 0.05, concentration: float = 0.3, seed=None, name=None) -> MarkovPair:
+    """Easy and hard contexts (the acceptance of real draft/target pairs is bimodal, which is
+    what SpecBranch's H-RAD exploits): a random target; in a ``hard_fraction`` of the states
+    the draft row is the target's mixed with independent Dirichlet noise of weight
+    ``hard_strength``, in the others with weight ``easy_strength``."""
+    V = check_int(V, "V (vocabulary size)", min=1)
+    order = check_int(order, "order", min=0)
+    hard_fraction = check_probability(hard_fraction, "hard_fraction")
+    hard_strength = check_probability(hard_strength, "hard_strength")
+    easy_strength = check_probability(easy_strength, "easy_strength")
+    rng = check_random_state(seed)
+    p = dirichlet_source(V, order, concentration, rng)
+    S = p.n_states
+    noise = rng.dirichlet(np.full(V, float(concentration)), size=S) if V > 1 else np.ones((S, 1))
+    hard = np.zeros(S, dtype=bool)
+    hard[rng.permutation(S)[: int(round(hard_fraction * S))]] = True
+    s = np.where(hard, hard_strength, easy_strength)[:, None]
+    q = MarkovSource(normalize((1.0 - s) * p.table + s * np.maximum(noise, 0.0)), order)
+    return MarkovPair(p, q, name or f"bimodal{hard_fraction:g}x{hard_strength:g}-V{V}-o{order}",
+                      {"regime": "bimodal", "hard_fraction": hard_fraction, "hard_strength": hard_strength,
+                       "easy_strength": easy_strength, "concentration": concentration})
 
 
 def ngram_source(tokens, V: int, order: int, smoothing: float = 0.5) -> MarkovSource:

@@ -1,11 +1,11 @@
-"""Drafting trees, their acceptance functions and the optimal-tree search of seed 004 (§4).
+"""Drafting trees, their acceptance functions and the optimal-tree search of Kobus & Gündüz (§4).
 
 A **drafting tree** is a finite set of vertices, each the path ``(i_1, …, i_d)`` of acceptance
-indices (1-based) from the root, closed under taking ancestors (the seed's validity condition,
+indices (1-based) from the root, closed under taking ancestors (the paper's validity condition,
 §4: "any node in this top-k list will have all its ancestors also present"). Vertex
 ``(i_1, …, i_d)`` is accepted iff the acceptance index at the j-th context of the iteration is
 ``i_j`` for every j (``spectheory.rules.ersd``). The number of drafted tokens is the number of
-vertices k; the iteration emits ``1 + #accepted vertices`` tokens, so (seed Eq. 4)
+vertices k; the iteration emits ``1 + #accepted vertices`` tokens, so (the paper's Eq. 4)
 
     E[generated tokens] = 1 + Σ_{v ∈ tree} f(v),     f(v) = P(v accepted).
 
@@ -16,7 +16,7 @@ distribution already computed for that context; only kept vertices are evaluated
 
 Acceptance functions ``f`` map a path (tuple) to a probability; they must not increase along
 paths. :func:`zero_order` builds the 0th-order one ``f(v) = Π_j a(i_j)`` from an acceptance-index
-distribution ``a`` (Chen et al. 2025, Sequoia; seed §4), :func:`fit_zero_order` fits ``a`` from
+distribution ``a`` (Chen et al. 2025, Sequoia; the paper's §4), :func:`fit_zero_order` fits ``a`` from
 observed indices. :func:`optimal_tree` is Alg. 3 (priority queue), :func:`exhaustive_optimal`
 the brute force it is checked against, :func:`breadth_first_tree` a deliberately non-greedy
 builder (negative control), :func:`specinfer_tree` the SpecInfer baseline of §5.
@@ -47,8 +47,11 @@ class Tree:
         except TypeError:
             raise TypeError("vertices must be a sequence of index paths (tuples of ints), "
                             f"got {self.vertices!r}") from None
-        vs = tuple(sorted({tuple(check_int(i, f"index in vertex {v}") for i in v) for v in raw},
-                          key=lambda v: (len(v), v)))
+        if all(type(i) is int for v in raw for i in v):  # the common case, checked fast (large trees)
+            vs = set(raw)
+        else:
+            vs = {tuple(check_int(i, f"index in vertex {v}") for i in v) for v in raw}
+        vs = tuple(sorted(vs, key=lambda v: (len(v), v)))
         for v in vs:
             if len(v) == 0:
                 raise ValueError("the root () is implicit; do not list it as a vertex")
@@ -59,6 +62,14 @@ class Tree:
             if len(v) > 1 and v[:-1] not in s:
                 raise ValueError(f"vertex {v} lacks its parent {v[:-1]}: a drafting tree is ancestor-closed")
         object.__setattr__(self, "vertices", vs)
+
+    @classmethod
+    def _trusted(cls, vertices, name: str) -> "Tree":
+        """A tree from vertices a builder made ancestor-closed by construction (skips the checks)."""
+        tree = object.__new__(cls)
+        object.__setattr__(tree, "vertices", tuple(sorted(vertices, key=lambda v: (len(v), v))))
+        object.__setattr__(tree, "name", name)
+        return tree
 
     @property
     def k(self) -> int:
@@ -98,24 +109,24 @@ class Tree:
 
 
 def simple_tree() -> Tree:
-    """One drafted token (seed §2, 'simple' strategy)."""
+    """One drafted token (the paper's §2, 'simple' strategy)."""
     return Tree(((1,),), "simple")
 
 
 def sequence_tree(k: int) -> Tree:
-    """k tokens drafted autoregressively, each the first alternative (seed §2, 'sequence')."""
+    """k tokens drafted autoregressively, each the first alternative (the paper's §2, 'sequence')."""
     k = check_int(k, "k", min=1)
     return Tree(tuple((1,) * d for d in range(1, k + 1)), f"sequence{k}")
 
 
 def batch_tree(k: int) -> Tree:
-    """k alternatives for the next token (seed §2, 'batch', Sun et al. 2024)."""
+    """k alternatives for the next token (the paper's §2, 'batch', Sun et al. 2024)."""
     k = check_int(k, "k", min=1)
     return Tree(tuple((i,) for i in range(1, k + 1)), f"batch{k}")
 
 
 def specinfer_tree(k: int) -> Tree:
-    """SpecInfer tree of seed §5: 3-token sequences whose first two drafted tokens are common,
+    """SpecInfer tree of the paper's §5: 3-token sequences whose first two drafted tokens are common,
     i.e. a chain (1), (1,1) and then k − 2 alternatives (1,1,i); a sequence for k ≤ 2."""
     k = check_int(k, "k", min=1)
     if k <= 2:
@@ -128,20 +139,23 @@ def zero_order(a) -> Callable[[Path], float]:
     entries of ``a`` (e.g. a last 'never accepted' cell) are never used as indices."""
     a = check_subprobability(a, "a (acceptance-index distribution)")
 
+    factors = a.tolist()
+
     def f(v: Path) -> float:
         out = 1.0
         for i in v:
-            out *= a[i - 1] if i <= a.shape[0] else 0.0
+            out *= factors[i - 1] if i <= len(factors) else 0.0
         return out
-    f.a = a  # lets the tree builders extend a path's value by one factor instead of recomputing
+    f.a = a
+    f.factors = factors  # lets the tree builders extend a path's value by one factor instead of recomputing
     return f
 
 
 def _child_value(f, v, val, i):
-    a = getattr(f, "a", None)
+    a = getattr(f, "factors", None)
     if a is None:
         return f(v + (i,))
-    return val * (a[i - 1] if i <= a.shape[0] else 0.0)
+    return val * (a[i - 1] if i <= len(a) else 0.0)
 
 
 def fit_zero_order(indices, n_indices: int) -> np.ndarray:
@@ -157,7 +171,7 @@ def fit_zero_order(indices, n_indices: int) -> np.ndarray:
 
 
 def tree_value(f: Callable[[Path], float], tree: Tree) -> float:
-    """``Σ_v f(v)``: expected accepted tokens; E[generated] is one more (seed Eq. 4)."""
+    """``Σ_v f(v)``: expected accepted tokens; E[generated] is one more (the paper's Eq. 4)."""
     _check_f(f)
     check_type(tree, Tree, "tree", " (spectheory.trees)")
     a = getattr(f, "a", None)
@@ -170,7 +184,7 @@ def tree_value(f: Callable[[Path], float], tree: Tree) -> float:
 
 
 def expected_generated(f: Callable[[Path], float], tree: Tree) -> float:
-    """``1 + Σ_v f(v)``: expected generated tokens per target evaluation (seed Eq. 4)."""
+    """``1 + Σ_v f(v)``: expected generated tokens per target evaluation (the paper's Eq. 4)."""
     return 1.0 + tree_value(f, tree)
 
 
@@ -206,16 +220,7 @@ def optimal_tree(f: Callable[[Path], float], k: int, n_indices: int, *, ordered:
                 sib = v[:-1] + (v[-1] + 1,)
                 heapq.heappush(heap, (-f(sib), len(sib), sib))
         return Tree(tuple(taken), f"alg3-ordered-k{k}")
-    heap = [(-f((i,)), 1, (i,)) for i in range(1, n + 1)]
-    heapq.heapify(heap)
-    taken = []
-    while len(taken) < k and heap:
-        negval, _, v = heapq.heappop(heap)
-        taken.append(v)
-        for i in range(1, n + 1):
-            w = v + (i,)
-            heapq.heappush(heap, (-_child_value(f, v, -negval, i), len(w), w))
-    return Tree(tuple(taken), f"alg3-k{k}")
+    return _grow(f, k, n, True, f"alg3-k{k}")
 
 
 def breadth_first_tree(f: Callable[[Path], float], k: int, n_indices: int) -> Tree:
@@ -224,19 +229,58 @@ def breadth_first_tree(f: Callable[[Path], float], k: int, n_indices: int) -> Tr
     _check_f(f)
     k = check_int(k, "k", min=0)
     n = check_int(n_indices, "n_indices", min=1)
-    heap = [(1, -f((i,)), (i,)) for i in range(1, n + 1)]
+    return _grow(f, k, n, False, f"bfs-k{k}")
+
+
+def _grow(f, k: int, n: int, by_value: bool, name: str) -> Tree:
+    """Take k vertices from a priority queue of candidates: the root's children 1..n to begin
+    with, then the children 1..n of every vertex taken. ``by_value``: the highest f first (ties:
+    the shorter, then the lexicographically smaller path; Alg. 3); else the shallowest first
+    (ties: the higher f, then the smaller path)."""
+    heap = []
+    for i in range(1, n + 1):
+        val = f((i,))
+        heap.append(((-val, 1) if by_value else (1, -val), (i,), val))
     heapq.heapify(heap)
     taken = []
+    fac = getattr(f, "factors", None)  # 0th-order f: a child's value is its parent's times a(i)
+    push, pop = heapq.heappush, heapq.heappop
     while len(taken) < k and heap:
-        _, negval, v = heapq.heappop(heap)
+        _, v, val = pop(heap)
         taken.append(v)
+        d = len(v) + 1
         for i in range(1, n + 1):
             w = v + (i,)
-            heapq.heappush(heap, (len(w), -_child_value(f, v, -negval, i), w))
-    return Tree(tuple(taken), f"bfs-k{k}")
+            wval = _child_value(f, v, val, i) if fac is None else val * (fac[i - 1] if i <= len(fac) else 0.0)
+            push(heap, ((-wval, d) if by_value else (d, -wval), w, wval))
+    return Tree._trusted(taken, name)
 
 
-TREE_BUILDERS = {"alg3": optimal_tree, "breadth_first": breadth_first_tree}
+def sequence_builder(f: Callable[[Path], float], k: int, n_indices: int, cap: int = 256) -> Tree:
+    """Negative control for ``opt_tree.log_growth``: the k-sequence (a strategy that plateaus) in
+    place of the optimal tree, capped at ``cap`` tokens (its E[generated] has long reached its
+    plateau there, and a 4096-chain costs O(k²) in path tuples)."""
+    _check_f(f)
+    return sequence_tree(min(check_int(k, "k", min=1), check_int(cap, "cap", min=1)))
+
+
+def random_monotone(seed: int, n_indices: int) -> Callable[[Path], float]:
+    """A random acceptance function that decreases along paths and is not of product form: each
+    child's value is its parent's times a factor drawn (once, lazily, from ``seed``) uniform on
+    [0, 1/n), boosted by 1 + n/2 for index 1."""
+    n = check_int(n_indices, "n_indices", min=1)
+    rng = np.random.default_rng(check_int(seed, "seed", min=0))
+    cache = {(): 1.0}
+
+    def f(v):
+        v = tuple(v)
+        if v not in cache:
+            cache[v] = f(v[:-1]) * float(rng.uniform(0.0, 1.0 / n) * (1.0 + (v[-1] == 1) * n * 0.5))
+        return cache[v]
+    return f
+
+
+TREE_BUILDERS = {"alg3": optimal_tree, "breadth_first": breadth_first_tree, "sequence": sequence_builder}
 
 
 def all_trees(k: int, n_indices: int, *, ordered: bool = False):

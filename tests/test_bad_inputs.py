@@ -17,8 +17,8 @@ import pytest
 
 import bad_inputs
 from bad_inputs import CLIError, bad, run_cli
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from sims.registry import UnknownClaimError
 from sims.runner import run_claims
 from spectheory.closed_forms import sd as cf
@@ -187,7 +187,7 @@ ROWS = [
     bad("clock float counts", simulate_clocks, np.array([1.5]), 2, 0.1, match="n_emitted"),
     bad("clock shape=0", simulate_clocks, np.array([1]), 2, 0.1, shape=0.0, match="shape"),
     bad("CallSchedule unknown", CallSchedule, "sometimes", match="verify must be one of"),
-    # --- statistical method (sims.stats) ---
+    # --- statistical method (spectheory.judge.stats) ---
     bad("z_test_mean one sample", stats.z_test_mean, "t", 1.0, [1.0], alpha=0.01, tolerance=0.1, match="≥ 2 finite"),
     bad("z_test_mean NaN sample", stats.z_test_mean, "t", 1.0, [1.0, NAN], alpha=0.01, tolerance=0.1,
         match="finite"),

@@ -2,8 +2,9 @@
 the broken rules fail every check they are relevant to; bugged copies of the correct sampler
 are each caught by the check or probe that names the bug.
 
-Statistics: each report splits α = 0.01 over its Monte Carlo tests (Bonferroni) and states the
-power (0.9) and the deviation it detects; the assertions below use only the verdicts.
+Statistics: each report splits α = 0.01 over each verdict's Monte Carlo tests (Bonferroni),
+spends each test's level over the looks of the sequential design, and states the power (0.9)
+and the deviation it detects; the assertions below use only the verdicts.
 """
 import json
 
@@ -80,11 +81,16 @@ def _evidence(report, cid, instance_prefix):
     return [e for e in _claim(report, cid)["evidence"] if e["instance"].startswith(instance_prefix)]
 
 
+ALL_CHECKS = ("first_tokens", "token_law_by_state", "block_law", "bonus_by_state", "acceptance_by_state",
+              "expected_tau", "tokens_per_call", "support_probes", "standard_probes")
+
+
 def test_pure_python_sampler_holds_every_check(python_report):
     verdicts = {c["id"]: c["verdict"] for c in python_report["claims"]}
-    assert verdicts == {f"conformance.{k}": "holds" for k in
-                        ("first_tokens", "block_law", "bonus_by_state", "acceptance_by_state",
-                         "expected_tau", "tokens_per_call", "probes")}, verdicts
+    assert verdicts == {f"conformance.{k}": "holds" for k in ALL_CHECKS}, verdicts
+    assert {g: v["verdict"] for g, v in python_report["verdicts"].items()} == {"lossless": "holds",
+                                                                               "standard": "holds"}
+    assert python_report["warnings"] == [] and python_report["crashes"] == []
     for c in python_report["claims"]:
         for e in c["evidence"]:
             if e["mode"] == "mc" and e["p_value"] is not None and e["outcome"] == "pass" and e["detectable"] is not None:
@@ -98,36 +104,50 @@ def test_broken_rules_fail_every_relevant_check(python_report):
         ctl = {k["name"]: k["verdict"] for k in _claim(python_report, check.id.split(".")[1])["controls"]}
         assert set(ctl) == set(check.controls)
         assert all(v == "fails" for v in ctl.values()), (check.id, ctl)
-    probes = {k["name"]: k["verdict"] for k in _claim(python_report, "probes")["controls"]}
-    assert probes and all(v == "fails" for v in probes.values()), probes
+    # the lossless verifier with another rule must be told apart by every standard check but the
+    # bonus law (its bonus is drawn from p too)
+    for cid in ("block_law", "acceptance_by_state", "expected_tau", "tokens_per_call"):
+        assert "lossless:accept=p(x)" in {k["name"] for k in _claim(python_report, cid)["controls"]}, cid
+    for cid, names in (("support_probes", {"accept-u≤ratio", "unguarded-residual"}),
+                       ("standard_probes", {"lossless:accept=p(x)"})):
+        probes = {k["name"]: k["verdict"] for k in _claim(python_report, cid)["controls"]}
+        assert set(probes) == names and all(v == "fails" for v in probes.values()), probes
 
 
 def test_report_schema_and_json(python_report, tmp_path):
-    from sims.report import to_markdown, write_json
+    from sims.report import to_markdown
+    from spectheory.judge.format import write_json
     assert python_report["schema"] == "spectheory.report/1"
     path = write_json(python_report, tmp_path / "r.json")
     back = json.loads(path.read_text())
-    assert back["run"]["n"] == 10_000 and back["run"]["mc_tests_in_registry"] == 6 * 4
+    assert back["run"]["n"] == 10_000 and back["run"]["mc_tests_in_registry"] == 7 * 4
+    assert back["verdicts"]["lossless"]["verdict"] == "holds"
     assert "conformance.bonus_by_state" in to_markdown(back)
 
 
-def test_bonferroni_split_over_checks_instances_and_gammas(python_report):
-    """α = 0.01 is split over checks × instances × γ: every Monte Carlo test of the subject and
-    of the controls runs at α / (6 · 4 · 1) here, and at α / (6 · 1 · 2) with two draft lengths."""
+def test_bonferroni_split_over_checks_instances_gammas_and_looks(python_report):
+    """Each verdict's α = 0.01 is split over its checks × instances × γ (lossless: 2 checks,
+    standard: 5, on 4 instances here), and each test's level over the looks of the sequential
+    design: every Monte Carlo test of the subject and of the controls runs at w_k·α/(checks · 4),
+    with Σ_k w_k = 1; with two draft lengths the split doubles."""
+    from spectheory.conformance import sequential
     run = python_report["run"]
-    assert run["alpha_per_test"] == pytest.approx(0.01 / 24, rel=1e-12)
+    per = {"lossless": 0.01 / 8, "standard": 0.01 / 20}
+    assert run["alpha_per_test_per_verdict"] == pytest.approx(per, rel=1e-12)
     assert run["alpha_family"] == pytest.approx(0.01, rel=1e-12)
+    shares = set(sequential.design(10_000).weights) | set(sequential.design(2_500).weights)
+    assert sum(sequential.design(10_000).weights) == pytest.approx(1.0)
     for c in python_report["claims"]:
         for e in c["evidence"] + [e for k in c["controls"] for e in k["evidence"]]:
             if e["mode"] == "mc" and e["alpha"] is not None:
-                assert e["alpha"] == pytest.approx(0.01 / 24, rel=1e-12), (c["id"], e["instance"])
+                assert any(e["alpha"] == pytest.approx(w * per[c["group"]], rel=1e-12) for w in shares), \
+                    (c["id"], e["instance"], e["alpha"])
     two = sc.check_block_verifier(python_verifier, n=50, gammas=(1, 2), instances=("iid-V1",), controls=False,
                                   probes=False)
-    assert two["run"]["mc_tests_in_registry"] == 12
-    assert two["run"]["alpha_per_test"] == pytest.approx(0.01 / 12, rel=1e-12)
+    assert two["run"]["mc_tests_per_verdict"] == {"lossless": 4, "standard": 10}
+    assert two["run"]["alpha_per_test_per_verdict"]["standard"] == pytest.approx(0.01 / 10, rel=1e-12)
     steps = sc.check_decoding_step(make_python_step, n=50, gammas=(1, 2), instances=("iid-V1",), controls=False)
-    assert steps["run"]["mc_tests_in_registry"] == 12
-    assert steps["run"]["alpha_per_test"] == pytest.approx(0.01 / 12, rel=1e-12)
+    assert steps["run"]["mc_tests_per_verdict"] == {"lossless": 4, "standard": 10}
 
 
 def test_bonus_from_wrong_row_is_caught_by_bonus_by_state():
@@ -146,24 +166,26 @@ def test_u_le_ratio_is_caught_by_the_p0_probe_only():
     sees it, the forced u = 0 probe does (a p = 0 token is accepted)."""
     r = sc.check_block_verifier(accept_u_le_ratio, n=2000, instances=("markov1-V3-mix0.4",), gammas=(2,),
                                 controls=False)
-    probes = {e["instance"]: e for e in _claim(r, "probes")["evidence"]}
+    probes = {e["instance"]: e for e in _claim(r, "support_probes")["evidence"]}
     assert probes["p=0 drafted token, u=0"]["outcome"] == "fail"
     assert "emitted token 0 has p = 0" in probes["p=0 drafted token, u=0"]["note"]
     assert probes["disjoint supports, u=0"]["outcome"] == "fail"
     assert all(e["outcome"] == "pass" for name, e in probes.items() if "u=0" not in name)
-    assert all(c["verdict"] != "fails" for c in r["claims"] if c["id"] != "conformance.probes")
+    assert all(c["verdict"] != "fails" for c in r["claims"] if not c["id"].endswith("probes"))
+    assert r["verdicts"]["lossless"]["verdict"] == "fails" and "support_probes" in r["verdicts"]["lossless"]["summary"]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_residual_nan_is_caught_by_the_zero_mass_probe(dtype):
     """p = q in exact arithmetic, p ≤ q after rounding: the unguarded residual is 0/0."""
     r = sc.check_block_verifier(residual_nan, dtype=dtype, instances=(), controls=False)
-    ev = _claim(r, "probes")["evidence"]
+    ev = _claim(r, "support_probes")["evidence"]
     zero_mass = [e for e in ev if "zero-mass residual" in e["instance"]]
     assert zero_mass and all(e["outcome"] == "fail" and "NaN" in e["note"] for e in zero_mass)
     assert all(e["outcome"] == "pass" for e in ev if e not in zero_mass)
+    assert all("test_conformance.py" in e["note"] for e in zero_mass)  # where it raised
     ok = sc.check_block_verifier(python_verifier, dtype=dtype, instances=(), controls=False)
-    assert _claim(ok, "probes")["verdict"] == "holds"
+    assert _claim(ok, "support_probes")["verdict"] == "holds"
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
@@ -208,11 +230,18 @@ def test_drafting_and_verifier_draw_independent_uniforms():
 
 
 def test_a_crashing_sampler_fails_instead_of_aborting():
+    """A crash is reported with where it happened and counted as a crash: a failed run with no
+    p-value, listed under report["crashes"], and the lossless verdict fails."""
     def crashes(p, q, draft, rng):
         raise RuntimeError("boom")
     r = sc.check_block_verifier(crashes, n=100, instances=("iid-V1",), gammas=(1,), controls=False, probes=False)
     assert all(c["verdict"] == "fails" for c in r["claims"])
-    assert "boom" in r["claims"][0]["evidence"][0]["note"]
+    ev = r["claims"][0]["evidence"][0]
+    assert "boom" in ev["note"] and ev["p_value"] is None and "crashed (not a statistical test)" in ev["test"]
+    [crash] = r["crashes"]
+    assert crash["location"].startswith(__file__) and "in crashes" in crash["location"]
+    assert r["verdicts"]["lossless"]["verdict"] == "fails" and "crashed" in r["verdicts"]["lossless"]["summary"]
+    assert r["run"]["trial"]["result"] == "exception"
 
 
 # --- adapters -------------------------------------------------------------------------------
@@ -296,7 +325,7 @@ def test_decoding_step_holds_and_its_bug_is_caught():
 
 
 def test_fake_lm_logits():
-    from sims import instances as inst
+    from spectheory import instances as inst
     pair = inst.get("markov1-V4-topk2")
     lm = sc.MarkovLM(pair.draft)
     out = lm([[0], [0, 3]])
@@ -312,7 +341,7 @@ def test_fake_lm_logits():
 def test_cli_conformance(tmp_path):
     from typer.testing import CliRunner
 
-    from sims.cli import app
+    from spectheory_cli.main import app
     mod = tmp_path / "mysampler.py"
     mod.write_text("from spectheory.conformance import reference_verifier as verify\n")
     res = CliRunner().invoke(app, ["conformance", f"{mod}:verify", "--n", "300", "--gammas", "1",
@@ -322,6 +351,7 @@ def test_cli_conformance(tmp_path):
     rep = json.loads((tmp_path / "c.json").read_text())
     assert rep["schema"] == "spectheory.report/1" and rep["run"]["gammas"] == [1]
     assert "probes" in res.output and "tokens_per_call" in res.output
+    assert res.output.lstrip().startswith("LOSSLESS: ")  # the answer to "lossless?" comes first
     assert (tmp_path / "c.md").read_text().startswith("# spectheory conformance report")
     mod.write_text("from spectheory.conformance import reference_verifier, step_from_block_verifier\n"
                    "make_step = step_from_block_verifier(reference_verifier)\n")
@@ -351,24 +381,58 @@ def test_spectheorys_own_verifier_passes_every_probe_and_unforceable_draws_are_n
     from spectheory.verifiers.sd import speculative_verify
     r = sc.check_block_verifier(lambda p, q, d, rng: speculative_verify(p, q, list(d), seed=rng).tokens,
                                 instances=(), dtype="float32", controls=False)
-    assert [c["verdict"] for c in r["claims"]] == ["holds"]
+    assert [c["verdict"] for c in r["claims"]] == ["holds", "holds"]
 
     def gumbel_sampler(p, q, d, rng):
         rng.gumbel()
         return [0]
-    r = sc.check_block_verifier(gumbel_sampler, instances=(), controls=False)
-    assert r["claims"][0]["verdict"] == "inconclusive"
-    assert {e["outcome"] for e in r["claims"][0]["evidence"]} == {"info"}
+    r = sc.check_block_verifier(gumbel_sampler, instances=(), controls=False, trial=False)
+    assert [c["verdict"] for c in r["claims"]] == ["inconclusive", "inconclusive"]
+    assert {e["outcome"] for c in r["claims"] for e in c["evidence"]} == {"info"}
 
 
-def test_probes_not_applied_when_the_sampler_ignores_the_forced_source():
-    """A sampler drawing from its own generator never sees the forced uniforms: every probe is
-    `info` (not applied), never a pass, and the probes claim is not `holds`."""
+def greedy_sampler(p, q, draft, rng):
+    """Deterministic (no random draw at all): keep x while p(x) ≥ q(x), else the argmax of p."""
+    out = []
+    for i, x in enumerate(draft):
+        if p[i][int(x)] >= q[i][int(x)]:
+            out.append(int(x))
+            continue
+        return out + [int(np.argmax(p[i]))]
+    return out + [int(np.argmax(p[len(draft)]))]
+
+
+def test_probes_not_applied_to_a_sampler_that_draws_nothing():
+    """A sampler that draws no uniform at all never sees a forced value: every probe without a
+    violation is `info` (not applied, "drew no uniform"), none passes."""
+    r = sc.check_block_verifier(greedy_sampler, instances=(), controls=False, trial=False)
+    rows = [e for c in r["claims"] for e in c["evidence"]]
+    assert rows and not any(e["outcome"] == "pass" for e in rows)
+    assert all("drew no uniform from the forced source" in e["note"] for e in rows if e["outcome"] == "info")
+    assert r["warnings"] == []
+
+
+def test_a_generator_in_the_samplers_closure_is_routed():
+    """A sampler drawing from a generator it closes over gets the forced uniforms anyway (the
+    closure cell is swapped for a routed stand-in during the calls): the probes apply."""
     own = np.random.default_rng(0)
     r = sc.check_block_verifier(lambda p, q, d, rng: python_verifier(p, q, d, own), instances=(),
                                 controls=False)
-    assert r["claims"][0]["verdict"] == "inconclusive"
-    assert {e["outcome"] for e in r["claims"][0]["evidence"]} == {"info"}
+    assert [c["verdict"] for c in r["claims"]] == ["holds", "holds"]
+    assert "closure variable" in r["run"]["routed_names"]
+    assert r["warnings"] == []
+
+
+def test_probes_not_applied_when_the_sampler_ignores_the_forced_source():
+    """A sampler drawing from a generator hidden where the checker cannot route it (inside a
+    dict) never sees the forced uniforms; its draws are detected (generator state compared
+    around each probe call): every probe is `info` (not applied), never a pass, the probes are
+    not `holds`, and the report warns that its statistics are not reproducible from the seed."""
+    hidden = {"g": np.random.default_rng(0)}
+    r = sc.check_block_verifier(lambda p, q, d, rng: python_verifier(p, q, d, hidden["g"]), instances=(),
+                                controls=False)
+    assert [c["verdict"] for c in r["claims"]] == ["inconclusive", "inconclusive"]
+    assert {e["outcome"] for c in r["claims"] for e in c["evidence"]} == {"info"}
 
 
 def test_probe_control_that_passes_every_probe_downgrades_the_probes(monkeypatch):
@@ -377,7 +441,7 @@ def test_probe_control_that_passes_every_probe_downgrades_the_probes(monkeypatch
     from spectheory.conformance import probes
     monkeypatch.setattr(probes, "zero_mass_probes", lambda verifier, **kw: [])
     r = sc.check_block_verifier(python_verifier, instances=())
-    c = _claim(r, "probes")
+    c = _claim(r, "support_probes")
     assert {k["name"]: k["verdict"] for k in c["controls"]}["unguarded-residual"] != "fails"
     assert c["verdict"] == "inconclusive" and any("unguarded-residual" in n for n in c["notes"])
 
@@ -388,3 +452,4 @@ def test_default_configuration_is_powered_for_a_correct_sampler():
     every check for a correct sampler: no test is underpowered at its stated tolerance."""
     r = sc.check_block_verifier(python_verifier)
     assert {c["verdict"] for c in r["claims"]} == {"holds"}, [(c["id"], c["verdict"]) for c in r["claims"]]
+    assert sum(b["runs"] for b in r["run"]["blocks"]) < 12 * 10_000  # the sequential design stopped some early

@@ -1,9 +1,9 @@
-"""sims.stats.chisquare_gof's degenerate case (issue 10 item 6), on which the conformance
+"""spectheory.judge.stats.chisquare_gof's degenerate case (issue 10 item 6), on which the conformance
 checks of point-mass laws (p = q point masses, disjoint supports, one-token vocabularies) rely."""
 import numpy as np
 import pytest
 
-from sims import stats
+from spectheory.judge import stats
 
 
 def test_single_outcome_law_is_an_exact_check():

@@ -1,4 +1,4 @@
-"""Exact engines, closed forms and trees of seed 004 (CLAIMS §3): hand-worked values, identities
+"""Exact engines, closed forms and trees of Kobus & Gündüz (the ersd family's claims): hand-worked values, identities
 the derivations rest on, edge cases, and the broken variants being caught."""
 from __future__ import annotations
 
@@ -269,3 +269,81 @@ def test_entropy_upper_bounds_literal_values():
     assert np.allclose(cf.pfr_upper_bound([0.0, 1.0, 3.0]), [4.0, 6.0, 9.0], rtol=0, atol=1e-14)
     assert np.allclose(cf.grs_upper_bound([0.0, 1.0, 3.0]), [0.0, 3.0, 7.0], rtol=0, atol=1e-14)
     assert float(cf.grs_upper_bound(3.0, C=1.5)) == pytest.approx(8.5, abs=1e-14)
+
+
+# --- channel simulation's list indices (entropy.kl_lower / entropy.upper, part "iid-list") --------
+
+def _simulate_list_index(p, q, n, rng, method):
+    """Reference simulation of the list index: X_i ~ q i.i.d.; PFR: arrival times of a rate-1
+    Poisson process, K = argmin T_i q(X_i)/p(X_i); GRS: accept step i w.p. (p_i − p_{i−1})(X_i) /
+    ((1 − Σ p_{i−1}) q(X_i))."""
+    out = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        if method == "pfr":
+            T_ = np.cumsum(rng.exponential(size=400))
+            X = rng.choice(p.size, size=400, p=q)
+            out[j] = int(np.argmin(T_ * q[X] / p[X])) + 1
+        else:
+            acc, i = np.zeros_like(p), 0
+            while True:
+                i += 1
+                x = rng.choice(p.size, p=q)
+                rem = 1.0 - acc.sum()
+                step = np.minimum(p - acc, rem * q)
+                if rng.random() * rem * q[x] < step[x]:
+                    out[j] = i
+                    break
+                acc = acc + step
+    return out
+
+
+@pytest.mark.parametrize("method", ["pfr", "grs"])
+def test_list_index_laws_against_simulation(method):
+    """Chi-square of 20,000 simulated list indices (cells 1..5 and > 5) against the exact law,
+    level 1e-3; and the identities: the law sums to 1, GRS accepts its first draw w.p. Σ min(p, q),
+    and p = q gives K = 1 always."""
+    from scipy import stats
+    p, q = np.array([0.6, 0.3, 0.1]), np.array([0.2, 0.3, 0.5])
+    law = (cf.pfr_list_index_law if method == "pfr" else cf.grs_list_index_law)(p, q)
+    assert law.sum() == pytest.approx(1.0, abs=1e-12)
+    if method == "grs":
+        assert law[0] == pytest.approx(overlap(p, q), abs=1e-15)
+        assert law[:3] == pytest.approx([0.6, 0.08, 0.064], abs=1e-12)  # hand-worked: s = 1, 1.4, ...
+    K = _simulate_list_index(p, q, 20_000, np.random.default_rng(7), method)
+    cells = np.append(law[:5], 1.0 - law[:5].sum())
+    counts = np.append(np.bincount(np.minimum(K, 6) - 1, minlength=6)[:5], (K > 5).sum())
+    assert stats.chisquare(counts, cells * K.size).pvalue > 1e-3
+    same = (cf.pfr_list_index_law if method == "pfr" else cf.grs_list_index_law)(p, p)
+    assert same[0] == pytest.approx(1.0) and same.size == 1
+
+
+def test_list_index_laws_refuse_uncovered_support_and_stop_on_rounding():
+    with pytest.raises(ValueError, match="supp p ⊆ supp q"):
+        cf.pfr_list_index_law([0.5, 0.5], [1.0, 0.0])
+    with pytest.raises(ValueError, match="n_max"):
+        cf.pfr_list_index_law([0.5, 0.5], [0.01, 0.99], n_max=10)
+    # p/q = 9800 at token 0: the geometric tail is 3·10^5 steps long; the recursion stops where
+    # adding the remaining mass to s is lost to rounding, with mass ≥ 1 − 1e-11 accounted for
+    law = cf.grs_list_index_law([0.98, 0.01, 0.01], [1e-4, 0.5, 0.4999])
+    assert 2e5 < law.size < 4e5 and law.sum() > 1 - 1e-11
+
+
+def test_list_index_entropy_is_at_least_kl_where_the_distinct_index_is_not():
+    """eq. 6 split by index: on random_pair(V=2, order 0, seed 0) the methods' own index (over
+    distinct tokens, ≤ 1 bit on V = 2) falls below D_KL = 1.061 bits, the list indices do not."""
+    pair = random_pair(2, 0, seed=0)
+    p, q = pair.target.rows[0], pair.draft.rows[0]
+    D = float(cf.kl_lower_bound(p, q))
+    assert D == pytest.approx(1.0607, abs=1e-4)
+    for rule in (R.GSD, R.ERSD):
+        assert float(entropy(ex.index_law(p, q, rule).sum(axis=1), 2.0)) < D
+    for law in (cf.pfr_list_index_law(p, q), cf.grs_list_index_law(p, q)):
+        assert float(entropy(law, 2.0)) > D
+
+
+def test_broken_bound_twins():
+    p, q = np.array([0.6, 0.3, 0.1]), np.array([0.2, 0.3, 0.5])
+    assert cf.harmonic_mean_bound(p, q) == pytest.approx(2 * cf.poisson_matching_bound(p, q))
+    assert cf.one_minus_l1(p, q) == pytest.approx(1 - 2 * (1 - overlap(p, q)))
+    assert cf.pfr_upper_bound_no_constant(1.0) == pytest.approx(2.0)
+    assert cf.kl_lower_bound_doubled(p, q) == pytest.approx(2 * cf.kl_lower_bound(p, q))

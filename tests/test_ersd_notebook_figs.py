@@ -1,4 +1,4 @@
-"""Smoke tests for seed 004: the derivation notebook runs (its sympy asserts hold) and the Fig. 3
+"""Smoke tests for Kobus & Gündüz: the derivation notebook runs (its sympy asserts hold) and the Fig. 3
 analogue renders a non-trivial PNG; the figure's theory and simulation agree on the optimal tree."""
 from __future__ import annotations
 

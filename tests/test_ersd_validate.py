@@ -58,13 +58,18 @@ def test_replay_input_checks():
 
 
 def test_trace_replay_enters_the_report(tmp_path, monkeypatch):
-    """$SPECTHEORY_TRACE adds logits evidence to ersd.lemma3_1 (graded, not needed by controls)."""
-    from sims.claims import ersd as claims_ersd
+    """$SPECTHEORY_TRACE adds logits evidence to ersd.lemma3_1 (graded, not needed by controls):
+    the command line replays the trace (``sims`` never imports ``validate``) and the runner
+    grades it with the claim's own evidence."""
     from sims.runner import run_claims
+    from spectheory_cli import cmd_verify
     path = regime_trace(T=80, V=20, seed=5).save(tmp_path / "trace.npz")
-    monkeypatch.setenv(claims_ersd.TRACE_ENV, str(path))
-    rep = run_claims("ersd.lemma3_1", quick=True, progress=False)
+    monkeypatch.setenv(cmd_verify.TRACE_ENV, str(path))
+    assert cmd_verify.real_logits_evidence(None, 0.01, ["sd.lossless"]) == {}  # not replayed when not needed
+    extra = cmd_verify.real_logits_evidence(None, 0.01, ["ersd.lemma3_1"])
+    rep = run_claims("ersd.lemma3_1", quick=True, progress=False, extra_evidence=extra)
     c = rep["claims"][0]
     logits = [e for e in c["evidence"] if e["mode"] == "logits"]
-    assert len(logits) == 2 and all(e["outcome"] == "pass" for e in logits)
-    assert c["verdict"] == "holds" and c["controls"][0]["verdict"] == "fails"
+    assert len(logits) == 3 and all(e["outcome"] == "pass" for e in logits)
+    assert {e["part"] for e in logits} == {"formula", "lower", "upper"}  # each lands on its part
+    assert c["verdict"] == "holds" and all(k["verdict"] == "fails" for k in c["controls"])

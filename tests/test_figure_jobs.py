@@ -48,7 +48,7 @@ def test_family_kinds_resolve_in_a_fresh_process():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert all(k in proc.stdout for k in KINDS)
-    with pytest.raises(KeyError, match="families with more kinds: ersd, multidraft, se"):
+    with pytest.raises(KeyError, match=r"families with more kinds: (\w+, )*ersd, multidraft, (\w+, )*se\b"):
         sw.resolve("se.nope")
 
 

@@ -1,4 +1,4 @@
-"""Exact engine and closed forms of the multi-draft family (seed 003, K-SEQ)."""
+"""Exact engine and closed forms of the multi-draft family (Lin et al. 2026; K-SEQ of Sun et al. 2023)."""
 from __future__ import annotations
 
 import itertools
@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sims import instances as inst
+from spectheory import instances as inst
 from spectheory.closed_forms import multidraft as cf
 from spectheory.closed_forms import optimum as opt
 from spectheory.divergences import total_variation
@@ -250,3 +250,37 @@ def test_bound_limit_is_the_mass_of_q_support():
     assert cf.bound_limit_gap(tree, 3) == pytest.approx(cf.bound_limit(tree) - cf.lemma51_bound(tree, 3), abs=1e-14)
     full = cf.iid_tree(p, np.array([0.2, 0.3, 0.5]), 2)
     assert cf.bound_limit(full) == pytest.approx(2.0, abs=1e-14)
+
+
+def test_cic_optimum_v2_gamma1_has_a_closed_form():
+    """V = 2, γ = 1, K = 2: the constraint Σ_y p(y)(r1(0|y) − q0)(r2(0|y) − q0) = 0 with the marginals
+    reduces to (a − q0)(u − q0)·p0(1 + p0/p1) = 0, so one draft is independent of Y, and the other
+    takes the maximal coupling: the CIC optimum is Σ_y p(y)[1 − (1 − m(y))(1 − q(y))], below Lemma
+    5.1's Σ_y p(y)[1 − (1 − m(y))²] by Σ_y p(y)(1 − m(y))(m(y) − q(y)) ≥ 0."""
+    for seed in range(6):
+        pair = random_pair(2, 0, 0.7, seed=seed)
+        p, q = pair.target.conditional(0), pair.draft.conditional(0)
+        m = np.minimum(1.0, q / p)
+        tree = cf.block_tree(pair, 1, 0)
+        val, arg = opt.cic_optimum(tree)
+        assert val == pytest.approx(float((p * (1 - (1 - m) * (1 - q))).sum()), abs=1e-9)
+        assert cf.lemma51_bound(tree, 2) - val == pytest.approx(float((p * (1 - m) * (m - q)).sum()), abs=1e-9)
+        assert arg["evaluations"] == 1  # nothing left to search: one direction
+
+
+@pytest.mark.parametrize("V, gamma, order, seed", [(3, 1, 0, 1), (2, 2, 1, 12), (2, 2, 0, 3)])
+def test_cic_optimum_is_a_feasible_coupling_between_heuristic_and_lp(V, gamma, order, seed):
+    tree = cf.block_tree(random_pair(V, order, 0.7, seed=seed), gamma, 0)
+    val, arg = opt.cic_optimum(tree, grid=8, refine=1, maxfev=40)
+    recomputed, viol = opt.cic_value(tree, arg["r1"], arg["r2"])
+    assert viol < 1e-7 and recomputed == pytest.approx(val, abs=1e-9)
+    assert val <= opt.lp_optimum(tree, 2) + 1e-9
+    assert val >= opt.cic_search(tree, restarts=3, iters=10, seed=0)[0] - 1e-3
+    assert val <= cf.lemma51_bound(tree, 2) + 1e-9  # Lemma 5.1 on these pairs
+
+
+def test_cic_optimum_edge_cases_and_limits():
+    tree = cf.iid_tree(np.array([0.2, 0.3, 0.5]), np.array([0.2, 0.3, 0.5]), 1)  # p = q: X1 = Y, X2 ⊥ Y
+    assert opt.cic_optimum(tree)[0] == pytest.approx(1.0, abs=1e-9)
+    with pytest.raises(ValueError, match="≤ 4 blocks"):
+        opt.cic_optimum(cf.block_tree(random_pair(3, 0, 1.0, seed=0), 2, 0))

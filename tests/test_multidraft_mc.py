@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sims import instances as inst
+from spectheory import instances as inst
 from sims.claims import multidraft as claims  # noqa: F401  (registration must succeed)
 from spectheory.closed_forms import multidraft as cf
 from spectheory.exact import multidraft as ex

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sims import instances as inst
+from spectheory import instances as inst
 from spectheory.closed_forms import multidraft as cf
 from spectheory.closed_forms.optimum import gamma1_optimum_fast
 from spectheory.distributions import DistributionError

@@ -4,7 +4,7 @@ times are fixed, and in expectation when they vary."""
 import numpy as np
 import pytest
 
-from sims import stats
+from spectheory.judge import stats
 from spectheory.closed_forms import sd as cf
 from spectheory.exact import sd as ex
 from spectheory.montecarlo import sd as mc

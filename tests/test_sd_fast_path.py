@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from sims import stats
+from spectheory.judge import stats
 from spectheory._kernels import sd as K
 from spectheory._kernels.core import build_alias, next_u64
 from spectheory.exact import sd as ex

@@ -5,8 +5,8 @@ seeded determinism and input validation."""
 import numpy as np
 import pytest
 
-from sims import instances as inst
-from sims import stats
+from spectheory import instances as inst
+from spectheory.judge import stats
 from spectheory._kernels.sd import _search
 from spectheory.exact import sd as ex
 from spectheory.montecarlo import sd as mc

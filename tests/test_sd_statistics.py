@@ -8,7 +8,7 @@ same comparison is run on a broken verifier and must reject it.
 import numpy as np
 import pytest
 
-from sims import stats
+from spectheory.judge import stats
 from spectheory.closed_forms import sd as cf
 from spectheory.exact import sd as ex
 from spectheory.montecarlo import sd as mc

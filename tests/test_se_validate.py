@@ -39,3 +39,25 @@ def test_trace_exact_tokens_no_bonus_and_validation():
         replay_se(_trace(T=5), lambdas=(1.5,))
     with pytest.raises(TypeError):
         replay_se("not a trace")
+
+
+def test_replay_rows_name_the_parts_of_the_split_claims():
+    """se.thm3_2 is split into 'bound' and 'equality', se.thm3_1 has its constant-α formula against
+    a varying α in 'formula-on-markov' (info): every replay row names its part, and verify --logits
+    takes them (untagged rows of a multi-part claim would be refused)."""
+    from pathlib import Path
+
+    from sims.runner import run_claims
+    from spectheory_cli.cmd_verify import real_logits_evidence
+    ev = evidence(replay_se(_trace(), n_mc=200, seed=1))
+    assert {e.part for e in ev["se.thm3_2"]} == {"bound"}
+    assert {e.part for e in ev["se.thm3_1"]} == {"formula-on-markov"}
+    run_dir = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1"
+    extra = real_logits_evidence(run_dir, 0.01)
+    assert {e.part for e in extra["se.thm3_2"]} == {"bound", "equality"}
+    assert {e.part for e in extra["se.thm3_2"] if e.outcome != "info"} == {"bound"}
+    rep = run_claims("se.thm3_2,se.thm3_1", quick=True, progress=False, extra_evidence=extra, extra_source=str(run_dir))
+    for c in rep["claims"]:
+        rows = [e for e in c["evidence"] if e["mode"] == "logits"]
+        assert rows and c["verdict"] == "holds", c["summary"]
+        assert {e["part"] for e in rows} == ({"bound", "equality"} if c["id"] == "se.thm3_2" else {"formula-on-markov"})

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from sims import stats
+from spectheory.judge import stats
 
 
 def test_merge_cells_reaches_min_expected():
@@ -105,7 +105,7 @@ def test_per_state_binomial_is_calibrated_and_has_the_stated_power():
     assert abs(np.mean(alt) - 0.9) < 0.03, np.mean(alt)
 
 
-# --- exact wiring of each test (hand-computed values; mutants of sims/stats.py) ---------------
+# --- exact wiring of each test (hand-computed values; mutants of spectheory/judge/stats.py) ---------------
 
 def test_merge_cells_pools_until_every_remaining_cell_expects_five():
     """Expected counts 3, 3, 4, 90 (n = 100): the pool of the first two reaches 6, but the

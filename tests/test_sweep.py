@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from _sweeps import assert_dask_gives_the_serial_table
 from sims import sweep as sw
-from sims.cli import app
+from spectheory_cli.main import app
 
 CALLS = []
 

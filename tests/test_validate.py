@@ -14,7 +14,7 @@ from spectheory.closed_forms.sd import expected_tokens, walltime_improvement
 from spectheory.distributions import DistributionError, softmax
 from spectheory.divergences import overlap
 from spectheory.rules.sd import BROKEN_SWAPPED_RATIO
-from sims.evidence import Evidence
+from spectheory.judge.evidence import Evidence
 from validate import LogitTrace, capture_logits, compare, replay, trace_exact_tokens
 from validate.capture import FORMAT_VERSION
 

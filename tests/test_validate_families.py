@@ -162,8 +162,10 @@ def test_verify_logits_evidence_survives_parallel_jobs():
     """`verify --logits` adds the same logits evidence whether checks run serially or in worker
     processes (a parallel run once dropped it)."""
     from sims.runner import run_claims
+    from spectheory_cli.cmd_verify import real_logits_evidence
     run_dir = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1"
-    kw = dict(quick=True, seed=0, progress=False, logits=run_dir)
+    kw = dict(quick=True, seed=0, progress=False, extra_evidence=real_logits_evidence(run_dir, 0.01),
+              extra_source=str(run_dir))
     serial = run_claims("sd.acceptance,se.acceptance", **kw)
     parallel = run_claims("sd.acceptance,se.acceptance", jobs=2, **kw)  # two families: two workers
     logits_rows = lambda r: [e for c in r["claims"] for e in c["evidence"] if e["mode"] == "logits"]
@@ -174,7 +176,7 @@ def test_verify_logits_evidence_survives_parallel_jobs():
 def test_bernoulli_mean_se_by_hand_and_clipped():
     """se of a pooled frequency, by hand: T = 2 positions, 4 draws each, p = (0.5, 0.9):
     sqrt((0.25 + 0.09)/4)/2. A probability a few ulps above 1 (β of p = q in floats) counts as 1."""
-    from sims import stats
+    from spectheory.judge import stats
     assert stats.bernoulli_mean_se([0.5, 0.9], 4) == pytest.approx(np.sqrt(0.34 / 4) / 2, rel=1e-15)
     assert stats.bernoulli_mean_se([1.0 + 4e-16, 1.0], 10) == 0.0
     with pytest.raises(ValueError, match="n_each"):

@@ -300,7 +300,7 @@ def test_prompt_files_chat_template_and_stop_ids(tmp_path):
 def test_validate_command_and_verify_logits(pair, tmp_path):
     from typer.testing import CliRunner
 
-    from sims.cli import app
+    from spectheory_cli.main import app
     tgt, drf = pair
     tdir, ddir = tmp_path / "target", tmp_path / "draft"
     for m, d in ((tgt, tdir), (drf, ddir)):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sims import stats
+from spectheory.judge import stats
 from spectheory.distributions import DistributionError
 from spectheory.exact import sd as ex
 from spectheory.pairs import pair_from_tables

@@ -1,4 +1,4 @@
-"""Real models against spectheory's theory (CLAIMS evidence mode ``logits``).
+"""Real models against spectheory's theory (evidence mode ``logits``).
 
 NumPy side (no torch): compact traces (:mod:`validate.trace`), replay of the SD estimators
 (:mod:`validate.replay`), run directories (:mod:`validate.experiment`), theory vs measurement

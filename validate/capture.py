@@ -1,4 +1,4 @@
-"""Real-model logit traces for the ``logits`` evidence mode (CLAIMS "Evidence modes").
+"""Real-model logit traces for the ``logits`` evidence mode (docs/statistical_method.md).
 
 A :class:`LogitTrace` holds, for each position of one generated text, the target's and the
 draft's raw logits on the same context and the token that was emitted there. It is plain

@@ -1,19 +1,24 @@
-"""Evidence (mode ``logits``, CLAIMS "Evidence modes") from a replayed trace, built with the
-same statistical method as every other check (:mod:`sims.stats`), so the records drop
+"""Evidence (mode ``logits``, "Evidence modes") from a replayed trace, built with the
+same statistical method as every other check (:mod:`spectheory.judge.stats`), so the records drop
 straight into a report.
 """
 from __future__ import annotations
 
 import math
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from spectheory.checks import check_level, check_real
 from spectheory.closed_forms.sd import walltime_improvement
 from spectheory.rules.sd import STANDARD, SDRule
 
 from .capture import LogitTrace
 from .replay import DEFAULT_N_MC, ReplayReport, replay
+
+
+def _part(part: str, e: Evidence) -> Evidence:
+    e.part = part
+    return e
 
 
 def evidence_from_report(rep: ReplayReport, c: float, *, alpha: float = 1e-3,
@@ -41,14 +46,15 @@ def evidence_from_report(rep: ReplayReport, c: float, *, alpha: float = 1e-3,
             alpha=alpha, tolerance=tolerance, what="first-draft acceptance frequency", mode="logits",
             note=f"{ctx}; claimed = mean_t Σmin(p_t,q_t) over the replayed distributions "
                  f"(exact α̂ = {rep.alpha_hat:.6f}), se under the claim")],
-        "sd.expected_tokens": [
-            stats.info("logits", name, rep.predicted_tokens, rep.exact_tokens, n=rep.n_starts,
-                       test="constant-α formula at α̂ vs trace-exact 1 + Σ_k Π_(j<k) β_(t+j), mean over starts",
-                       note=f"{ctx}; deterministic on the trace (trace path as context)"),
-            stats.z_test_mean(name, rep.mc_tokens_claimed, mean=rep.mc_tokens, se=rep.mc_tokens_se,
-                              n=rep.mc_iterations, alpha=alpha, tolerance=tolerance * rep.gamma,
-                              what="replayed tokens per iteration", mode="logits",
-                              note=f"{ctx}; claimed = trace-exact value")],
+        "sd.expected_tokens": [  # tagged with the parts of sims/claims/sd.py's sd.expected_tokens
+            _part("formula-on-markov", stats.info(
+                "logits", name, rep.predicted_tokens, rep.exact_tokens, n=rep.n_starts,
+                test="constant-α formula at α̂ vs trace-exact 1 + Σ_k Π_(j<k) β_(t+j), mean over starts",
+                note=f"{ctx}; deterministic on the trace (trace path as context)")),
+            _part("chain", stats.z_test_mean(
+                name, rep.mc_tokens_claimed, mean=rep.mc_tokens, se=rep.mc_tokens_se, n=rep.mc_iterations,
+                alpha=alpha, tolerance=tolerance * rep.gamma, what="replayed tokens per iteration", mode="logits",
+                note=f"{ctx}; claimed = trace-exact value"))],
         "sd.walltime": [stats.info(
             "logits", f"{name} c={c:g}", float(walltime_improvement(rep.alpha_hat, rep.gamma, c)),
             rep.exact_tokens / (rep.gamma * c + 1.0), n=rep.n_starts,

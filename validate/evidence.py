@@ -33,8 +33,8 @@ import pkgutil
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from spectheory.checks import check_level, check_real
 
 from .analysis import summarize
@@ -160,6 +160,7 @@ def sd_evidence(run: Run, alpha: float = 1e-3, tolerance: float = TOLERANCE) -> 
             "logits", name, row["tokens_closed_form"], row["tokens_measured"], n=row["n_iterations"], ci=ci,
             test="constant-α closed form (1−α̂^(γ+1))/(1−α̂) at the captured α̂ vs measured tokens per iteration "
                  "(95% CI)", note=f"{ctx}; trace-exact replay {row['tokens_trace_exact']:.4f}"))
+        out["sd.expected_tokens"][-1].part = "formula-on-markov"  # outside the constant-α assumption: info
         out["sd.walltime"].append(stats.info(
             "logits", f"{name} c={row['c']:.3f}", row["speedup_paper"], row["speedup_measured"],
             n=row["sd_tokens"], test="Thm 3.8 at α̂ with c = t_draft/t_target(1) (verify = one call) vs "
@@ -169,13 +170,16 @@ def sd_evidence(run: Run, alpha: float = 1e-3, tolerance: float = TOLERANCE) -> 
             test="measured cost profile: E[tokens]·t_T(1)/(γ·t_D + t_T(γ+1) + t_verify) at α̂ vs measured speedup",
             note=f"{ctx}; t_T(1)={row['t_target_1']:.4f}s, t_D={row['t_draft']:.4f}s, "
                  f"t_T(γ+1)={row['t_target_verify']:.4f}s (×{row['verify_cost_ratio']:.2f} of one call)"))
+    for e in out["sd.expected_tokens"]:  # the claim's parts (sims/claims/sd.py): the real pair is a Markov source
+        if e.part is None:                # whose state is the context; its law given the drafts is the chain's
+            e.part = "chain"
     return {k: v for k, v in out.items() if v}
 
 
 def power_rows(run: Run, alpha: float = 1e-3, tolerance: float = TOLERANCE) -> list:
     """The power statement (:class:`validate.power.PowerRow`) of every graded martingale test of
     the run: SD's two, then every family loop's."""
-    from .loops import loop_power_rows
+    from .replay_loops import power_rows as loop_power_rows
     check_run(run)
     rows = sd_tests(run.sd, alpha, tolerance, "real SD")[2] if run.sd else []
     return rows + loop_power_rows(run, alpha, tolerance)

@@ -42,7 +42,7 @@ def output_width(model) -> int:
 
 
 def common_vocab(target, draft, tokenizer=None) -> int:
-    """Vocabulary V that target and draft logits share (CLAIMS notation: p and q on one V).
+    """Vocabulary V that target and draft logits share (notation: p and q on one V).
 
     Equal output widths: that width. Different widths (a family padding its output layers
     differently): cut both to ``len(tokenizer)`` when both cover it. Otherwise a clear error.

@@ -531,9 +531,3 @@ def run_loop(name, target_model, draft_model, prompts, max_new_tokens, **kw):
     options = {**spec.defaults, **(kw.pop("options", None) or {})}
     return spec.run(target_model, draft_model, prompts, max_new_tokens, control=name.endswith("-control"),
                     options=options, **kw)
-
-
-def loop_power_rows(run, alpha, tolerance=None) -> list:
-    """Power rows of every family loop's graded tests (:mod:`validate.replay_loops`)."""
-    from .replay_loops import TOLERANCE, power_rows
-    return power_rows(run, alpha, TOLERANCE if tolerance is None else tolerance)

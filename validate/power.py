@@ -1,4 +1,4 @@
-"""Power by design for the ``logits`` tests: the statistics validate adds (sims/stats.py is not edited;
+"""Power by design for the ``logits`` tests: the statistics validate adds (spectheory/judge/stats.py is not edited;
 these build on its z-tests and say how many trials a test needs).
 
 Every graded logits test is a test of a **martingale**: trials t = 1..n in the order they happened,
@@ -17,7 +17,7 @@ not be independent or identically distributed, only each one's law given the pas
 Sample size: a two-sided level-α z-test on a mean whose per-trial variance is v detects a
 deviation δ with probability π once n ≥ ((z_{1−α/2} + z_π)/δ)² · v (:func:`n_needed`). Each test
 reports n needed at the design power 0.8 (issue 19) and at the report's grading power
-(``sims.stats.POWER`` = 0.9: a test is graded ``pass`` only when its detectable deviation at 0.9
+(``spectheory.judge.stats.POWER`` = 0.9: a test is graded ``pass`` only when its detectable deviation at 0.9
 is within the tolerance), with v the mean conditional variance of its own trials, and n had.
 """
 from __future__ import annotations
@@ -28,10 +28,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats as sst
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 
-#: Design power of issue 19 (the report grades at ``sims.stats.POWER``).
+#: Design power of issue 19 (the report grades at ``spectheory.judge.stats.POWER``).
 DESIGN_POWER = 0.8
 #: Tolerance of every acceptance-probability test on real logits (SD's drafting and verifier laws,
 #: SE, K-SEQ, ERSD): the deviation in a per-position acceptance probability a test must see.

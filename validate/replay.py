@@ -3,8 +3,8 @@
 For each position t of the trace, p_t and q_t are the target's and draft's next-token
 distributions (softmax of the logits at one temperature). The report gives
 
-* β_t = Σ_x min(p_t, q_t) (CLAIMS ``sd.acceptance``) and α̂ = mean β_t with its standard error;
-* the constant-α prediction ``(1 − α̂^{γ+1})/(1 − α̂)`` (CLAIMS ``sd.expected_tokens``);
+* β_t = Σ_x min(p_t, q_t) (claim ``sd.acceptance``) and α̂ = mean β_t with its standard error;
+* the constant-α prediction ``(1 − α̂^{γ+1})/(1 − α̂)`` (claim ``sd.expected_tokens``);
 * the "exact along the trace" expected emitted tokens of an iteration starting at t,
   ``e_t = 1 + Σ_{k=1}^{γ} Π_{j<k} β_{t+j}``, averaged over t = 0..T−γ;
 * a Monte Carlo replay of token-level speculative sampling on the trace.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims import stats
+from spectheory.judge import stats
 from spectheory.closed_forms.sd import acceptance, expected_tokens
 from spectheory.checks import check_real, check_real_array, check_type
 from spectheory.rng import check_random_state
@@ -91,7 +91,7 @@ class ReplayReport:
 
 
 def trace_exact_tokens(beta, gamma: int) -> np.ndarray:
-    """``e_t = 1 + Σ_{k=1}^{γ} Π_{j=0}^{k−1} β_{t+j}`` for t = 0..T−γ (CLAIMS sd.expected_tokens,
+    """``e_t = 1 + Σ_{k=1}^{γ} Π_{j=0}^{k−1} β_{t+j}`` for t = 0..T−γ (claim sd.expected_tokens,
     with β varying along the trace; see the module docstring)."""
     if np.ndim(beta) != 1:
         raise ValueError(f"beta must be a 1-D array of per-position acceptances, got shape {np.shape(beta)}")
@@ -116,7 +116,7 @@ def _draw(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 def replay(trace: LogitTrace | CompactTrace, gamma: int, *, temperature: float | None = None, n_mc: int = DEFAULT_N_MC,
            seed=0, rule: SDRule = STANDARD) -> ReplayReport:
-    """Replay speculative sampling on ``trace`` (CLAIMS sd.acceptance, sd.expected_tokens).
+    """Replay speculative sampling on ``trace`` (claim sd.acceptance, sd.expected_tokens).
 
     temperature: applied to both models' logits (default: the trace's sampling temperature).
     Monte Carlo: at every position t, ``n_mc`` draft tokens x ~ q_t, each accepted with

@@ -1,5 +1,5 @@
-"""Replay ERSD's estimators on a :class:`~validate.capture.LogitTrace` (seed 004; evidence mode
-``logits`` for CLAIMS ``ersd.lemma3_1`` and ``zero_order.underestimates``).
+"""Replay ERSD's estimators on a :class:`~validate.capture.LogitTrace` (Kobus & Gündüz; evidence mode
+``logits`` for claims ``ersd.lemma3_1`` and ``zero_order.underestimates``).
 
 At each position t, p_t and q_t are the softmaxed target and draft logits. The replay gives
 
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from spectheory import trees as T
 from spectheory.checks import check_int, check_level, check_real, check_type
 from spectheory.distributions import DistributionError, check_pair
@@ -127,13 +127,16 @@ def evidence_ersd(rep: ERSDReplay, *, alpha: float = 1e-3, tolerance: float = 0.
                           n=rep.T * rep.n_mc, alpha=alpha, tolerance=tolerance,
                           what="simulated first-arrival acceptance (exponential races)", mode="logits",
                           note=f"{ctx}; claimed = mean_t Σ_x 1/Σ_y max(p/p_x, q/q_x); se under the claim"),
-        Evidence("logits", f"{rep.name} bound ≤ exact ≤ 1−TV", float(rep.bound.mean()), float(rep.exact.mean()),
-                 test="at every position: Σ pq/(p+q) ≤ exact ≤ 1 − TV (float tolerance 1e-10)",
-                 tolerance=1e-10, outcome="pass" if worst_lo >= -1e-10 and worst_hi <= 1e-10 else "fail",
-                 note=f"{ctx}; claimed = mean bound, measured = mean exact; mean 1−TV = "
-                      f"{rep.one_minus_tv.mean():.6f}; min(exact − bound) = {worst_lo:.3g}, "
-                      f"max(exact − (1−TV)) = {worst_hi:.3g}"),
+        Evidence("logits", f"{rep.name} bound ≤ exact", float(rep.bound.mean()), float(rep.exact.mean()),
+                 test="at every position: Σ pq/(p+q) ≤ exact (float tolerance 1e-10)",
+                 tolerance=1e-10, outcome="pass" if worst_lo >= -1e-10 else "fail", part="lower",
+                 note=f"{ctx}; claimed = mean bound, measured = mean exact; min(exact − bound) = {worst_lo:.3g}"),
+        Evidence("logits", f"{rep.name} exact ≤ 1−TV", float(rep.one_minus_tv.mean()), float(rep.exact.mean()),
+                 test="at every position: exact ≤ 1 − TV (float tolerance 1e-10)",
+                 tolerance=1e-10, outcome="pass" if worst_hi <= 1e-10 else "fail", part="upper",
+                 note=f"{ctx}; claimed = mean 1 − TV, measured = mean exact; max(exact − (1−TV)) = {worst_hi:.3g}"),
     ]
+    lemma[0].part = "formula"
     se = float(rep.along_trace.std(ddof=1) / np.sqrt(rep.along_trace.size))
     zero = [stats.z_test_bound(
         f"{rep.name} k={rep.k}", rep.predicted * (1 + ZERO_ORDER_MARGIN), mean=rep.measured, se=se,
@@ -141,6 +144,7 @@ def evidence_ersd(rep: ERSDReplay, *, alpha: float = 1e-3, tolerance: float = 0.
         what="E[generated] along the trace of the Alg.-3 tree for the fitted a", mode="logits",
         note=f"{ctx}; 0th-order prediction {rep.predicted:.4f}; se treats start positions as independent "
              "(understates it for autocorrelated acceptance)")]
+    zero[0].part = "higher-order"
     return {"ersd.lemma3_1": lemma, "zero_order.underestimates": zero}
 
 
@@ -195,17 +199,20 @@ def logits_evidence(run, alpha: float = 1e-3, *, k: int = 16, m: int = 16, n_mc:
     """``logits`` evidence for ersd.lemma3_1 and zero_order.underestimates from the compact
     traces of a ``spectheory validate`` run.
 
-    * ersd.lemma3_1, exact (graded): per position the rigorous brackets of
-      :func:`ersd_brackets` against β = 1 − TV (stored exactly). The chain H ≤ E ≤ 1 − TV is
-      *certified* at a position when bound_hi ≤ exact_lo and exact_hi ≤ β, *refuted* when
-      bound_lo > exact_hi or exact_lo > β (float tolerance 1e-6 for the float32 slice); other
-      positions are undecided (their leftover is too heavy) and are counted, not graded. Outcome:
-      fail if any position refutes it, else pass on the decided positions (info if none is).
-    * ersd.lemma3_1, Monte Carlo (graded): shared-exponential races on the lumped (k+1)-outcome
-      instance (``n_mc`` per position; the leftover races as one token of mass p_rest/q_rest):
-      the frequency of acceptance index 1 against the exact formula on that same instance.
-    * zero_order.underestimates (info): the acceptance-index law fitted from those races (indices
-      1..m, the rest lumped), the Alg.-3 tree for it, its 0th-order prediction against the
+    * ersd.lemma3_1, exact (graded), parts ``lower`` and ``upper``: per position the rigorous
+      brackets of :func:`ersd_brackets` against β = 1 − TV (stored exactly). H ≤ E (``lower``) is
+      *certified* at a position when bound_hi ≤ exact_lo and *refuted* when bound_lo > exact_hi;
+      E ≤ β (``upper``) is certified when exact_hi ≤ β and refuted when exact_lo > β (float
+      tolerance 1e-6 for the float32 slice); other positions are undecided (their leftover is too
+      heavy) and are counted, not graded. Each outcome: fail if any position refutes it, else pass
+      on the decided positions (info if none is).
+    * ersd.lemma3_1, Monte Carlo (graded), part ``formula``: shared-exponential races on the
+      lumped (k+1)-outcome instance (``n_mc`` per position; the leftover races as one token of
+      mass p_rest/q_rest): the frequency of acceptance index 1 against the exact formula on that
+      same instance.
+    * zero_order.underestimates (info, part ``higher-order``): the acceptance-index law fitted
+      from those races (indices 1..m, the rest lumped), the Alg.-3 tree for it, its 0th-order
+      prediction against the
       along-trace value. Info only: the lumped pseudo-token arrives earlier in the draft race
       than any single leftover token would, so ranks behind it are shifted, and the trace's path
       is the context of every drafted position (not ERSD's own drafts).
@@ -223,20 +230,26 @@ def logits_evidence(run, alpha: float = 1e-3, *, k: int = 16, m: int = 16, n_mc:
     st = pool.stats
     br = ersd_brackets(pool.slice_p, pool.slice_q, st["p_rest"], st["q_rest"], st["beta"], st["beta_slice"])
     beta, tol = st["beta"], 1e-6
-    certified = (br["bound_hi"] <= br["exact_lo"] + tol) & (br["exact_hi"] <= beta + tol)
-    refuted = (br["bound_lo"] > br["exact_hi"] + tol) | (br["exact_lo"] > beta + tol)
-    decided = certified | refuted
-    outcome = "fail" if refuted.any() else ("pass" if certified.any() else "info")
     width = br["exact_hi"] - br["exact_lo"]
-    lemma = [Evidence(
-        "logits", f"bound ≤ exact ≤ 1−TV on the {int(decided.sum())}/{pool.N} positions the brackets decide",
-        float(br["bound_hi"].mean()), float(br["exact_lo"].mean()), n=pool.N, tolerance=tol, outcome=outcome,
-        test="per position: Poisson-matching bound H ≤ ERSD exact E ≤ 1 − TV from rigorous slice+leftover "
-             "brackets; certified iff H_hi ≤ E_lo and E_hi ≤ β",
-        note=f"{ctx}; claimed = mean H upper end, measured = mean E lower end; certified {int(certified.sum())}/"
-             f"{pool.N}, refuted {int(refuted.sum())}; E ∈ [{br['exact_lo'].mean():.6f}, {br['exact_hi'].mean():.6f}] "
-             f"(max width {width.max():.2g}), H ∈ [{br['bound_lo'].mean():.6f}, {br['bound_hi'].mean():.6f}], "
-             f"mean β = 1−TV = {beta.mean():.6f} (exact)")]
+    lower_cert, upper_cert = br["bound_hi"] <= br["exact_lo"] + tol, br["exact_hi"] <= beta + tol
+    lower_ref, upper_ref = br["bound_lo"] > br["exact_hi"] + tol, br["exact_lo"] > beta + tol
+    brackets = (f"E ∈ [{br['exact_lo'].mean():.6f}, {br['exact_hi'].mean():.6f}] (max width {width.max():.2g}), "
+                f"H ∈ [{br['bound_lo'].mean():.6f}, {br['bound_hi'].mean():.6f}], mean β = 1−TV = {beta.mean():.6f} "
+                f"(exact); the chain H ≤ E ≤ 1 − TV certified at {int((lower_cert & upper_cert).sum())}/{pool.N}")
+    lemma = []
+    for part, cert, ref, what, claimed, measured in (
+            ("lower", lower_cert, lower_ref, "Poisson-matching bound H ≤ ERSD exact E; certified iff H_hi ≤ E_lo",
+             br["bound_hi"].mean(), br["exact_lo"].mean()),
+            ("upper", upper_cert, upper_ref, "ERSD exact E ≤ 1 − TV = β; certified iff E_hi ≤ β",
+             beta.mean(), br["exact_hi"].mean())):
+        dec = cert | ref
+        lemma.append(Evidence(
+            "logits", f"{'bound ≤ exact' if part == 'lower' else 'exact ≤ 1−TV'} on the {int(dec.sum())}/{pool.N} "
+                      "positions the brackets decide",
+            float(claimed), float(measured), n=pool.N, tolerance=tol, part=part,
+            outcome="fail" if ref.any() else ("pass" if cert.any() else "info"),
+            test=f"per position: {what}, from rigorous slice+leftover brackets",
+            note=f"{ctx}; certified {int(cert.sum())}/{pool.N}, refuted {int(ref.sum())}; {brackets}"))
     rng = check_random_state(seed)
     P, Q = pool.P, pool.Q
     exact_l = np.atleast_1d(cf.ersd_first_acceptance_sorted(P, Q))
@@ -252,6 +265,7 @@ def logits_evidence(run, alpha: float = 1e-3, *, k: int = 16, m: int = 16, n_mc:
                             "max(P̃/P̃_x, Q̃/Q̃_x) on the lumped pair; se under the claim; the lumped exact value "
                             f"{exact_l.mean():.6f} vs the true bracket [{br['exact_lo'].mean():.6f}, "
                             f"{br['exact_hi'].mean():.6f}]"))
+    lemma[-1].part = "formula"
     a = laws.mean(axis=0)
     tree = T.optimal_tree(T.zero_order(a), k, m)
     predicted = float(cf.zero_order_expected(a, tree))
@@ -277,4 +291,5 @@ def logits_evidence(run, alpha: float = 1e-3, *, k: int = 16, m: int = 16, n_mc:
              "the traces mean_t [1 + Σ_v Π_j â_(t+j−1)(i_j)] (95% CI, start positions as independent)",
         note=f"{ctx}; fitted a(1..4) = {', '.join(f'{v:.4f}' for v in a[:4])}, a(>{m}) = {a[-1]:.4f}; tree depth {D}; "
              "info: lumped ranks and the trace path as context (see validate.replay_ersd.logits_evidence)")]
+    zero[0].part = "higher-order"
     return {"ersd.lemma3_1": lemma, "zero_order.underestimates": zero}

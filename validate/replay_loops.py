@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from spectheory.checks import check_level, check_real
 
 from .power import TOLERANCE, TOLERANCE_TAU, martingale_test, martingale_test_estimated, martingale_test_known
@@ -105,6 +105,8 @@ def _md(name, runs, alpha, tol, tol_tau, label):
             tolerance=tol_tau, what="accepted tokens per iteration τ", trials=f"every iteration ({n_it})",
             note=f"claimed = mean θ̂ over iterations, θ̂ unbiased for {what} given the context (from the "
                  "iteration's own drafts)")
+        if K == 1:
+            e.part = "value"  # gbv.optimal's parts: value, optimal, ge-sd (spectr_gbv.attains has one)
         out[claim], rows = [e], [pr]
         if K == 1:
             h = np.concatenate([r["h"][:, 0, :] for r in runs])            # (n, γ)
@@ -117,6 +119,7 @@ def _md(name, runs, alpha, tol, tol_tau, label):
                 claim, f"{label}: verifier law E[τ | draft]", tau, mean, var, alpha=alpha, tolerance=tol_tau,
                 what="accepted tokens per iteration τ", trials=f"every iteration ({n_it})",
                 note="claimed = mean Σ_i (1 − Π_(j≥i)(1 − h_j)) with h the Eq. 2/3 acceptances of the drawn draft")
+            e2.part = "value"
             out[claim].append(e2)
             rows.append(p2)
             sd = np.concatenate([np.cumprod(_token_ratios(r), axis=1).sum(axis=1) for r in runs])
@@ -125,6 +128,7 @@ def _md(name, runs, alpha, tol, tol_tau, label):
                 n=theta.size, test="per draft, Σ_i min(1, P_i/Q_i) ≥ Σ_i Π_(j≤i) min(1, p_j/q_j) (exact; both "
                                    "unbiased for their algorithm's E[τ]); claimed = SD, measured = GBV",
                 note=f"holds at {int((theta >= sd - 1e-12).sum())}/{theta.size} iterations"))
+            out[claim][-1].part = "ge-sd"
     else:  # kseq
         acc, prob = [], []
         for r in runs:
@@ -139,6 +143,7 @@ def _md(name, runs, alpha, tol, tol_tau, label):
                                 what="acceptance frequency per verified depth",
                                 trials=f"every verified depth of {n_it} iterations (n drafts alive there)",
                                 note="claimed = mean 1 − (1 − β(ρ))^n, ρ solving the K-SEQ equation for the n alive")
+        e.part = "acceptance"  # kseq.rho's parts: rho, acceptance, lossless, rises
         out["kseq.rho"], rows = [e], [pr]
     return out, rows
 
@@ -162,12 +167,16 @@ def _ersd(runs, alpha, tol, label):
                              alpha=alpha, tolerance=tol, what="first drafted token accepted",
                              trials=f"every position ({n}), one batch-drafting iteration each",
                              note="claimed = mean E_t = Σ_x 1/Σ_y max(p(y)/p(x), q(y)/q(x)) at each context")
+    e1.part = "formula"  # ersd.lemma3_1's parts: formula, lower, upper
     lo, hi = float((E - H).min()), float((E - beta).max())
-    ok = lo >= -1e-10 and hi <= 1e-10
-    e2 = Evidence("logits", f"{label}: Σpq/(p+q) ≤ exact ≤ 1 − TV at every visited context", float(H.mean()),
-                  float(E.mean()), n=n, tolerance=1e-10, outcome="pass" if ok else "fail",
-                  test="exact per context on the full rows: bound H_t ≤ E_t ≤ β_t = 1 − TV",
-                  note=f"min(E − H) = {lo:.3g}, max(E − β) = {hi:.3g}; mean β = {beta.mean():.6f}")
+    e2 = Evidence("logits", f"{label}: Σpq/(p+q) ≤ exact at every visited context", float(H.mean()),
+                  float(E.mean()), n=n, tolerance=1e-10, outcome="pass" if lo >= -1e-10 else "fail",
+                  test="exact per context on the full rows: bound H_t ≤ E_t", part="lower",
+                  note=f"min(E − H) = {lo:.3g}; mean H = {H.mean():.6f}")
+    e2b = Evidence("logits", f"{label}: exact ≤ 1 − TV at every visited context", float(beta.mean()),
+                   float(E.mean()), n=n, tolerance=1e-10, outcome="pass" if hi <= 1e-10 else "fail",
+                   test="exact per context on the full rows: E_t ≤ β_t = 1 − TV", part="upper",
+                   note=f"max(E − β) = {hi:.3g}; mean β = {beta.mean():.6f}")
     gsd = (_cat(runs, "index_gsd") == 1).astype(float)
     e3, _ = martingale_test("ersd.lemma3_1", f"{label}: GSD first alternative = 1 − TV", gsd, beta, alpha=alpha,
                             tolerance=tol, what="first alternative accepted", trials=f"every position ({n})")
@@ -180,7 +189,8 @@ def _ersd(runs, alpha, tol, label):
                        float(((ie >= 1) & (ie <= k)).mean()), n=n,
                        test=f"batch of k = {k} alternatives at every position: claimed = GSD's acceptance frequency, "
                             "measured = ERSD's (tokens per depth-one tree iteration = 1 + this)")]
-    return {"ersd.lemma3_1": [e1, e2] + info}, [p1]
+    info[0].part, info[1].part = "upper", "formula"
+    return {"ersd.lemma3_1": [e1, e2, e2b] + info}, [p1]
 
 
 def loop_tests(name, runs, alpha, tol=TOLERANCE, tol_tau=TOLERANCE_TAU, label=None):
@@ -214,12 +224,14 @@ def logits_evidence(run, alpha: float = 1e-3, tolerance: float = TOLERANCE,
                 if base != name and e.p_value is None:
                     continue  # exact facts of the rows (bounds), not of the verifier: no control for them
                 if base != name and e.outcome != "info":
+                    part = e.part
                     e = stats.info("logits", f"{e.instance} (must fail)", e.claimed, e.measured, n=e.n,
                                    ci=(e.ci_low, e.ci_high),
                                    test=f"negative control in logits mode: a broken verifier through the same real "
                                         f"loop, the same test; p = {e.p_value if e.p_value is not None else float('nan'):.3g}"
                                         f" → {'fails, as it must' if e.outcome == 'fail' else 'DID NOT FAIL'}",
                                    note=e.note)
+                    e.part = part
                 out.setdefault(cid, []).append(e)
     return out
 

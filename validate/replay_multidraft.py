@@ -23,8 +23,8 @@ from spectheory.closed_forms import multidraft as cf
 from spectheory.closed_forms.optimum import gamma1_optimum_fast
 from spectheory.verifiers.multidraft import block_h
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 
 from .capture import LogitTrace
 
@@ -151,7 +151,7 @@ def logits_evidence(run, alpha: float = 1e-3, *, Ks=DEFAULT_KS) -> dict[str, lis
     worst = float(np.abs(opt1 - bl).max())
     out["gbv.optimal"].append(Evidence(
         "logits", "γ=1 K=1 optimum on the lumped pair, every position", float(bl.mean()), float(opt1.mean()),
-        n=pool.N, tolerance=1e-12, outcome="pass" if worst <= 1e-12 else "fail",
+        n=pool.N, tolerance=1e-12, outcome="pass" if worst <= 1e-12 else "fail", part="optimal",
         test="exact per position: min_H p(H) + 1 − q(H) (optimum over all couplings) = Σ min(P̃, Q̃) (GBV at γ=1)",
         note=f"{ctx}; max |Δ| = {worst:.2g}; on the true pair both equal β (stored): mean β = {beta.mean():.6f}, "
              f"lumped Σmin exceeds it by {float((bl - beta).mean()):.2g} on average"))
@@ -196,4 +196,8 @@ def logits_evidence(run, alpha: float = 1e-3, *, Ks=DEFAULT_KS) -> dict[str, lis
                      f"token-level SD's accepted drafts per iteration τ at γ={g} (one draft, on-policy contexts)",
                 note=f"{ctx}; path estimate se {se:.3g} (start positions as independent)"
                      + ("" if meas is None else f"; measured SD τ se {meas[1]:.3g}")))
+    for e in out["spectr_gbv.upper_bound"]:  # the claims' parts (sims/claims/multidraft.py)
+        e.part = "cic-gamma1"  # the γ = 1 optimum over all couplings against the bound
+    for e in out["gbv.optimal"]:
+        e.part = "optimal" if e.outcome != "info" else "ge-sd"  # GBV's E[τ] beside real SD's τ
     return {k: v for k, v in out.items() if v}

@@ -1,5 +1,5 @@
-"""Replay Speculative Ensemble's estimators on real logits (CLAIMS ``se.acceptance``,
-``se.thm3_2``; seed 002).
+"""Replay Speculative Ensemble's estimators on real logits (claims ``se.acceptance``,
+``se.thm3_2``; Fu et al., ICML 2025).
 
 For each position t of a :class:`~validate.capture.LogitTrace` the draft (q_t, the proposer)
 and the target (p_t) give an ensemble r_t: weighted ``λ q_t + (1 − λ) p_t`` for every λ of
@@ -23,14 +23,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
 from spectheory.checks import check_int, check_level, check_real, check_real_array, check_type
 from spectheory.ensembles import contrastive, weighted
 from spectheory.rng import check_random_state
 from spectheory.rules.se import STANDARD, SERule
 
 from .capture import LogitTrace
+
+#: the parts of sims/claims/se.py each row bears on: se.thm3_2 = "bound" (α ≥ λ) and "equality"
+#: (α = λ where p·q ≡ 0); se.thm3_1's constant-α formula against the trace, where α varies along
+#: the text, is outside the theorem's assumption: "formula-on-markov" (info); se.acceptance is one part.
+THM32_BOUND, THM32_EQUALITY, THM31_OUTSIDE = "bound", "equality", "formula-on-markov"
+
+
+def _part(part: str, e: Evidence) -> Evidence:
+    e.part = part
+    return e
 
 DEFAULT_LAMBDAS = (0.1, 0.3, 0.5, 0.7, 0.9)
 DEFAULT_MUS = (0.1, 0.3, 0.5)
@@ -132,20 +142,21 @@ def evidence(rep: SEReplay, *, alpha: float = 1e-3, tolerance: float = 0.01) -> 
         acc.append(stats.z_test_mean(name, s.alpha_hat, mean=s.mc_acceptance, se=s.mc_se_null, n=s.mc_attempts,
                                      alpha=alpha, tolerance=tolerance, what="acceptance frequency of q's proposals",
                                      mode="logits", note=f"{ctx}; claimed = mean_t (1 − ½Σ|q_t − r_t|)"))
-        thm31.append(stats.info("logits", f"{name} γ={rep.gamma}", s.predicted_tokens, s.exact_tokens, n=rep.T,
-                                test="Thm 3.1 tokens per cycle at α̂ vs trace-exact Σ_k Π_(j<k) α_(t+j)",
-                                note="α varies along the text: the gap is the constant-α formula's error"))
+        thm31.append(_part(THM31_OUTSIDE, stats.info(
+            "logits", f"{name} γ={rep.gamma}", s.predicted_tokens, s.exact_tokens, n=rep.T,
+            test="Thm 3.1 tokens per cycle at α̂ vs trace-exact Σ_k Π_(j<k) α_(t+j)",
+            note="α varies along the text: the gap is the constant-α formula's error")))
         if s.kind != "WE":
             continue
         lo = float(s.alpha.min())
         thm32.append(Evidence("logits", f"{name} (every position)", s.weight, lo,
                               test="exact on the trace: min_t α_t ≥ λ", tolerance=1e-12,
-                              outcome="pass" if lo >= s.weight - 1e-12 else "fail", note=ctx))
+                              outcome="pass" if lo >= s.weight - 1e-12 else "fail", note=ctx, part=THM32_BOUND))
         p_hat = s.mc_acceptance
-        thm32.append(stats.z_test_bound(name, s.weight, mean=p_hat,
-                                        se=float(np.sqrt(max(p_hat * (1 - p_hat), 1e-12) / s.mc_attempts)),
-                                        n=s.mc_attempts, alpha=alpha, tolerance=tolerance, side="ge",
-                                        what="acceptance frequency", mode="logits", note=ctx))
+        thm32.append(_part(THM32_BOUND, stats.z_test_bound(
+            name, s.weight, mean=p_hat, se=float(np.sqrt(max(p_hat * (1 - p_hat), 1e-12) / s.mc_attempts)),
+            n=s.mc_attempts, alpha=alpha, tolerance=tolerance, side="ge", what="acceptance frequency", mode="logits",
+            note=ctx)))
     return {"se.acceptance": acc, "se.thm3_2": thm32, "se.thm3_1": thm31}
 
 
@@ -157,10 +168,11 @@ def _tokens_rows(name, pool, alpha_t, a_hat, g, kind, ctx):
     e = [trace_exact_tokens_no_bonus(a, g) for a in pool.per_trace(alpha_t) if a.size >= g]
     exact = float(np.concatenate(e).mean()) if e else float("nan")
     pred = (1 - a_hat ** g) / (1 - a_hat) if a_hat < 1 else float(g)
-    return stats.info("logits", f"{name} γ={g}", float(pred), exact, n=sum(x.size for x in e),
-                      test=f"Thm 3.1 tokens per cycle (1−α̂^γ)/(1−α̂) at the {kind} α̂ vs trace-exact "
-                           "mean_t Σ_(k<γ) Π_(j<k) α_(t+j) (the trace's path as every proposal's context)",
-                      note=f"{ctx}; α varies along the text: the gap is the constant-α formula's error")
+    return _part(THM31_OUTSIDE, stats.info(
+        "logits", f"{name} γ={g}", float(pred), exact, n=sum(x.size for x in e),
+        test=f"Thm 3.1 tokens per cycle (1−α̂^γ)/(1−α̂) at the {kind} α̂ vs trace-exact "
+             "mean_t Σ_(k<γ) Π_(j<k) α_(t+j) (the trace's path as every proposal's context)",
+        note=f"{ctx}; α varies along the text: the gap is the constant-α formula's error"))
 
 
 def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DEFAULT_MUS, n_mc: int = 2000,
@@ -235,14 +247,14 @@ def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DE
         thm32.append(Evidence(
             "logits", f"{name} (every position, exact)", lam, lo,
             test="exact on the trace: min_t α_t ≥ λ, α_t = Σ_slice min(q, r) + λq_rest + (1−λ)(β_t − β_slice,t)",
-            tolerance=1e-6, outcome="pass" if lo >= lam - 1e-6 else "fail", n=pool.N,
+            tolerance=1e-6, outcome="pass" if lo >= lam - 1e-6 else "fail", n=pool.N, part=THM32_BOUND,
             note=f"{ctx}; the lumped α̃ ≥ α would not do (an upper bound cannot show α ≥ λ)"))
-        thm32.append(stats.info(
+        thm32.append(_part(THM32_EQUALITY, stats.info(
             "logits", f"{name} equality case", lam,
             float(a_exact[zero].max()) if zero.any() else float("nan"), n=int(zero.sum()),
             test="positions with β_t = 0 (p_t q_t = 0 everywhere): max α_t there (claimed: = λ)",
             note=f"{ctx}; {int(zero.sum())} of {pool.N} positions have β_t = 0; min over the others of α_t − λ = "
-                 f"{float((a_exact[~zero] - lam).min()) if (~zero).any() else float('nan'):.3g}"))
+                 f"{float((a_exact[~zero] - lam).min()) if (~zero).any() else float('nan'):.3g}")))
         thm31.append(_tokens_rows(name, pool, a_exact, float(a_exact.mean()), g, "exact", ctx))
     temp = float(cfg.get("temperature", 1.0) or 0.0)
     if temp > 0 and cfg.get("top_k") is None and cfg.get("top_p") is None:

@@ -125,15 +125,36 @@ def loops_section(run: Run, alpha: float) -> tuple[list, list]:
     return lines + ["", f"Loops: {loops}.", ""], out
 
 
-def print_table(rows) -> None:
+#: the terminal's two tables (key, short header, format): each fits 100 columns; report.md has every column
+TERMINAL_TABLES = (
+    ("tokens per iteration: predicted vs measured", (
+        ("category", "category", "{}"), ("gamma", "γ", "{}"), ("n_prompts", "prompts", "{}"),
+        ("alpha_capture", "α̂", "{:.3f}"), ("alpha_on_policy", "α on-pol.", "{:.3f}"),
+        ("tokens_closed_form", "formula", "{:.3f}"), ("tokens_trace_exact", "trace", "{:.3f}"),
+        ("tokens_given_drafts", "given drafts", "{:.3f}"), ("tokens_measured", "measured", "{:.3f}"),
+        ("tokens_measured_se", "± se", "{:.3f}"))),
+    ("speedup over autoregressive decoding: predicted vs measured", (
+        ("category", "category", "{}"), ("gamma", "γ", "{}"), ("n_iterations", "iterations", "{}"),
+        ("c", "c = t_D/t_T", "{:.3f}"), ("verify_cost_ratio", "t_T(γ+1)/t_T(1)", "{:.2f}"),
+        ("speedup_paper", "Thm 3.8", "{:.2f}"), ("speedup_profile", "cost profile", "{:.2f}"),
+        ("speedup_measured", "measured", "{:.2f}"))),
+)
+
+
+def print_table(rows, width: int = 100) -> None:
+    """The run's summary as two tables that fit ``width`` columns (every column is in report.md)."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
-    t = Table(title="speculative decoding: theory vs measured", show_lines=False)
-    for _, h, _ in COLUMNS:
-        t.add_column(h, justify="right")
-    for r in rows:
-        t.add_row(*[_fmt(r.get(k), f) for k, _, f in COLUMNS])
-    Console(width=220).print(t)
+    console = Console(width=width)
+    for title, cols in TERMINAL_TABLES:
+        t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+        for _, h, _ in cols:
+            t.add_column(h, justify="right")
+        for r in rows:
+            t.add_row(*[_fmt(r.get(k), f) for k, _, f in cols])
+        console.print(t)
+    console.print("Every column, with what it means: report.md in the run directory.")
 
 
 def _clean(x):

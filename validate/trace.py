@@ -4,7 +4,7 @@ A full next-token distribution of a 151,936-token vocabulary costs 1.2 MiB per p
 float64. A :class:`CompactTrace` keeps instead, per position t of one generated text,
 
 * the **exact sufficient statistics** of the pair (p_t target, q_t draft), computed from the
-  full distributions at capture time in float64: β_t = Σ min(p,q) (CLAIMS sd.acceptance),
+  full distributions at capture time in float64: β_t = Σ min(p,q) (claim sd.acceptance),
   TV, KL(p‖q), KL(q‖p), the entropies H(p), H(q) (nats), and the probabilities of the emitted
   token under p and q;
 * a **top-k slice** of both distributions: the k token ids with the largest p + q, p and q at

@@ -1,4 +1,4 @@
-"""Claim modules, one per family of ``shared/CLAIMS.md``. Importing this package registers
+"""Claim modules, one per family (a paper's claims). Importing this package registers
 every claim: each module ``sims/claims/<family>.py`` is imported here in alphabetical order
 (``sd`` first, as the reference family), so adding a paper needs no edit to this file."""
 from __future__ import annotations

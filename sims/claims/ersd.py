@@ -1,32 +1,49 @@
-"""Claims of seed 004 (Kobus & Gündüz, "Speculative Decoding via Exponential Races"),
-CLAIMS §3: ``ersd.*``, ``opt_tree.*``, ``tunstall.*``, ``entropy.*``, ``zero_order.*``.
+"""Claims of Kobus & Gündüz, "Speculative Decoding via Exponential Races" (arXiv 2025):
+``ersd.*``, ``opt_tree.*``, ``tunstall.*``, ``entropy.*``, ``zero_order.*``, written in the check
+shapes of :mod:`sims.shapes`, each claim split into its parts (registry v2).
 
-Subjects are the algorithms under test (rules of :mod:`spectheory.rules.ersd`, tree builders of
-:mod:`spectheory.trees`, bound functions of :mod:`spectheory.closed_forms.ersd`); each control is
-a deliberately broken twin that goes through exactly the same comparisons. docs/ersd.md gives the
-reading of every reconstructed formula.
+Subjects are the algorithms or bounds under test (rules of :mod:`spectheory.rules.ersd`, tree
+builders of :mod:`spectheory.trees`, bound functions of :mod:`spectheory.closed_forms.ersd`, or a
+small frozen bundle of them); each control is a deliberately broken twin that goes through the
+same comparisons. Each claim is its statement and reading (``register``), its parts, its
+instances, and its measure (settings in, claimed and measured values out), which the shrinker,
+the least-slack search and the one-line calls use too.
+
+Every inequality-type part carries a least slack from the shared search of :mod:`sims.slack`
+(seeded restarts over small tables, or an exhaustive scan of a stated family). Two economies keep
+the family inside its budget, and neither changes what a verdict rests on: a control searches
+only the parts it must fail (:func:`_needed`), and a Monte Carlo simulation of the same algorithm
+on the same instance is run once and read by the subject and every control that changes only a
+bound or a constant (:func:`_simulated`). docs/ersd.md gives the reading of every reconstructed
+formula and the findings.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
+from spectheory import instances as inst
 from spectheory import trees as T
 from spectheory.closed_forms import ersd as cf
 from spectheory.divergences import entropy, kl_divergence, total_variation
 from spectheory.exact import ersd as ex
+from spectheory.judge import stats
 from spectheory.markov import MarkovPair
 from spectheory.montecarlo import ersd as mc
 from spectheory.pairs import aligned_pair, pair_from_tables, perturbed_pair, random_pair
+from spectheory.rng import derive_seed
 from spectheory.rules import ersd as R
 
-from .. import instances as inst
-from .. import stats
-from ..registry import Control, register
-from ..shrink import smallest_counterexample
+from .. import slack
+from ..registry import REGISTRY, Control, Part, register
+from ..shapes import each, grid, label, least_slack, mc_bound, mc_law, mc_per_state, shrinker, sweep
+from ..shrink import call_line
+from ..slack import PairSpace, search_pairs
 
-PAPER = "Kobus & Gündüz, Speculative Decoding via Exponential Races (seed 004)"
+PAPER = "kobus2025"  # Kobus & Gündüz, Speculative Decoding via Exponential Races (sims/papers.py)
 
 # --- instances ---------------------------------------------------------------------------------
 
@@ -42,10 +59,10 @@ _LOCAL = {
     "o2-V3-mix0.4": lambda: perturbed_pair(3, 2, how="mix", strength=0.4, seed=421),
     "o2-V3-mix0.7": lambda: perturbed_pair(3, 2, how="mix", strength=0.7, seed=422),
     "o2-V3-temp2": lambda: perturbed_pair(3, 2, how="temperature", strength=2.0, seed=423),
-    # alignment in regimes (the seed's §5 explanation): tokens 0,1 lead to well-aligned contexts,
+    # alignment in regimes (the paper's §5 explanation): tokens 0,1 lead to well-aligned contexts,
     # tokens 2,3 to poorly aligned ones, and each region tends to stay
     "o1-V4-regimes": lambda: _regime_pair(),
-    # Monte Carlo scale, order 0 (order-1 ones come from sims.instances)
+    # Monte Carlo scale, order 0 (order-1 ones come from spectheory.instances)
     "o0-V50-weak": lambda: aligned_pair(50, 0, "weak", seed=41),
     "o0-V50-strong": lambda: aligned_pair(50, 0, "strong", seed=42),
 }
@@ -69,265 +86,487 @@ SMALL = tuple(n for n in _LOCAL if "V50" not in n)
 SMALL_O0 = tuple(n for n in SMALL if n.startswith("o0"))
 SMALL_MARKOV = tuple(n for n in SMALL if not n.startswith("o0"))
 EDGE = inst.EXACT  # shared edge cases: disjoint supports, p = q, V = 1, top-k drafts, ...
-METHODS = (R.GSD, R.ERSD)
+
+
+@dataclass(frozen=True)
+class Methods:
+    """The two methods under test, GSD's rule and ERSD's (a broken twin in a control); iterates
+    and indexes as the pair (gsd, ersd), and has a module-level name for one-line calls."""
+
+    gsd: object
+    ersd: object
+
+    def __iter__(self):
+        return iter((self.gsd, self.ersd))
+
+    def __getitem__(self, i):
+        return (self.gsd, self.ersd)[i]
+
+
+METHODS = Methods(R.GSD, R.ERSD)
 
 #: a mixed drafting tree: batch of 3 at the root, a 3-chain, and a branch below index 2
 MIXED_TREE = T.Tree(((1,), (2,), (3,), (1, 1), (1, 2), (1, 1, 1), (2, 1)), "mixed7")
+STRATEGIES = {t.name: t for t in (T.simple_tree(), T.sequence_tree(3), T.batch_tree(3), MIXED_TREE)}
 
 
-def strategies():
-    return (T.simple_tree(), T.sequence_tree(3), T.batch_tree(3), MIXED_TREE)
+def regime_pair(stay: float, skew: float = 0.85) -> MarkovPair:
+    """A source whose alignment comes in regimes: tokens {0, 1} (regime A) and {2, 3} (regime B);
+    after a token of a regime the target stays in it with probability ``stay`` (uniform within a
+    regime); the draft copies the target in regime A and, in regime B, puts the fraction ``skew``
+    of B's mass on token 2 (misaligned)."""
+    s, o = stay / 2, (1.0 - stay) / 2
+    pa, pb = [s, s, o, o], [o, o, s, s]
+    qb = [o, o, skew * stay, (1.0 - skew) * stay]
+    return pair_from_tables(np.array([pa, pa, pb, pb]), np.array([pa, pa, qb, qb]), order=1,
+                            name=f"regimes stay={stay:g} skew={skew:g}")
 
 
-def _label(name, **kw):
-    return name + "".join(f" {k}={v}" for k, v in kw.items())
+def _needed(ctx, part: str, mode: str = "exact") -> bool:
+    """Whether this run searches ``part`` for its least slack (exact evidence): the subject always,
+    a control only where it must fail in that part and mode (the search is the costly part of a
+    check; elsewhere a control's search would decide nothing)."""
+    if not ctx.subject_name.startswith("control:"):
+        return True
+    claim = REGISTRY[ctx.claim_id]
+    ctl = next(c for c in claim.controls if f"control:{c.name}" == ctx.subject_name)
+    return mode in claim.control_requirements(ctl).get(part, ())
 
 
-def _batch_se(x, n_batches: int = 200):
-    """Mean and batch-means standard error of a (streams, T) array of per-position values
-    (positions along a text are dependent; batches of consecutive positions are nearly not)."""
-    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
-    per = max(1, x.shape[1] // max(1, n_batches // x.shape[0]))
-    nb = x.shape[1] // per
-    means = x[:, :nb * per].reshape(x.shape[0], nb, per).mean(axis=2).ravel()
-    return float(x.mean()), float(means.std(ddof=1) / np.sqrt(means.size)), int(x.size)
-
-
-#: environment variable naming a captured LogitTrace (.npz) whose replay adds ``logits`` evidence
-TRACE_ENV = "SPECTHEORY_TRACE"
-
-
-@lru_cache(maxsize=4)
-def _trace_replay(path: str):
-    from validate import LogitTrace
-    from validate.replay_ersd import replay_ersd
-    return replay_ersd(LogitTrace.load(path), k=16, m=16, n_mc=400, seed=0)
-
-
-def logits_evidence(ctx, claim_id: str):
-    """``logits`` evidence for ``claim_id`` from the trace named by $SPECTHEORY_TRACE (none if unset)."""
-    import os
-    path = os.environ.get(TRACE_ENV)
-    if not path:
+def _searched(ctx, part, slack_fn, space, settings, default=300, quick=30, restarts=(6, 3)):
+    """The shared seeded pair search (sims.slack.search_pairs) on ``part``: budget and restarts by
+    tier; [] where this run does not need it (:func:`_needed`)."""
+    if not _needed(ctx, part):
         return []
-    from validate.replay_ersd import evidence_ersd
-    return evidence_ersd(_trace_replay(path), alpha=ctx.alpha_family)[claim_id]
+    return [least_slack(ctx, part, lambda: search_pairs(slack_fn, space, budget=ctx.size(default, quick),
+                                                        restarts=ctx.size(*restarts), settings=settings))]
 
 
-def _plugin_entropy(idx, n_cells, base=2.0):
-    """Plug-in entropy of observed indices with its delta-method standard error (i.i.d. draws)."""
-    a = np.bincount(np.asarray(idx).ravel() - 1, minlength=n_cells) / np.asarray(idx).size
-    H = float(entropy(a, base))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lg = np.where(a > 0, np.log(a) / np.log(base), 0.0)
-    var = float(np.sum(a * lg ** 2) - H ** 2)
-    return H, float(np.sqrt(max(var, 0.0) / np.asarray(idx).size)), a
+def _scanned(ctx, part, slack_fn, grid_, call, instance):
+    """The exhaustive least-slack scan (sims.slack.exhaustive) on ``part``; [] where not needed."""
+    if not _needed(ctx, part):
+        return []
+    return [least_slack(ctx, part, lambda: slack.exhaustive(slack_fn, grid_, call=call), instance=instance)]
+
+
+def _first_failing(part: str, slack_fn, scan: dict, call, source):
+    """A scanned part's counterexample: the first point of the scan (in its stated order) whose
+    slack is negative, with the settings, the pair's constructor and the one-line call; or None."""
+    for pt in grid(**scan):
+        value = float(slack_fn(**pt))
+        if value < -stats.EXACT_TOL:
+            return {"part": part, **pt, "source": source(**pt), "claimed": 0.0, "measured": value, "call": call(**pt)}
+    return None
+
+
+_SIMULATED: dict = {}
+
+
+def _simulated(ctx, key: tuple, run, scope: str | None = None):
+    """``run(rng)`` — a Monte Carlo result — shared by the subject and every control that simulates
+    the same algorithm on the same instance: ``key`` names them (instance, rule names, sizes), the
+    generator is seeded from (run seed, claim, key), not from who asks, and the result is kept
+    for the rest of the process (a control that changes only a bound or a constant reuses the
+    subject's simulation). ``scope``: who shares it (default: the claim; a family-wide name lets
+    two claims read one simulation)."""
+    full = (ctx.seed, ctx.quick, scope or ctx.claim_id) + tuple(map(str, key))
+    if full not in _SIMULATED:
+        if len(_SIMULATED) >= 64:
+            _SIMULATED.clear()
+        _SIMULATED[full] = run(np.random.default_rng(derive_seed(ctx.seed, full[2], *full[3:])))
+    return _SIMULATED[full]
 
 
 # === ersd.lossless ===============================================================================
 
-def _lossless_tv(pair, rule, tree, n_tokens):
+def first_tokens_tv(pair, rule, tree, n_tokens: int):
+    """(claimed 0, TV between the exact law of the first ``n_tokens`` generated tokens and p^n)."""
     d = ex.first_tokens_distribution(pair, rule, tree, n_tokens)
-    return float(total_variation(d, pair.target.sequence_probs(n_tokens)))
+    return 0.0, float(total_variation(d, pair.target.sequence_probs(n_tokens)))
+
+
+def lossless_tv(pair, rules):
+    """(0, the largest TV of the first two generated tokens from p² over the methods, with the
+    batch-2 and sequence-2 trees): the shrinker's measure."""
+    return 0.0, max(first_tokens_tv(pair, r, t, 2)[1] for r in rules for t in (T.batch_tree(2), T.sequence_tree(2)))
 
 
 def check_lossless(ctx, rules):
-    ev = []
-    names = EDGE if not ctx.quick else EDGE[:8]
-    for name in names:
-        pair = get(name)
+    def compare(name, pair):
         N = 3 if pair.V <= 4 else 2
-        for rule in rules:
-            tv, worst = max((_lossless_tv(pair, rule, t, N), t.name) for t in strategies())
-            ev.append(stats.exact_distance(
-                _label(name, method=rule.name, N=N), tv,
-                what="TV(first N generated tokens, p^N), max over simple/sequence3/batch3/mixed7 trees",
-                note=f"worst strategy: {worst}"))
+        return [sweep(label(name, method=rule.name, N=N), grid(tree=STRATEGIES),
+                      lambda tree: first_tokens_tv(pair, rule, STRATEGIES[tree], N), grade="distance",
+                      what="TV(first N generated tokens, p^N), max over simple/sequence3/batch3/mixed7 trees",
+                      note=lambda p, c, m, d: f"worst strategy: {p['tree']}", part=rule.method) for rule in rules]
+    ev = each(EDGE[:8] if ctx.quick else EDGE, compare, get=get)
     pair = get("markov1-V4-weak")
     for rule in rules:
         n = ctx.size(1_000_000, 200_000)
-        toks = mc.sample_first_tokens(pair, rule, MIXED_TREE, 3, n, seed=ctx.rng("lossless", rule.name))
-        idx = toks @ (pair.V ** np.arange(2, -1, -1))
-        counts = np.bincount(idx, minlength=pair.V ** 3)
-        ev.append(ctx.mc(stats.chisquare_gof(
-            _label("markov1-V4-weak", method=rule.name, tree="mixed7", N=3), counts,
-            pair.target.sequence_probs(3), alpha=ctx.alpha_test, tolerance_w=0.03,
-            note=f"{n} independent runs of the Numba kernel (exponential races from the core RNG)")))
+        counts = _simulated(ctx, ("lossless", rule.name, n), lambda rng: np.bincount(
+            mc.sample_first_tokens(pair, rule, MIXED_TREE, 3, n, seed=rng) @ (pair.V ** np.arange(2, -1, -1)),
+            minlength=pair.V ** 3))
+        ev.append(mc_law(ctx, label("markov1-V4-weak", method=rule.name, tree="mixed7", N=3), counts,
+                         pair.target.sequence_probs(3), tolerance_w=0.03, part=rule.method,
+                         note=f"{n} independent runs of the Numba kernel (exponential races from the core RNG)"))
     return ev
 
 
-def shrink_lossless(ctx, rules):
-    def fails(pair, g, K):
-        tv = max(_lossless_tv(pair, r, t, 2) for r in rules for t in (T.batch_tree(2), T.sequence_tree(2)))
-        return tv > 1e-12, 0.0, tv
-    return smallest_counterexample(fails, gammas=(1,))
-
+#: the controls' method pairs (GSD's rule first, ERSD's second; module-level names, so a
+#: counterexample's call can name them)
+WITH_ERSD_RESAMPLE = Methods(R.GSD, R.BROKEN_ERSD_RESAMPLE)
+WITH_GSD_Q_NOT_UPDATED = Methods(R.BROKEN_GSD_Q_NOT_UPDATED, R.ERSD)
 
 register(
-    id="ersd.lossless", paper=PAPER, reference="seed §3, Alg. 2 and Alg. 5; App. A, Alg. 4",
+    id="ersd.lossless",
+    paper=PAPER, reference="Sec. 3, Alg. 2 and Alg. 5; App. A, Alg. 4",
     statement="ERSD (shared exponential races) is lossless for simple, sequence, batch and tree "
               "drafting; so is GSD with batch drafting by sampling without replacement and "
               "recursive rejection (Alg. 4).",
-    interpretation="Tree drafting as in rules/ersd.py: at each vertex the method yields (acceptance "
+    interpretation="Tree drafting as in spectheory.rules.ersd: at each vertex the method yields (acceptance "
                    "index, emitted token); a kept index continues to that child, otherwise the "
                    "emitted token ends the iteration. Checked on the first N generated tokens from a "
-                   "fixed context over as many iterations as needed: their law must be p^N. Exact: "
-                   "race integral (ERSD) and enumeration of draws without replacement and "
-                   "accept/reject outcomes (GSD), TV ≤ 1e-12, on the shared edge cases. MC: chi-square.",
+                   "fixed context over as many iterations as needed: their law must be p^N, for the "
+                   "simple, 3-sequence, 3-batch and a mixed 7-vertex tree (GSD on the trees too, beyond "
+                   "the batch the paper states). Exact: race integral (ERSD) and enumeration of draws "
+                   "without replacement and accept/reject outcomes (GSD), TV ≤ 1e-12, on the shared edge "
+                   "cases (disjoint supports, p = q, V = 1, top-k drafts). Convention: GSD's residual "
+                   "norm(max(r_i − q_i, 0)) is 0/0 exactly when r_i = q_i, and then alternative i is accepted "
+                   "with probability 1, so the 0/0 branch has probability 0 (the exact engine keeps r_i there, "
+                   "the kernel resets it to p; the law is the same). MC: chi-square on the V³ "
+                   "first-three-token sequences.",
+    parts=(Part("ersd", "ERSD (shared exponential races) emits sequences distributed exactly as p, for "
+                        "simple, sequence, batch and tree drafting.", relation="law"),
+           Part("gsd", "GSD (alternatives drawn without replacement, recursive rejection, Alg. 4) emits "
+                       "sequences distributed exactly as p with batch (and tree) drafting.", relation="law")),
     check=check_lossless, subject=METHODS,
-    controls=(Control("ersd-resample-on-reject", (R.GSD, R.BROKEN_ERSD_RESAMPLE),
-                      R.BROKEN_ERSD_RESAMPLE.description),
-              Control("gsd-q-not-renormalised", (R.BROKEN_GSD_Q_NOT_UPDATED, R.ERSD),
-                      R.BROKEN_GSD_Q_NOT_UPDATED.description)),
-    mc_tests=2, shrink=shrink_lossless)
+    controls=(Control("ersd-resample-on-reject", WITH_ERSD_RESAMPLE, R.BROKEN_ERSD_RESAMPLE.description,
+                      parts=("ersd",)),
+              Control("gsd-q-not-renormalised", WITH_GSD_Q_NOT_UPDATED, R.BROKEN_GSD_Q_NOT_UPDATED.description,
+                      parts=("gsd",))),
+    mc_tests=2, shrink=shrinker(lossless_tv, applies=("V", "order", "seed"), gammas=(1,), fails=lambda c, m: m > 1e-12))
 
 
 # === ersd.lemma3_1 ===============================================================================
 
-def _lemma_worst(pair, rule):
-    """Worst state: (closed form, engine, bound, 1 − TV)."""
+@dataclass(frozen=True)
+class Lemma31:
+    """What ersd.lemma3_1 tests: the method whose first-draft acceptance the race integral gives,
+    the claimed lower bound and the claimed upper bound (each ``(p, q) -> value``)."""
+
+    rule: object
+    lower: Callable
+    upper: Callable
+
+
+LEMMA31 = Lemma31(R.ERSD, cf.poisson_matching_bound, cf.gsd_first_acceptance)
+LEMMA31_INDEPENDENT = Lemma31(R.BROKEN_ERSD_INDEPENDENT, cf.poisson_matching_bound, cf.gsd_first_acceptance)
+LEMMA31_HARMONIC = Lemma31(R.ERSD, cf.harmonic_mean_bound, cf.gsd_first_acceptance)
+LEMMA31_TV_UNHALVED = Lemma31(R.ERSD, cf.poisson_matching_bound, cf.one_minus_l1)
+
+
+def lemma_rows(pair, subject: Lemma31):
+    """Per state: (closed form Σ_x 1/Σ_y max(p(y)/p(x), q(y)/q(x)), the rule's P(accept the first
+    draft) from the race integral, the lower bound, the upper bound)."""
     rows = []
     for s in range(pair.n_states):
         p, q = pair.target.conditional(s), pair.draft.conditional(s)
-        rows.append((float(cf.ersd_first_acceptance(p, q)), ex.ersd_first_acceptance(p, q, rule),
-                     float(cf.poisson_matching_bound(p, q)), 1.0 - float(total_variation(p, q))))
+        rows.append((float(cf.ersd_first_acceptance(p, q)), ex.ersd_first_acceptance(p, q, subject.rule),
+                     float(subject.lower(p, q)), float(subject.upper(p, q))))
     return rows
 
 
-def check_lemma(ctx, rule):
-    ev = []
-    for name in SMALL + EDGE:
-        pair = get(name)
-        rows = _lemma_worst(pair, rule)
-        closed, engine, _, _ = max(rows, key=lambda r: abs(r[0] - r[1]))
-        ev.append(stats.exact_equal(_label(name, states=pair.n_states), closed, engine,
-                                    what="Σ_x 1/Σ_y max(p(y)/p(x), q(y)/q(x)) vs race integral, worst state"))
-        bound, engine_b = min(((r[2], r[1]) for r in rows), key=lambda t: t[1] - t[0])
-        ev.append(stats.exact_bound(_label(name, what="PML bound"), bound, engine_b, side="ge",
-                                    what="P(accept 1st) ≥ Σ pq/(p+q), tightest state"))
-        tv1, engine_t = min(((r[3], r[1]) for r in rows), key=lambda t: t[0] - t[1])
-        ev.append(stats.exact_bound(_label(name, what="≤1−TV"), tv1, engine_t, side="le",
-                                    what="P(accept 1st) ≤ 1 − TV(p,q), tightest state"))
-        b_w, t_w = max(((r[2], r[3]) for r in rows), key=lambda t: t[0] - t[1])
-        ev.append(stats.exact_bound(_label(name, what="bound≤1−TV"), t_w, b_w, side="le",
-                                    what="Σ pq/(p+q) ≤ 1 − TV, worst state"))
+def lemma_slack(pair, subject: Lemma31, side: str):
+    """Least relative slack over the pair's states: P(accept)/lower − 1 (``side="lower"``) or
+    1 − P(accept)/upper (``"upper"``); the absolute difference where the bound is 0."""
+    out = []
+    for _, acc, lo, hi in lemma_rows(pair, subject):
+        if side == "lower":
+            out.append(acc / lo - 1.0 if lo > 0 else acc - lo)
+        else:
+            out.append(1.0 - acc / hi if hi > 0 else hi - acc)
+    return min(out)
+
+
+def lemma_violation(pair, subject: Lemma31):
+    """(0, the largest violation over states of formula = engine, lower ≤ engine ≤ upper)."""
+    return 0.0, max(max(abs(c - e), lo - e, e - hi) for c, e, lo, hi in lemma_rows(pair, subject))
+
+
+#: per instance: (part, label setting, what, grade, side, claimed column, measured column)
+LEMMA_COMPARISONS = (
+    ("formula", None, "Σ_x 1/Σ_y max(p(y)/p(x), q(y)/q(x)) vs race integral, worst state", "equal", "ge", 0, 1),
+    ("lower", "PML bound", "P(accept 1st) ≥ Σ pq/(p+q), tightest state", "bound", "ge", 2, 1),
+    ("upper", "≤1−TV", "P(accept 1st) ≤ 1 − TV(p,q), tightest state", "bound", "le", 3, 1),
+)
+LEMMA_SPACE = PairSpace(V=3)
+
+
+def check_lemma(ctx, subject):
+    def compare(name, pair):
+        rows = lemma_rows(pair, subject)
+        return [sweep(label(name, what=tag) if tag else label(name, states=pair.n_states), grid(state=range(len(rows))),
+                      lambda state: (rows[state][c], rows[state][m]), grade=grade, side=side, what=what, part=part)
+                for part, tag, what, grade, side, c, m in LEMMA_COMPARISONS]
+    ev = each(SMALL + EDGE, compare, get=get)
+    for side in ("lower", "upper"):
+        ev += _searched(ctx, side, lemma_slack, LEMMA_SPACE, {"subject": subject, "side": side})
     for name in ("markov1-V50-strong", "markov1-V50-weak"):
         pair = get(name)
         n = ctx.size(600_000, 300_000)
-        idx, sts = mc.index_stream(pair, rule, n, m=1, seed=ctx.rng("lemma", name))
-        att = np.bincount(sts.ravel(), minlength=pair.n_states)
-        acc = np.bincount(sts.ravel()[idx.ravel() == 1], minlength=pair.n_states)
-        beta = cf.ersd_first_acceptance(pair.target.table, pair.draft.table)
-        ev.append(ctx.mc(stats.per_state_binomial(
-            _label(name, method=rule.name), att, acc, beta, alpha=ctx.alpha_test, tolerance=0.01,
-            note=f"{n} positions of generated text; first-arrival acceptance counted per state "
-                 "against the exact formula")))
-    if rule == R.ERSD:
-        ev += logits_evidence(ctx, "ersd.lemma3_1")
+
+        def counts(rng, pair=pair, n=n):
+            idx, sts = mc.index_stream(pair, subject.rule, n, m=1, seed=rng)
+            return (np.bincount(sts.ravel(), minlength=pair.n_states),
+                    np.bincount(sts.ravel()[idx.ravel() == 1], minlength=pair.n_states))
+        att, acc = _simulated(ctx, ("lemma", name, subject.rule.name, n), counts)
+        ev.append(mc_per_state(ctx, label(name, method=subject.rule.name), att, acc,
+                               cf.ersd_first_acceptance(pair.target.table, pair.draft.table), tolerance=0.01,
+                               part="formula", note=f"{n} positions of generated text; first-arrival acceptance "
+                                                    "counted per state against the exact formula"))
     return ev
 
 
-def shrink_lemma(ctx, rule):
-    def fails(pair, g, K):
-        rows = _lemma_worst(pair, rule)
-        c, e, b, t = max(rows, key=lambda r: abs(r[0] - r[1]))
-        return abs(c - e) > 1e-10 or e < b - 1e-10 or e > t + 1e-10, c, e
-    return smallest_counterexample(fails, gammas=(1,))
-
-
 register(
-    id="ersd.lemma3_1", paper=PAPER, reference="seed Lemma 3.1, eqs. 1–2; App. B (Poisson matching lemma)",
+    id="ersd.lemma3_1",
+    paper=PAPER, reference="Lemma 3.1, eqs. 1–2; App. B (Poisson matching lemma)",
     statement="ERSD's first drafted token is accepted with probability ≥ Σ_x p q/(p+q); the exact "
               "value is Σ_x 1/Σ_y max(p(y)/p(x), q(y)/q(x)); both are ≤ 1 − TV(p,q).",
     interpretation="The engine computes P(X_p = X_q) from the exponential-race integral (no use of "
-                   "the formula); the formula, the Poisson-matching bound and 1 − TV are compared "
-                   "with it state by state. MC: first-arrival acceptance per state on V = 50 sources. "
-                   "Logits (when $SPECTHEORY_TRACE names a captured trace): validate.replay_ersd.",
-    check=check_lemma, subject=R.ERSD, modes=("exact", "mc", "logits"),
-    controls=(Control("independent-races", R.BROKEN_ERSD_INDEPENDENT, R.BROKEN_ERSD_INDEPENDENT.description),),
-    mc_tests=2, shrink=shrink_lemma)
+                   "the formula); the formula and the two bounds are compared with it state by state "
+                   "on the small sources and the shared edge cases, and each bound at the least-slack "
+                   "pair a seeded search over V = 3 tables finds (relative slack: P/bound − 1 for the "
+                   "lower bound, 1 − P/(1 − TV) for the upper; the absolute difference where the bound "
+                   "is 0). 'Both ≤ 1 − TV' is graded as P(accept) ≤ 1 − TV: the bound ≤ P then gives it "
+                   "for the bound. MC: first-arrival acceptance per state on V = 50 sources against the "
+                   "formula. Logits (a captured trace in $SPECTHEORY_TRACE, or `verify --logits`): "
+                   "validate.replay_ersd.",
+    parts=(Part("formula", "ERSD's first-draft acceptance P(X_p = X_q) equals Σ_x 1/Σ_y max(p(y)/p(x), "
+                           "q(y)/q(x)).", relation="="),
+           Part("lower", "ERSD's first-draft acceptance is at least the Poisson-matching bound Σ_x p(x)q(x)/"
+                         "(p(x)+q(x)).", relation="≥", modes=("exact", "logits")),
+           Part("upper", "ERSD's first-draft acceptance (hence also the Poisson-matching bound) is at most "
+                         "1 − TV(p, q).", relation="≤", modes=("exact", "logits"))),
+    check=check_lemma, subject=LEMMA31, modes=("exact", "mc", "logits"),
+    controls=(Control("independent-races", LEMMA31_INDEPENDENT, R.BROKEN_ERSD_INDEPENDENT.description,
+                      parts=("formula", "lower")),
+              Control("harmonic-mean-bound", LEMMA31_HARMONIC,
+                      "negative control: the lower bound with a wrong constant, Σ 2pq/(p+q) (the harmonic "
+                      "mean, twice the lemma's bound)", parts=("lower",)),
+              Control("tv-without-half", LEMMA31_TV_UNHALVED,
+                      "negative control: the upper bound with a wrong term, 1 − Σ|p − q| (TV without its ½)",
+                      parts=("upper",))),
+    mc_tests=2, shrink=shrinker(lemma_violation, applies=("V", "order", "seed"), gammas=(1,),
+                                fails=lambda c, m: m > 1e-10))
 
 
 # === ersd.batch_crossover ========================================================================
 
-def _batch_curves(pair, rules):
+#: "comparable" / "ahead", in units of GSD's lead at k = 1 (the only scale the paper's Fig. 3
+#: description gives: it calls the k = 1 difference "outperforms"): comparable when the gap is at
+#: most half that lead, ahead when it is more than half
+BAND = 0.5
+BAND_K = 5  # batch sizes k = 1..5 on the V = 8 sources (GSD enumeration: V!/(V−5)! draw orders)
+CROSSOVER_K_MC = 6  # the Monte Carlo texts keep indices 1..6
+#: exact sources for the regime parts: aligned V = 8 order-0 pairs (q = p mixed with noise of
+#: strength 0.7 and 0.1), and the exhaustive scan over the mix strength that describes where the
+#: comparable band appears
+BAND_SOURCES = {"o0-V8-weak": 0.7, "o0-V8-strong": 0.1}
+BAND_SCAN = {"strength": (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9), "seed": (41, 42)}
+
+
+def batch_curve(pair, rule, K: int) -> np.ndarray:
+    """Exact E[generated] of batch drafting with k = 1..K alternatives from the stationary context
+    law: 1 + Σ_s π(s) P(I ≤ k | s), the index law computed once per state (for GSD, P(I = i) for
+    i ≤ m does not depend on how many alternatives m are drafted)."""
     pi = ex.stationary_start(pair)
-    K = pair.V - 1
-    Eg = np.array([ex.expected_generated(pair, rules[0], T.batch_tree(k), pi) for k in range(1, K + 1)])
-    Ee = np.array([ex.expected_generated(pair, rules[1], T.batch_tree(k), pi) for k in range(1, K + 1)])
-    Sg = np.array([ex.expected_generated(pair, rules[0], T.sequence_tree(k), pi) for k in range(1, 6)])
-    Se = np.array([ex.expected_generated(pair, rules[1], T.sequence_tree(k), pi) for k in range(1, 6)])
-    return Eg, Ee, Sg, Se
+    out = np.zeros(K)
+    for s in range(pair.n_states):
+        p, q = pair.target.conditional(s), pair.draft.conditional(s)
+        if rule.method == "gsd":
+            a = ex.gsd_outcomes(p, q, K, rule)[0].sum(axis=1)
+        else:
+            a = ex.ersd_index_law(p, q, rule)[:min(K, pair.V)].sum(axis=1)
+        out += pi[s] * np.cumsum(np.pad(a, (0, K - a.size)))
+    return 1.0 + out
 
 
-def crossover_k(Eg, Ee) -> int | None:
-    """Smallest batch size k at which ERSD's expected tokens reach GSD's (None if never)."""
-    w = np.flatnonzero(Ee >= Eg - 1e-12)
-    return int(w[0] + 1) if w.size else None
+def batch_gaps(pair, methods, K: int) -> np.ndarray:
+    """gap(k) = E_GSD − E_ERSD of batch drafting for k = 1..K (``methods`` = (GSD's rule, ERSD's))."""
+    return batch_curve(pair, methods[0], K) - batch_curve(pair, methods[1], K)
 
 
-def check_crossover(ctx, rules):
+def band_regimes(gaps):
+    """The regime reading of a gap curve (GSD − ERSD at k = 1, 2, ...): τ = BAND·gap(1);
+    ``moderate`` = τ − |gap(k*)| at k*, the first k ≥ 2 where GSD no longer leads by more than τ
+    (≥ 0: the curves pass through a comparable band before ERSD pulls ahead; if GSD leads by more
+    than τ at every k ≥ 2, the most negative τ − gap(k)); ``large`` = max_{k ≥ 2} (−gap(k)) − τ
+    (> 0: ERSD ahead by more than τ somewhere). Returns (τ, k*, moderate, large, k of ERSD's lead)."""
+    tau = BAND * gaps[0]
+    rest = gaps[1:]
+    below = np.flatnonzero(rest <= tau)
+    if below.size:
+        k_star = int(below[0]) + 2
+        moderate = tau - abs(gaps[k_star - 1])
+    else:
+        k_star, moderate = None, float(np.min(tau - rest))
+    j = int(np.argmax(-rest))
+    return tau, k_star, float(moderate), float(-rest[j] - tau), j + 2
+
+
+def band_pair(strength: float, seed: int) -> MarkovPair:
+    """A V = 8 aligned order-0 pair of the band scan: q = p mixed with noise of ``strength``."""
+    return perturbed_pair(8, 0, how="mix", strength=strength, seed=seed)
+
+
+@lru_cache(maxsize=128)
+def band_gaps(methods, strength: float, seed: int) -> np.ndarray:
+    """gap(k), k = 1..BAND_K, on the band scan's pair (cached: both regime parts read it)."""
+    return batch_gaps(band_pair(strength, seed), methods, BAND_K)
+
+
+def band_slack(methods, part: str, strength: float, seed: int):
+    """The band reading's slack (``moderate`` or ``large`` of :func:`band_regimes`) on the V = 8
+    scan pair of mix ``strength`` and ``seed``."""
+    tau, k_star, moderate, large, _ = band_regimes(band_gaps(methods, strength, seed))
+    return moderate if part == "batch-moderate" else large
+
+
+def shrink_crossover(ctx, methods):
+    """The first failing point of the V = 8 band scan, for the regime parts."""
+    return next(filter(None, (_first_failing(
+        part, lambda strength, seed: band_slack(methods, part, strength, seed), BAND_SCAN,
+        lambda strength, seed: call_line(band_slack, methods, part, strength=strength, seed=seed),
+        lambda strength, seed: f"spectheory.pairs.perturbed_pair(8, 0, how='mix', strength={strength}, seed={seed})")
+        for part in ("batch-moderate", "batch-large"))), None)
+
+
+def crossover_slack(pair, methods, tree: str):
+    """min_k (E_GSD − E_ERSD) for ``tree`` = "batch1" (k = 1) or "sequence" (k = 1..3), stationary
+    start; for a sequence E(k) = 1 + Σ_{d ≤ k} P(the first d indices are 1)."""
+    pi = ex.stationary_start(pair)
+    g, e = (ex.acceptance_function(pair, r, pi) for r in methods)
+    if tree == "batch1":
+        return g((1,)) - e((1,))
+    return min(sum(g((1,) * d) - e((1,) * d) for d in range(1, k + 1)) for k in (1, 2, 3))
+
+
+def _band_evidence(ctx, name, gaps):
+    tau, k_star, moderate, large, k_lead = band_regimes(gaps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.round(gaps / gaps[0], 2).tolist()
+    curve = f"GSD − ERSD by k: {np.round(gaps, 5).tolist()} (÷ gap(1): {ratio}); τ = {BAND:g}·gap(1) = {tau:.5f}"
+    return [ctx.part("batch-moderate")(stats.exact_bound(
+                label(name, k=f"1..{len(gaps)}", what="moderate"), 0.0, moderate, side="ge",
+                what="τ − |gap(k*)| at the first k* ≥ 2 where GSD's lead is ≤ τ",
+                note=f"k* = {k_star}; {curve}")),
+            ctx.part("batch-large")(stats.exact_bound(
+                label(name, k=f"1..{len(gaps)}", what="large"), 1e-9, large, side="ge", tol=0.0,
+                what="max_k (E_ERSD − E_GSD) − τ over k ≥ 2 (ERSD ahead by more than τ)",
+                note=f"largest ERSD lead at k = {k_lead}; {curve}"))]
+
+
+def _band_mc(ctx, name, methods):
+    """Monte Carlo on a V = 50 text per method (every context keeping indices 1..CROSSOVER_K_MC):
+    gap(1) ≥ 0 on all streams; the regime parts split-sample: the first half of the streams picks
+    k* (the first k ≥ 2 where GSD's lead is ≤ τ) and k_lead (ERSD's largest lead), the second half
+    tests τ − |gap(k*)| ≥ 0 and −gap(k_lead) − τ > 0. Each statistic is a linear combination
+    Σ_k c_k (1[I_GSD ≤ k] − 1[I_ERSD ≤ k]) along the texts (batch-means se, methods independent)."""
+    pair, n = get(name), ctx.size(400_000, 150_000)
+    ig, ie = (_simulated(ctx, ("crossover", name, r.name, n), lambda rng, r=r: mc.index_stream(
+        pair, r, n, m=CROSSOVER_K_MC, seed=rng)[0]) for r in methods)
+    h = ig.shape[0] // 2
+    pilot = np.array([(ig[:h] <= k).mean() - (ie[:h] <= k).mean() for k in range(1, CROSSOVER_K_MC + 1)])
+    tau, k_star, _, _, k_lead = band_regimes(pilot)
+    k_star = k_star or int(np.argmin(tau - pilot[1:])) + 2
+    s = -1.0 if pilot[k_star - 1] < 0 else 1.0
     ev = []
-    for name in SMALL + ("iid-V4-random", "markov1-V4-weak"):
-        pair = get(name)
-        Eg, Ee, Sg, Se = _batch_curves(pair, rules)
-        kc = crossover_k(Eg, Ee)
-        ev.append(stats.exact_bound(_label(name, k=1), Ee[0], Eg[0], side="ge",
-                                    what="GSD ≥ ERSD, batch k = 1 (E[generated], stationary start)",
-                                    note=f"crossover k = {kc}"))
-        j = int(np.argmax(Ee[1:] - Eg[1:])) + 1
-        ev.append(stats.exact_bound(_label(name, k=f"2..{pair.V - 1}"), 1e-9, Ee[j] - Eg[j], side="ge", tol=0.0,
-                                    what="max_k (E_ERSD − E_GSD) over batch k ≥ 2 > 0 (ERSD wins at larger k)",
-                                    note=f"at k = {j + 1}: GSD {Eg[j]:.6f}, ERSD {Ee[j]:.6f}; crossover k = {kc}; "
-                                         f"GSD − ERSD by k: {np.round(Eg - Ee, 5).tolist()}"))
-        i = int(np.argmin(Sg - Se))
-        ev.append(stats.exact_bound(_label(name, seq="1..5"), Se[i], Sg[i], side="ge",
-                                    what="sequence drafting: GSD ≥ ERSD, worst k"))
-    K_LARGE = 4
-    for name in ("markov1-V50-strong", "markov1-V50-weak"):
-        pair = get(name)
-        n = ctx.size(400_000, 250_000)
-        ig, _ = mc.index_stream(pair, rules[0], n, m=K_LARGE, seed=ctx.rng("xg", name))
-        ie, _ = mc.index_stream(pair, rules[1], n, m=K_LARGE, seed=ctx.rng("xe", name))
-        for k, sign, what in ((1, 1.0, "GSD − ERSD acceptance, batch k=1"),
-                              (K_LARGE, -1.0, f"ERSD − GSD acceptance, batch k={K_LARGE}")):
-            mg, sg, _ = _batch_se(ig <= k)
-            me, se_, _ = _batch_se(ie <= k)
-            ev.append(ctx.mc(stats.z_test_bound(
-                _label(name, k=k), 0.0, mean=sign * (mg - me), se=float(np.hypot(sg, se_)), n=2 * n,
-                side="ge", alpha=ctx.alpha_test, tolerance=0.01, what=what,
-                note=f"P(index ≤ k) along {n}-position texts per method; batch-means se")))
+    for part, rows, coef, what in (
+            ("batch-k1", slice(None), {1: 1.0}, "E_GSD − E_ERSD at k = 1"),
+            ("batch-moderate", slice(h, None), {1: BAND, k_star: -s},
+             f"τ − |gap(k*)| = {BAND:g}·gap(1) − |gap({k_star})|, k* = {k_star} from the pilot half"),
+            ("batch-large", slice(h, None), {1: -BAND, k_lead: -1.0},
+             f"−gap({k_lead}) − {BAND:g}·gap(1), k = {k_lead} (ERSD's largest lead in the pilot half)")):
+        (mg, sg, m_), (me, se_, _) = (mc.batch_means(sum(c * (ix[rows] <= k) for k, c in coef.items()))
+                                      for ix in (ig, ie))
+        ev.append(mc_bound(ctx, label(name, k=max(coef), what=part.split("-")[1]), 0.0, mean=mg - me,
+                           se=float(np.hypot(sg, se_)), n=2 * m_, side="ge", what=what, part=part,
+                           tolerance=0.01 if part == "batch-k1" else 0.02,
+                           note=f"{n}-position texts per method, {ig.shape[0]} streams each; pilot gap(1..6) = "
+                                f"{np.round(pilot, 4).tolist()}; batch-means se"))
     return ev
 
 
+def check_crossover(ctx, methods):
+    ev = []
+    for name in SMALL + ("iid-V4-random", "markov1-V4-weak"):
+        pair = get(name)
+        pi = ex.stationary_start(pair)
+        seq = [1.0 + sum(f((1,) * d) for d in range(1, k + 1))
+               for f in (ex.acceptance_function(pair, r, pi) for r in methods) for k in range(1, 6)]
+        gaps = batch_gaps(pair, methods, pair.V - 1)
+        ev.append(ctx.part("batch-k1")(stats.exact_bound(
+            label(name, k=1), 0.0, gaps[0], side="ge", what="E_GSD − E_ERSD, batch k = 1 (stationary start)",
+            note=f"GSD − ERSD by k = 1..{pair.V - 1}: {np.round(gaps, 5).tolist()}")))
+        ev.append(sweep(label(name, seq="1..5"), grid(k=range(1, 6)), lambda k: (seq[5 + k - 1], seq[k - 1]),
+                        grade="bound", side="ge", what="sequence drafting: E_GSD ≥ E_ERSD, worst k", part="sequence"))
+    for name, strength in BAND_SOURCES.items():
+        ev += _band_evidence(ctx, name, band_gaps(methods, strength, 41))
+    ev += _searched(ctx, "batch-k1", crossover_slack, PairSpace(V=3), {"methods": methods, "tree": "batch1"})
+    ev += _searched(ctx, "sequence", crossover_slack, PairSpace(V=3, order=1),
+                    {"methods": methods, "tree": "sequence"}, default=120, quick=20, restarts=(4, 2))
+    for part in ("batch-moderate", "batch-large"):
+        ev += _scanned(ctx, part, lambda strength, seed: band_slack(methods, part, strength, seed), BAND_SCAN,
+                       lambda strength, seed: call_line(band_slack, methods, part, strength=strength, seed=seed),
+                       "V = 8 mix-strength scan")
+    for name in ("markov1-V50-strong", "markov1-V50-weak"):
+        ev += _band_mc(ctx, name, methods)
+    return ev
+
+
+#: the controls' method pairs
+SWAPPED = Methods(R.ERSD, R.GSD)
+WITH_ERSD_INDEPENDENT = Methods(R.GSD, R.BROKEN_ERSD_INDEPENDENT)
+
 register(
-    id="ersd.batch_crossover", paper=PAPER, reference="seed §5, Fig. 3 and Fig. 4",
+    id="ersd.batch_crossover",
+    paper=PAPER, reference="Sec. 5, Fig. 3 and Fig. 4",
     statement="Batch drafting with k alternatives: GSD beats ERSD for small k, they are comparable for "
               "moderate k, ERSD wins for large k; for sequence drafting GSD ≥ ERSD.",
-    interpretation="Exact E[generated] = 1 + P(index ≤ k) from the stationary context law, k = 1..V−1 "
-                   "(at k = V both accept whenever q covers X_p). Graded: GSD ≥ ERSD at k = 1; ERSD > "
-                   "GSD for some k ≥ 2; sequence k = 1..5 GSD ≥ ERSD. The crossover k of each source is "
-                   "in the notes. MC on V = 50: k = 1 and k = 4.",
+    interpretation="E = exact E[generated] from the stationary context law; gap(k) = E_GSD − E_ERSD of batch "
+                   "drafting with k alternatives. 'Small k' is k = 1 (the paper: 'consistent with Lemma 3.1'). "
+                   f"'Comparable' and 'ahead' are read against GSD's k = 1 lead, the only scale the paper's "
+                   f"Fig. 3 description gives (its numbers were lost in extraction): τ = {BAND:g}·gap(1); "
+                   "comparable at k when |gap(k)| ≤ τ, ERSD ahead when −gap(k) > τ. 'Comparable for moderate "
+                   "k': at the first k ≥ 2 where GSD's lead falls to τ or below, |gap| ≤ τ (the curves pass "
+                   "through a band before ERSD pulls ahead); 'ERSD wins for large k': −gap(k) > τ for some "
+                   f"k ≥ 2. Graded exactly on V = 8 order-0 aligned pairs (k ≤ {BAND_K}, draft = target mixed with "
+                   "noise of strength 0.7 and 0.1) and by Monte Carlo on V = 50 order-1 texts, split-sample: "
+                   "half of the streams picks k* and ERSD's best k, the other half tests there. The least slack "
+                   "of each regime part comes from an exhaustive scan over the mix strength of V = 8 aligned "
+                   "pairs (0.1..0.9, two seeds each), which describes where each regime appears. k = 1 and "
+                   "sequences (k = 1..5): on the small sources "
+                   "and at the least-slack pair of a seeded search (V = 3 order 0; V = 3 order 1 for sequences); "
+                   "equality holds on every V = 2 pair (the shared race is an optimal coupling there), so "
+                   "'ERSD = GSD at k = 1' is true exactly where ERSD's race attains 1 − TV.",
+    parts=(Part("batch-k1", "With one alternative (k = 1), GSD's expected generated tokens are at least "
+                            "ERSD's.", relation="ordering"),
+           Part("batch-moderate", f"For moderate k the two are comparable: where GSD's lead first falls to "
+                                  f"{BAND:g}× its k = 1 lead or below, |E_GSD − E_ERSD| ≤ {BAND:g}× that lead "
+                                  "(before ERSD pulls ahead).", relation="ordering"),
+           Part("batch-large", f"For large k ERSD is ahead: E_ERSD − E_GSD > {BAND:g}× GSD's k = 1 lead at some "
+                               "k ≥ 2.", relation="ordering"),
+           Part("sequence", "For sequence drafting (k = 1..5), GSD's expected generated tokens are at least "
+                            "ERSD's.", relation="ordering", modes=("exact",))),
     check=check_crossover, subject=METHODS,
-    controls=(Control("ersd-independent-races", (R.GSD, R.BROKEN_ERSD_INDEPENDENT),
-                      R.BROKEN_ERSD_INDEPENDENT.description),),
-    mc_tests=4)
+    controls=(Control("methods-swapped", SWAPPED,
+                      "negative control: the two methods' results swapped (ERSD read as GSD and back)",
+                      parts=("batch-k1", "sequence")),
+              Control("ersd-independent-races", WITH_ERSD_INDEPENDENT, R.BROKEN_ERSD_INDEPENDENT.description,
+                      parts=("batch-moderate", "batch-large"))),
+    mc_tests=6, shrink=shrink_crossover)
 
 
 # === opt_tree.greedy =============================================================================
-
-def _random_monotone(seed, n_indices):
-    """A random acceptance function that decreases along paths (not of product form)."""
-    rng = np.random.default_rng(seed)
-    cache = {(): 1.0}
-
-    def f(v):
-        v = tuple(v)
-        if v not in cache:
-            cache[v] = f(v[:-1]) * float(rng.uniform(0.0, 1.0 / n_indices) * (1.0 + (v[-1] == 1) * n_indices * 0.5))
-        return cache[v]
-    return f
-
 
 def _acceptance_functions(quick):
     out = []
@@ -339,65 +578,87 @@ def _acceptance_functions(quick):
             if pair.order > 0:
                 out.append((f"{name} {rule.name} Markov-exact", ex.acceptance_function(pair, rule, pi), pair.V))
     for seed in range(2 if quick else 4):
-        out.append((f"random-monotone seed={seed}", _random_monotone(seed, 3), 3))
+        out.append((f"random-monotone seed={seed}", T.random_monotone(seed, 3), 3))
     return out
+
+
+def greedy_gap(f, builder, k: int, n_indices: int):
+    """(max Σ f over every k-vertex tree (exhaustive), the builder's Σ f, trees searched)."""
+    _, best, count = T.exhaustive_optimal(f, k, n_indices)
+    return best, T.tree_value(f, builder(f, k, n_indices)), count
+
+
+def greedy_slack(pair, builder, k_max: int = 4):
+    """min over the methods' stationary index laws a of ``pair`` (0th-order f, V indices) and
+    k = 1..k_max of the builder's Σ f minus the exhaustive maximum (0 where it is optimal)."""
+    out = []
+    for rule in METHODS:
+        f = T.zero_order(ex.stationary_index_law(pair, rule))
+        out += [got - best for best, got, _ in (greedy_gap(f, builder, k, pair.V) for k in range(1, k_max + 1))]
+    return min(out)
+
+
+def greedy_dirichlet(pair, builder, k: int, a_seed: int):
+    """(exhaustive optimum, builder's value) for the 0th-order a = dirichlet(ones(V+1)) drawn with
+    ``a_seed``, over V indices: the shrinker's measure (``pair`` only gives V)."""
+    a = np.random.default_rng(a_seed).dirichlet(np.ones(pair.V + 1))
+    return greedy_gap(T.zero_order(a), builder, k, pair.V)[:2]
 
 
 def check_greedy(ctx, builder):
     ev = []
     K = 4 if ctx.quick else 5
-    for label, f, n in _acceptance_functions(ctx.quick):
-        worst = (0.0, 0.0, 0, 0)
-        for k in range(1, K + 1):
-            _, best, count = T.exhaustive_optimal(f, k, n)
-            got = T.tree_value(f, builder(f, k, n))
-            if best - got >= worst[0] - worst[1]:
-                worst = (best, got, k, count)
-        ev.append(stats.exact_equal(_label(label, k=f"1..{K}"), worst[0], worst[1],
-                                    what="max over all trees (exhaustive) vs builder's Σ f(v), worst k",
-                                    note=f"worst k = {worst[2]} ({worst[3]} trees searched)"))
-        # alternative reading (info): sibling-closed trees and the O(k log k) first-child /
-        # next-sibling queue; optimal only if f also decreases from one sibling to the next
+    for name, f, n in _acceptance_functions(ctx.quick):
+        ev.append(sweep(label(name, k=f"1..{K}"), grid(k=range(1, K + 1)), lambda k: greedy_gap(f, builder, k, n),
+                        worst=lambda c, m, d, p: (c - m, p["k"]), part="optimal",
+                        what="builder's Σ f(v) vs the max over all trees (exhaustive), worst k",
+                        note=lambda p, c, m, d: f"worst k = {p['k']} ({d} trees searched)"))
         gap = max(T.exhaustive_optimal(f, k, n, ordered=True)[1]
                   - T.tree_value(f, T.optimal_tree(f, k, n, ordered=True)) for k in range(1, K + 1))
-        ev.append(stats.info("exact", _label(label, reading="sibling-closed"), 0.0, gap,
-                             test="max_k [exhaustive over sibling-closed trees − Alg. 3 (first child / next "
-                                  "sibling pushes)]", note="alternative reading, not graded"))
+        ev.append(ctx.part("sibling-closed")(stats.info(
+            "exact", label(name, reading="sibling-closed"), 0.0, gap,
+            test="max_k [exhaustive over sibling-closed trees − Alg. 3 with first-child / next-sibling pushes]")))
+    ev += _searched(ctx, "optimal", greedy_slack, PairSpace(V=3), {"builder": builder}, default=100, quick=25,
+                    restarts=(4, 2))
     return ev
 
 
-def shrink_greedy(ctx, builder):
-    for n in (2, 3):
-        for k in range(1, 6):
-            for seed in range(20):
-                a = np.random.default_rng(seed).dirichlet(np.ones(n + 1))
-                f = T.zero_order(a)
-                _, best, _ = T.exhaustive_optimal(f, k, n)
-                got = T.tree_value(f, builder(f, k, n))
-                if best - got > 1e-10:
-                    return {"V": n, "order": 0, "gamma": k, "K": 1, "k": k, "n_indices": n,
-                            "a": a.round(6).tolist(), "seed": seed,
-                            "source": f"0th-order a = numpy default_rng({seed}).dirichlet(ones({n + 1}))",
-                            "claimed": float(best), "measured": float(got)}
-    return None
-
-
 register(
-    id="opt_tree.greedy", paper=PAPER, reference="seed §4, Eq. 4 and Alg. 3",
+    id="opt_tree.greedy",
+    paper=PAPER, reference="Sec. 4, Eq. 4 and Alg. 3",
     statement="Alg. 3 (priority queue, grow the vertex with the highest acceptance probability) "
               "returns the k-vertex drafting tree maximising the expected number of accepted tokens, "
               "for any acceptance function that decreases along paths.",
-    interpretation="Trees are ancestor-closed sets of index paths (the seed's validity condition). "
-                   "Exhaustive search over every such tree with k ≤ 5 vertices; acceptance functions: "
-                   "0th-order fits, the exact Markov acceptance function (stationary start) and "
-                   "random functions decreasing along paths.",
+    interpretation="Trees are ancestor-closed sets of index paths (the paper's validity condition); Alg. 3 "
+                   "pushes every child of a taken vertex. Exhaustive search over every such tree with k ≤ 5 "
+                   "vertices (k ≤ 4 in the quick tier); acceptance functions: 0th-order fits, the exact Markov "
+                   "acceptance function (stationary start) and random functions decreasing along paths; the "
+                   "least slack (builder − maximum, k ≤ 4) at the pair a seeded search over V = 3 order-0 "
+                   "sources finds (a = either method's stationary index law). The sibling-closed reading "
+                   "(keep indices 1..b, O(k log k) queue) is reported beside it, not graded.",
+    parts=(Part("optimal", "Alg. 3's k-vertex tree has Σ_v f(v) at least that of every ancestor-closed k-vertex "
+                           "tree (it attains the maximum), for acceptance functions decreasing along paths.",
+                relation="≥"),
+           Part("sibling-closed", "Read with sibling-closed trees and a first-child / next-sibling queue (the "
+                                  "O(k log k) cost the paper states), Alg. 3 returns the best sibling-closed tree.",
+                relation="≥", checkable=False,
+                reason="an alternative reading, not the one graded: reported as info (optimal on every "
+                       "source-derived function tried; not for every function decreasing along paths, where "
+                       "a weak sibling can hide a strong one)")),
     check=check_greedy, subject=T.optimal_tree,
     controls=(Control("breadth-first-builder", T.breadth_first_tree,
                       "negative control: grows the shallowest candidate first (not greedy in f)"),),
-    modes=("exact",), mc_tests=0, shrink=shrink_greedy)
+    modes=("exact",), mc_tests=0,
+    shrink=shrinker(greedy_dirichlet, applies=("V", "k", "a_seed"), V_values=(2, 3), orders=(0,), gammas=(1,),
+                    extra={"k": range(1, 6), "a_seed": range(20)}, seeds=(0,),
+                    fails=lambda best, got: best - got > 1e-10, part="optimal"))
 
 
 # === tunstall.thm4_1 / tunstall.lemma4_2 =========================================================
+
+TUNSTALL_K = (1, 2, 4, 8, 16, 64, 256)
+TUNSTALL_SEARCH_K = (1, 2, 4, 8, 16, 64)
+
 
 def _zero_order_cases():
     for name in SMALL_O0 + ("iid-V4-random", "iid-V4-strong"):
@@ -406,408 +667,618 @@ def _zero_order_cases():
             yield f"{name} {rule.name}", ex.stationary_index_law(pair, rule), pair.V
 
 
-TUNSTALL_K = (1, 2, 4, 8, 16, 64, 256)
-
-
-def _tunstall_mc(ctx, label):
-    """Simulated E[generated] of the Alg.-3 tree for the fitted a (order-0 V = 50, ERSD)."""
-    pair = get("o0-V50-weak")
-    n = ctx.size(200_000, 50_000)
-    idx, _ = mc.index_stream(pair, R.ERSD, n, m=pair.V, seed=ctx.rng(label, "fit"))
-    a = T.fit_zero_order(idx, pair.V)
-    k = 64
-    tree = T.optimal_tree(T.zero_order(a), k, pair.V)
-    gen = mc.simulate_tree(pair, R.ERSD, tree, n, seed=ctx.rng(label, "sim"))
-    return a, k, tree, gen, n
-
-
 def bound_thm41(a, k, tree=None):
+    """Thm 4.1: log((k+1)(|A|−1)+1) / H(a) (the tree does not enter)."""
     return cf.tunstall_bound(a, k)
 
 
 def bound_thm41_mixed_bases(a, k, tree=None):
     """Broken: natural-log numerator over the entropy in bits."""
-    A = int(np.count_nonzero(a))
-    H = float(entropy(a, 2.0))
-    return float(np.log((k + 1) * (A - 1) + 1) / H) if H > 0 else float("inf")
-
-
-def check_thm41(ctx, bound):
-    ev = []
-    for label, a, V in _zero_order_cases():
-        f = T.zero_order(a)
-        worst = None
-        for k in TUNSTALL_K:
-            E = T.expected_generated(f, T.optimal_tree(f, k, V))
-            b = bound(a, k)
-            if worst is None or E - b > worst[1] - worst[0]:
-                worst = (b, E, k)
-        ev.append(stats.exact_bound(_label(label, k="1..256"), worst[0], worst[1], side="le",
-                                    what="E[generated] of the optimal tree ≤ bound, tightest k",
-                                    note=f"tightest at k = {worst[2]}"))
-    for name in SMALL_MARKOV[:3]:
-        pair = get(name)
-        pi = ex.stationary_start(pair)
-        a = ex.stationary_index_law(pair, R.ERSD)
-        f = ex.acceptance_function(pair, R.ERSD, pi)
-        tree = T.optimal_tree(f, 16, pair.V)
-        ev.append(stats.info("exact", _label(name, method="ersd", k=16), bound(a, 16), 1 + T.tree_value(f, tree),
-                             test="bound at the stationary 0th-order a vs exact Markov E of the optimal tree",
-                             note="outside the 0th-order assumption: reported, not graded"))
-    a, k, tree, gen, n = _tunstall_mc(ctx, "thm41")
-    ev.append(ctx.mc(stats.z_test_bound(
-        _label("o0-V50-weak", method="ersd", k=k), bound(a, k), gen, side="le", alpha=ctx.alpha_test,
-        tolerance=0.05, what="simulated tokens per iteration",
-        note=f"a fitted from {n} positions; Alg.-3 tree for the fitted a; {n} simulated iterations")))
-    return ev
-
-
-def shrink_thm41(ctx, bound):
-    def fails(pair, g, K):
-        a = ex.stationary_index_law(pair, R.GSD)
-        f = T.zero_order(a)
-        E = T.expected_generated(f, T.optimal_tree(f, g, pair.V))
-        b = bound(a, g)
-        return E > b + 1e-10, b, E
-    return smallest_counterexample(fails, orders=(0,), gammas=(1, 2, 4, 8, 16))
-
-
-register(
-    id="tunstall.thm4_1", paper=PAPER, reference="seed Thm 4.1; App. C eqs. 25–26",
-    statement="For a 0th-order acceptance-index distribution a over alphabet A and any drafting tree "
-              "with k drafted vertices, E[generated tokens] ≤ log((k+1)(|A|−1)+1) / H(a).",
-    interpretation="|A| = indices with positive mass (the 'never accepted' cell included); same log "
-                   "base both sides; checked on the best tree (Alg. 3, verified by opt_tree.greedy) for "
-                   "k up to 256, a = exact stationary index law of order-0 sources. Markov sources with "
-                   "the fitted a: info. MC: simulated tree on a V = 50 source vs the bound at the fitted a.",
-    check=check_thm41, subject=bound_thm41,
-    controls=(Control("mixed-log-bases", bound_thm41_mixed_bases,
-                      "negative control: natural-log numerator over the entropy in bits"),),
-    mc_tests=1, shrink=shrink_thm41)
+    return cf.tunstall_bound_mixed_bases(a, k)
 
 
 def bound_lemma42(a, k, tree):
-    M = max(max(v) for v in tree.vertices)
-    return cf.lemma42_min_bound(a, k, M)[0]
+    """Lemma 4.2, minimised over n, with M the largest index the tree uses."""
+    return cf.lemma42_min_bound(a, k, max(max(v) for v in tree.vertices))[0]
 
 
 def bound_lemma42_no_extra_alphabet(a, k, tree):
-    """Broken: the n extra indices spread the residual in the entropy but are left out of the
-    alphabet term, log((k+1)(M−1)+1)."""
-    M = max(max(v) for v in tree.vertices)
-    best = np.inf
-    for n in range(1, 257):
-        at = cf.lemma42_tilde(a, M, n)
-        H = float(entropy(at))
-        if H > 0:
-            best = min(best, np.log((k + 1) * (M - 1) + 1) / H)
-    return float(best)
+    """Broken: the n extra indices left out of the alphabet term."""
+    return cf.lemma42_min_bound_no_extra_alphabet(a, k, max(max(v) for v in tree.vertices))
 
 
-def check_lemma42(ctx, bound):
-    ev = []
-    for label, a, V in _zero_order_cases():
-        f = T.zero_order(a)
-        worst = None
-        for k in TUNSTALL_K:
-            tree = T.optimal_tree(f, k, V)
-            E = T.expected_generated(f, tree)
-            b = bound(a, k, tree)
-            if worst is None or E - b > worst[1] - worst[0]:
-                worst = (b, E, k, max(max(v) for v in tree.vertices))
-        ev.append(stats.exact_bound(_label(label, k="1..256"), worst[0], worst[1], side="le",
-                                    what="E[generated] of the optimal tree ≤ min_n Lemma 4.2 bound, tightest k",
-                                    note=f"tightest at k = {worst[2]}, M = {worst[3]}"))
-    a, k, tree, gen, n = _tunstall_mc(ctx, "lemma42")
-    ev.append(ctx.mc(stats.z_test_bound(
-        _label("o0-V50-weak", method="ersd", k=k), bound(a, k, tree), gen, side="le", alpha=ctx.alpha_test,
-        tolerance=0.05, what="simulated tokens per iteration",
-        note=f"a fitted from {n} positions; Alg.-3 tree for the fitted a; {n} simulated iterations")))
+def tunstall_point(a, V: int, bound, k: int):
+    """(the bound at a, E[generated] of the Alg.-3 k-tree under the 0th-order a, the tree)."""
+    f = T.zero_order(a)
+    tree = T.optimal_tree(f, k, V)
+    return bound(a, k, tree), T.expected_generated(f, tree), tree
+
+
+def tunstall_gap(pair, bound, k: int):
+    """(bound, E[generated]) at GSD's stationary index law of ``pair``: the shrinkers' measure."""
+    return tunstall_point(ex.stationary_index_law(pair, R.GSD), pair.V, bound, k)[:2]
+
+
+def tunstall_slack(pair, bound):
+    """min over the methods' stationary index laws a of ``pair`` and k ∈ TUNSTALL_SEARCH_K of
+    bound − E[generated] of the Alg.-3 tree (tokens)."""
+    return min(b - E for rule in METHODS for b, E, _ in
+               (tunstall_point(ex.stationary_index_law(pair, rule), pair.V, bound, k) for k in TUNSTALL_SEARCH_K))
+
+
+def _tunstall_check(ctx, bound, what, info=()):
+    """Each 0th-order case: the bound against the optimal tree's E at every k (tightest k shown);
+    the least slack a seeded search finds; ``info``; the simulated Alg.-3 tree for a fitted from
+    a V = 50 order-0 text."""
+    ev = [sweep(label(case, k="1..256"), grid(k=TUNSTALL_K), lambda k: tunstall_point(a, V, bound, k),
+                grade="bound", side="le", what=what, part="main",
+                note=lambda p, c, m, tree: f"tightest at k = {p['k']}, M = {max(max(v) for v in tree.vertices)}")
+          for case, a, V in _zero_order_cases()]
+    ev += _searched(ctx, "main", tunstall_slack, PairSpace(V=3), {"bound": bound}, default=150, quick=24,
+                    restarts=(5, 2))
+    ev += list(info)
+    pair = get("o0-V50-weak")
+    n = ctx.size(200_000, 50_000)
+    k = 16  # where both broken twins fail by a margin (at k = 64 the alphabet one is within 0.2 tokens)
+
+    def fit_and_simulate(rng):
+        a = T.fit_zero_order(mc.index_stream(pair, R.ERSD, n, m=pair.V, seed=rng)[0], pair.V)
+        tree = T.optimal_tree(T.zero_order(a), k, pair.V)
+        return a, tree, mc.simulate_tree(pair, R.ERSD, tree, n, seed=rng)
+    a, tree, gen = _simulated(ctx, ("fitted tree", n), fit_and_simulate, scope="tunstall")
+    ev.append(mc_bound(ctx, label("o0-V50-weak", method="ersd", k=k), bound(a, k, tree), gen, side="le",
+                       tolerance=0.05, what="simulated tokens per iteration", part="main",
+                       note=f"a fitted from {n} positions; Alg.-3 tree for the fitted a; {n} simulated iterations"))
     return ev
 
 
-def shrink_lemma42(ctx, bound):
-    def fails(pair, g, K):
-        a = ex.stationary_index_law(pair, R.GSD)
-        f = T.zero_order(a)
-        tree = T.optimal_tree(f, g, pair.V)
-        E = T.expected_generated(f, tree)
-        b = bound(a, g, tree)
-        return E > b + 1e-10, b, E
-    return smallest_counterexample(fails, orders=(0,), gammas=(1, 2, 4, 8, 16))
+def check_thm41(ctx, bound):
+    info = []
+    for name in SMALL_MARKOV[:3]:
+        pair = get(name)
+        a = ex.stationary_index_law(pair, R.ERSD)
+        f = ex.acceptance_function(pair, R.ERSD, ex.stationary_start(pair))
+        tree = T.optimal_tree(f, 16, pair.V)
+        info.append(ctx.part("markov")(stats.info(
+            "exact", label(name, method="ersd", k=16), bound(a, 16, tree), 1 + T.tree_value(f, tree),
+            test="bound at the stationary 0th-order a vs exact Markov E of the optimal tree")))
+    return _tunstall_check(ctx, bound, "E[generated] of the optimal tree ≤ bound, tightest k", info)
 
+
+def check_lemma42(ctx, bound):
+    return _tunstall_check(ctx, bound, "E[generated] of the optimal tree ≤ min_n Lemma 4.2 bound, tightest k")
+
+
+def _tunstall_shrinker():
+    return shrinker(tunstall_gap, applies=("V", "order", "k", "seed"), orders=(0,), gammas=(1,),
+                    extra={"k": (1, 2, 4, 8, 16)}, fails=lambda b, E: E > b + 1e-10, part="main")
+
+
+_TUNSTALL_SEARCH = ("the least slack (bound − E, tokens) at the pair a seeded search over V = 3 order-0 sources "
+                    "finds (a = either method's stationary index law, k ∈ {1, 2, 4, 8, 16, 64})")
 
 register(
-    id="tunstall.lemma4_2", paper=PAPER, reference="seed Lemma 4.2, §4; Fig. 3 (plotted minimum over n)",
+    id="tunstall.thm4_1",
+    paper=PAPER, reference="Thm 4.1; App. C eqs. 25–26",
+    statement="For a 0th-order acceptance-index distribution a over alphabet A and any drafting tree "
+              "with k drafted vertices, E[generated tokens] ≤ log((k+1)(|A|−1)+1) / H(a).",
+    interpretation="|A| = indices with positive mass (the 'never accepted' cell included); same log base both "
+                   "sides; +∞ when H(a) = 0. Checked on the best tree (Alg. 3, verified by opt_tree.greedy) "
+                   "for k up to 256, a = exact stationary index law of order-0 sources, and " + _TUNSTALL_SEARCH
+                   + ". MC: the simulated k = 16 Alg.-3 tree for a fitted from a V = 50 order-0 text vs the bound at "
+                     "the fitted a (k = 16: both broken twins fail there by a margin).",
+    parts=(Part("main", "For a 0th-order acceptance-index law a and any k-vertex tree, E[generated] ≤ "
+                        "log((k+1)(|A|−1)+1)/H(a).", relation="≤"),
+           Part("markov", "On Markov sources, the bound at the fitted stationary 0th-order a bounds the exact "
+                          "E[generated] of the optimal tree.", relation="≤", checkable=False,
+                reason="outside Thm 4.1's 0th-order assumption (the paper does not claim it): reported as info")),
+    check=check_thm41, subject=bound_thm41,
+    controls=(Control("mixed-log-bases", bound_thm41_mixed_bases,
+                      "negative control: natural-log numerator over the entropy in bits", parts=("main",)),),
+    mc_tests=1, shrink=_tunstall_shrinker())
+
+register(
+    id="tunstall.lemma4_2", relation="≤",
+    paper=PAPER, reference="Lemma 4.2, §4; Fig. 3 (plotted minimum over n)",
     statement="With M the largest index the optimal k-tree uses and r = 1 − Σ_{i≤M} a(i), spreading r "
               "evenly over n extra indices gives E[generated] ≤ log((k+1)(M+n−1)+1)/H(ã_n); the "
               "minimum over n is the plotted bound.",
     interpretation="n ranges over the integers with r/n ≤ a(M) (the lemma's 'each ≤ a(M)'), up to 4096; "
                    "n = 0 when r = 0. Checked on the Alg.-3 tree for k up to 256 (0th-order a of order-0 "
-                   "sources); MC as for tunstall.thm4_1.",
+                   "sources) and " + _TUNSTALL_SEARCH + "; MC as for tunstall.thm4_1 (the same simulation).",
     check=check_lemma42, subject=bound_lemma42,
     controls=(Control("alphabet-without-extra-indices", bound_lemma42_no_extra_alphabet,
                       "negative control: the n extra indices left out of the alphabet term"),),
-    mc_tests=1, shrink=shrink_lemma42)
+    mc_tests=1, shrink=_tunstall_shrinker())
 
 
 # === entropy.kl_lower / entropy.upper ============================================================
 
-def _entropy_rows(pair, rule):
-    """Per state with supp p ⊆ supp q: (H(index) bits, D_KL bits)."""
-    out = []
+#: the list-index searches stay where the list is short enough to sum: logits |z| ≤ 2.5, so
+#: p(x)/q(x) ≤ e^10 and the index's geometric tail is at most a few 10^5 terms
+LIST_SPACE = PairSpace(V=3, bound=2.5)
+
+
+@dataclass(frozen=True)
+class KLLower:
+    """What entropy.kl_lower tests: the methods (GSD's rule, ERSD's) and the lower bound, ``(p, q) -> bits``."""
+
+    rules: Methods
+    bound: Callable
+
+
+KL_LOWER = KLLower(METHODS, cf.kl_lower_bound)
+KL_ACCEPT_FIRST = KLLower(Methods(R.BROKEN_GSD_ACCEPT_FIRST, R.ERSD), cf.kl_lower_bound)
+KL_DOUBLED = KLLower(METHODS, cf.kl_lower_bound_doubled)
+
+
+def _covered(pair):
+    """The states where supp p ⊆ supp q (D_KL finite), with their (p, q)."""
     for s in range(pair.n_states):
         p, q = pair.target.conditional(s), pair.draft.conditional(s)
-        if np.any((p > 0) & (q <= 0)):
-            continue
-        a = ex.index_law(p, q, rule).sum(axis=1)
-        out.append((float(entropy(a, 2.0)), float(kl_divergence(p, q, 2.0))))
-    return out
+        if not np.any((p > 0) & (q <= 0)):
+            yield s, p, q
 
 
-def check_kl_lower(ctx, rules):
-    ev = []
-    for name in SMALL + EDGE:
-        pair = get(name)
-        for rule in rules:
-            rows = _entropy_rows(pair, rule)
-            if not rows:
-                ev.append(stats.info("exact", _label(name, method=rule.name), None, None,
-                                     note="D_KL = ∞ in every state (q misses p's support): out of scope"))
-                continue
-            H, D = min(rows, key=lambda r: r[0] - r[1])
-            ev.append(stats.exact_bound(_label(name, method=rule.name), D, H, side="ge",
-                                        what="H(acceptance index) ≥ D_KL(p‖q) (bits), tightest state"))
-    for name in ("o0-V50-weak",):
-        pair = get(name)
-        p, q = pair.target.rows[0], pair.draft.rows[0]
-        for rule in rules:
-            n = ctx.size(200_000, 100_000)
-            idx, _ = mc.index_stream(pair, rule, n, seed=ctx.rng("kl", rule.name))
-            H, se, _ = _plugin_entropy(idx, pair.V + 1)
-            ev.append(ctx.mc(stats.z_test_bound(
-                _label(name, method=rule.name), float(kl_divergence(p, q, 2.0)), mean=H, se=se, n=n,
-                side="ge", alpha=ctx.alpha_test, tolerance=0.05, what="plug-in entropy of the index (bits)",
-                note="order-0 source: positions i.i.d.; delta-method se")))
+def entropy_rows(pair, rule, bound=cf.kl_lower_bound) -> dict:
+    """{state: (H(the rule's acceptance index over distinct tokens), bound(p, q))}, bits, on covered states."""
+    return {s: (float(entropy(ex.index_law(p, q, rule).sum(axis=1), 2.0)), float(bound(p, q)))
+            for s, p, q in _covered(pair)}
+
+
+def list_entropies(p, q):
+    """(H of the PFR list index, H of the GRS list index), bits: the channel-simulation indices
+    into an i.i.d. list from q (with repeats) of ERSD's and GSD's constructions."""
+    return (float(entropy(cf.pfr_list_index_law(p, q), 2.0)), float(entropy(cf.grs_list_index_law(p, q), 2.0)))
+
+
+@lru_cache(maxsize=None)
+def _named_list_entropies(name: str) -> dict:
+    return {s: list_entropies(p, q) for s, p, q in _covered(get(name))}
+
+
+def list_rows(pair, bound, name=None) -> dict:
+    """{(state, construction): (H(list index), bound(p, q))} for PFR and GRS on covered states."""
+    H = _named_list_entropies(name) if name else {s: list_entropies(p, q) for s, p, q in _covered(pair)}
+    return {(s, c): (h, float(bound(p, q))) for s, p, q in _covered(pair) for c, h in zip(("pfr", "grs"), H[s])}
+
+
+def kl_slack(pair, subject: KLLower, index: str):
+    """min over the covered states (and both methods or constructions) of H(index) − bound (bits);
+    ``index`` "distinct" (the methods' own index) or "iid-list" (PFR and GRS list indices)."""
+    rows = (list_rows(pair, subject.bound).values() if index == "iid-list" else
+            [r for rule in subject.rules for r in entropy_rows(pair, rule, subject.bound).values()])
+    return min((h - b for h, b in rows), default=0.0)
+
+
+def kl_lower_worst(pair, subject: KLLower):
+    """(bound, H) at the (method, state) of least H − bound for the methods' own index (0, 0 where
+    no state qualifies): the shrinker's measure."""
+    rows = [hd for r in subject.rules for hd in entropy_rows(pair, r, subject.bound).values()]
+    H, D = min(rows, key=lambda r: r[0] - r[1]) if rows else (0.0, 0.0)
+    return D, H
+
+
+def check_kl_lower(ctx, subject):
+    def compare(name, pair):
+        out = []
+        for rule in subject.rules:
+            rows = entropy_rows(pair, rule, subject.bound)
+            out.append(sweep(label(name, method=rule.name), grid(state=rows), lambda state: rows[state][::-1],
+                             grade="bound", side="ge", part="distinct",
+                             what="H(acceptance index) ≥ D_KL(p‖q) (bits), tightest state")
+                       if rows else
+                       ctx.part("distinct")(stats.info("exact", label(name, method=rule.name), None, None,
+                                                       note="D_KL = ∞ in every state (q misses p's support)")))
+        rows = list_rows(pair, subject.bound, name)
+        if rows:
+            out.append(sweep(label(name, index="iid-list"), [{"state": s, "construction": c} for s, c in rows],
+                             lambda state, construction: rows[(state, construction)][::-1], grade="bound", side="ge",
+                             part="iid-list", what="H(list index) ≥ D_KL(p‖q) (bits), PFR and GRS, tightest state"))
+        return out
+    ev = each(SMALL + EDGE, compare, get=get)
+    ev += _searched(ctx, "distinct", kl_slack, PairSpace(V=3), {"subject": subject, "index": "distinct"})
+    ev += _searched(ctx, "iid-list", kl_slack, LIST_SPACE, {"subject": subject, "index": "iid-list"}, default=200,
+                    quick=25)
+    pair = get("o0-V50-weak")
+    for rule in subject.rules:
+        n = ctx.size(200_000, 60_000)
+        H, se, _ = _simulated(ctx, ("entropy", pair.name, rule.name, n), lambda rng, rule=rule, n=n: mc.plugin_entropy(
+            mc.index_stream(pair, rule, n, seed=rng)[0], pair.V + 1))
+        ev.append(mc_bound(ctx, label("o0-V50-weak", method=rule.name),
+                           float(subject.bound(pair.target.rows[0], pair.draft.rows[0])), mean=H, se=se, n=n,
+                           side="ge", tolerance=0.05, what="plug-in entropy of the index (bits)", part="distinct",
+                           note="order-0 source: positions i.i.d.; delta-method se"))
     return ev
 
 
-def shrink_kl_lower(ctx, rules):
-    def fails(pair, g, K):
-        for rule in rules:
-            for H, D in _entropy_rows(pair, rule):
-                if H < D - 1e-10:
-                    return True, D, H
-        return False, 0.0, 0.0
-    return smallest_counterexample(fails, orders=(0,), gammas=(1,))
-
-
 register(
-    id="entropy.kl_lower", paper=PAPER, reference="seed eq. 6 (Li 2024)",
+    id="entropy.kl_lower",
+    paper=PAPER, reference="eq. 6 (Li 2024)",
     statement="The entropy of the acceptance index is at least D_KL(p‖q).",
-    interpretation="The acceptance index as the methods define it: the position of the accepted "
-                   "alternative among draws without replacement (GSD) or among the distinct tokens' "
-                   "first arrivals (ERSD), so H ≤ log2 V while D_KL is unbounded. Graded per state "
-                   "where supp p ⊆ supp q; bits. Channel simulation's bound is for an index into an "
-                   "i.i.d. list (with repeats); see docs/ersd.md.",
-    check=check_kl_lower, subject=METHODS,
-    controls=(Control("gsd-accept-first-unverified", (R.BROKEN_GSD_ACCEPT_FIRST, R.ERSD),
-                      R.BROKEN_GSD_ACCEPT_FIRST.description),),
-    mc_tests=2, shrink=shrink_kl_lower)
+    interpretation="Which index decides it, so each is its own part (bits; graded per state where supp p ⊆ "
+                   "supp q, D_KL finite). (a) The index the methods draft: the position of the accepted "
+                   "alternative among draws without replacement (GSD) or among the distinct tokens' first "
+                   "arrivals (ERSD), at most V + 1 values, so H ≤ log2(V+1) while D_KL is unbounded. (b) The "
+                   "index of channel simulation (Li 2024), into an i.i.d. list drawn from q with repeats: the "
+                   "Poisson functional representation's K = argmin_i T_i q(X_i)/p(X_i) (ERSD's construction; "
+                   "its law is a mixture of geometrics, exact) and greedy rejection sampling's step (GSD's; "
+                   "exact recursion). Each on the small sources and edge cases, and at the least-slack pair "
+                   "of a seeded search over V = 3 tables (|z| ≤ 2.5 for the list index, whose law must be "
+                   "summed); MC: plug-in entropy of the methods' index on a V = 50 order-0 text.",
+    parts=(Part("distinct", "The entropy of the methods' own acceptance index (position among distinct drafted "
+                            "tokens: draws without replacement for GSD, distinct first arrivals for ERSD) is at "
+                            "least D_KL(p‖q).", relation="≥"),
+           Part("iid-list", "The entropy of the channel-simulation index into an i.i.d. list from q (with "
+                            "repeats: the Poisson functional representation for ERSD, greedy rejection sampling "
+                            "for GSD) is at least D_KL(p‖q).", relation="≥", modes=("exact",))),
+    check=check_kl_lower, subject=KL_LOWER,
+    controls=(Control("gsd-accept-first-unverified", KL_ACCEPT_FIRST, R.BROKEN_GSD_ACCEPT_FIRST.description,
+                      parts=("distinct",)),
+              Control("doubled-bound", KL_DOUBLED, "negative control: the bound with a wrong constant, 2 D_KL(p‖q)",
+                      parts=("iid-list",))),
+    mc_tests=2, shrink=shrinker(kl_lower_worst, applies=("V", "order", "seed"), orders=(0,), gammas=(1,),
+                                fails=lambda D, H: H < D - 1e-10, part="distinct"))
 
 
-def check_upper(ctx, rule):
+@dataclass(frozen=True)
+class PFRUpper:
+    """What entropy.upper tests: ERSD's rule (its own index) and the bound, ``D (bits) -> bits``."""
+
+    rule: object
+    bound: Callable
+
+
+PFR_UPPER = PFRUpper(R.ERSD, cf.pfr_upper_bound)
+PFR_INDEPENDENT = PFRUpper(R.BROKEN_ERSD_INDEPENDENT, cf.pfr_upper_bound)
+PFR_NO_CONSTANT = PFRUpper(R.ERSD, cf.pfr_upper_bound_no_constant)
+
+
+def upper_rows(pair, subject: PFRUpper, index: str, name=None) -> dict:
+    """{state: (eq. 8's bound at D, H)} bits: H of ERSD's own index (``"ersd-index"``) or of the
+    PFR list index (``"pfr-list"``), on covered states."""
+    if index == "pfr-list":
+        H = _named_list_entropies(name) if name else {s: list_entropies(p, q) for s, p, q in _covered(pair)}
+        return {s: (float(subject.bound(float(kl_divergence(p, q, 2.0)))), H[s][0]) for s, p, q in _covered(pair)}
+    return {s: (float(subject.bound(D)), h) for s, (h, D) in entropy_rows(pair, subject.rule).items()}
+
+
+def upper_slack(pair, subject: PFRUpper, index: str):
+    """min over covered states of bound − H (bits) for ``index`` ("ersd-index" or "pfr-list")."""
+    return min((b - h for b, h in upper_rows(pair, subject, index).values()), default=np.inf)
+
+
+def check_upper(ctx, subject):
     ev = []
-    Cmin = -np.inf
+    Cmin = {"GSD's own index": -np.inf, "GRS list index": -np.inf}
     for name in SMALL + EDGE:
         pair = get(name)
-        rows = _entropy_rows(pair, rule)
-        if not rows:
-            continue
-        H, D = max(rows, key=lambda r: r[0] - float(cf.pfr_upper_bound(r[1])))
-        ev.append(stats.info("exact", _label(name, method=rule.name), float(cf.pfr_upper_bound(D)), H,
-                             test="H(index) ≤ D + log2(D+1) + 4, tightest state",
-                             note=f"vacuous on V = {pair.V}: H ≤ log2(V+1) < 4 bits"))
-        for Hg, Dg in _entropy_rows(pair, R.GSD):
-            Cmin = max(Cmin, Hg - float(cf.grs_upper_bound(Dg, 0.0)))
-    ev.append(stats.info("exact", "GSD, Harsha form, all small instances", None, Cmin,
-                         test="smallest constant C with H ≤ D + 2 log2(D+1) + C on every state",
-                         note="eq. 7's constant was lost in extraction: reported, not graded"))
+        for index in ("ersd-index", "pfr-list"):
+            rows = upper_rows(pair, subject, index, name)
+            if rows:
+                ev.append(sweep(label(name, index=index), grid(state=rows), lambda state: rows[state], grade="bound",
+                                side="le", part=index, what="H(index) ≤ D + log2(D+1) + 4 (bits), tightest state",
+                                note=f"H ≤ log2(V+1) = {np.log2(pair.V + 1):.2f} bits for ERSD's own index"))
+        for s, (h, D) in entropy_rows(pair, R.GSD).items():
+            Cmin["GSD's own index"] = max(Cmin["GSD's own index"], h - float(cf.grs_upper_bound(D, 0.0)))
+        for s, (hl, D) in list_rows(pair, cf.kl_lower_bound, name).items():
+            if s[1] == "grs":
+                Cmin["GRS list index"] = max(Cmin["GRS list index"], hl - float(cf.grs_upper_bound(D, 0.0)))
+    for what, c in Cmin.items():
+        ev.append(ctx.part("grs")(stats.info(
+            "exact", f"GSD, Harsha form, {what}, all small instances", None, c,
+            test="smallest constant C with H ≤ D + 2 log2(D+1) + C on every covered state")))
+    for index in ("ersd-index", "pfr-list"):
+        ev += _searched(ctx, index, upper_slack, PairSpace(V=3) if index == "ersd-index" else LIST_SPACE,
+                        {"subject": subject, "index": index}, default=200, quick=25)
     for name in ("o0-V50-weak", "o0-V50-strong"):
         pair = get(name)
-        p, q = pair.target.rows[0], pair.draft.rows[0]
-        D = float(kl_divergence(p, q, 2.0))
+        D = float(kl_divergence(pair.target.rows[0], pair.draft.rows[0], 2.0))
         n = ctx.size(200_000, 50_000)
-        idx, _ = mc.index_stream(pair, rule, n, seed=ctx.rng("upper", name))
-        H, se, _ = _plugin_entropy(idx, pair.V + 1)
-        ev.append(ctx.mc(stats.z_test_bound(
-            _label(name, method=rule.name, D=f"{D:.3f}"), float(cf.pfr_upper_bound(D)), mean=H, se=se, n=n,
-            side="le", alpha=ctx.alpha_test, tolerance=0.05, what="plug-in entropy of the index (bits)",
-            note="order-0 source: positions i.i.d.; delta-method se (plug-in bias ≤ cells/(2n ln 2))")))
+        H, se, _ = _simulated(ctx, ("entropy", name, subject.rule.name, n), lambda rng, pair=pair, n=n:
+                              mc.plugin_entropy(mc.index_stream(pair, subject.rule, n, seed=rng)[0], pair.V + 1))
+        ev.append(mc_bound(ctx, label(name, method=subject.rule.name, D=f"{D:.3f}"), float(subject.bound(D)), mean=H,
+                           se=se, n=n, side="le", tolerance=0.05, what="plug-in entropy of the index (bits)",
+                           part="ersd-index",
+                           note="order-0 source: positions i.i.d.; delta-method se (plug-in bias ≤ cells/(2n ln 2))"))
     return ev
 
 
 register(
-    id="entropy.upper", paper=PAPER, reference="seed eqs. 7–8 (Harsha et al. 2010; Li & El Gamal 2018)",
+    id="entropy.upper",
+    paper=PAPER, reference="eqs. 7–8 (Harsha et al. 2010; Li & El Gamal 2018)",
     statement="H(a) ≤ D + log(D+1) + 4 (bits) for the Poisson functional representation (ERSD), and a "
               "Harsha et al. greedy-rejection form for GSD, D = D_KL(p‖q).",
-    interpretation="ERSD graded by Monte Carlo on V = 50 sources (on V ≤ 15 the bound is vacuous: "
-                   "H ≤ log2(V+1) < 4, reported as info). GSD: the constant of eq. 7 was lost; the "
-                   "smallest constant that would make D + 2log2(D+1) + C hold is reported.",
-    check=check_upper, subject=R.ERSD,
-    controls=(Control("independent-races", R.BROKEN_ERSD_INDEPENDENT, R.BROKEN_ERSD_INDEPENDENT.description),),
-    modes=("mc",), mc_tests=2)
+    interpretation="Bits; per state where supp p ⊆ supp q. eq. 8 is graded for two indices, each its own part: "
+                   "the Poisson functional representation's index into an i.i.d. list from q (what Li & El "
+                   "Gamal bound; exact law, a mixture of geometrics) and ERSD's own index over distinct tokens "
+                   "(at most V + 1 values: H ≤ log2(V+1), so on V ≤ 15 eq. 8 holds with room whatever D is; "
+                   "graded exactly there and by Monte Carlo on V = 50 texts). Each at the least-slack pair of a "
+                   "seeded search over V = 3 tables (|z| ≤ 2.5 for the list index); where even that slack is "
+                   "large the bound is loose by that much (a finding). eq. 7's constant was lost in "
+                   "extraction: for GSD's own index and the greedy-rejection list index, the smallest C that "
+                   "would make D + 2 log2(D+1) + C hold is reported, not graded.",
+    parts=(Part("pfr-list", "The Poisson functional representation's index K into an i.i.d. list from q has "
+                            "H(K) ≤ D + log2(D+1) + 4 bits.", relation="≤", modes=("exact",)),
+           Part("ersd-index", "ERSD's acceptance index (over distinct tokens) has H ≤ D + log2(D+1) + 4 bits.",
+                relation="≤"),
+           Part("grs", "GSD's index (and greedy rejection sampling's) has H ≤ D + 2 log2(D+1) + C bits for eq. 7's "
+                       "constant C.", relation="≤", checkable=False,
+                reason="eq. 7's constant was lost in extraction: the smallest C that would make it hold on the "
+                       "small instances is reported as info")),
+    check=check_upper, subject=PFR_UPPER,
+    controls=(Control("no-constant", PFR_NO_CONSTANT, "negative control: eq. 8 without its + 4, D + log2(D+1)",
+                      parts=("pfr-list", "ersd-index")),
+              Control("independent-races", PFR_INDEPENDENT, R.BROKEN_ERSD_INDEPENDENT.description,
+                      parts=("ersd-index",), modes=("mc",))),
+    mc_tests=2)
 
 
 # === zero_order.underestimates ===================================================================
 
 ZO_MARGIN = 0.01  # "plateaus above": by at least 1% of the 0th-order prediction
 ZO_SEQ = 16
+#: the regime family's exhaustive scan (regime_pair): persistence of a regime, draft misalignment in B
+REGIME_SCAN = {"stay": (0.7, 0.8, 0.9, 0.95), "skew": (0.6, 0.85)}
+ZO_SAMPLE_SEEDS = range(10)  # the random order-1 sources of the info row (default tier)
 
 
-def _zero_order_gap(pair, rule):
-    """(predicted, measured) for the 16-sequence plateau and the 16-vertex tree Alg. 3 builds
-    from the fitted a (stationary start)."""
-    pi = ex.stationary_start(pair)
+@dataclass(frozen=True)
+class ZOSources:
+    """What zero_order.underestimates tests: the exact Markov instances, the Monte Carlo texts (one
+    per method) and whether the regime family is flattened to its order-0 marginal (the control)."""
+
+    exact: tuple
+    mc: tuple
+    flatten: bool = False
+
+
+ZO_SOURCES = ZOSources(SMALL_MARKOV + ("markov1-V4-weak", "markov1-V3-mix0.4"), ("markov1-V50-weak",) * 2)
+ZO_ORDER0 = ZOSources(SMALL_O0, ("o0-V50-weak",) * 2, flatten=True)
+
+
+def zero_order_gaps(pair, rule):
+    """[(tree, 0th-order prediction, exact E[generated])] for the 16-sequence plateau and the
+    16-vertex tree Alg. 3 builds from the stationary index law a (stationary start)."""
     a = ex.stationary_index_law(pair, rule)
-    f = ex.acceptance_function(pair, rule, pi)
-    out = []
-    for tree in (T.sequence_tree(ZO_SEQ), T.optimal_tree(T.zero_order(a), 16, pair.V)):
-        out.append((tree.name, cf.zero_order_expected(a, tree), 1.0 + T.tree_value(f, tree)))
-    return out
+    f = ex.acceptance_function(pair, rule, ex.stationary_start(pair))
+    return [(tree.name, cf.zero_order_expected(a, tree), 1.0 + T.tree_value(f, tree))
+            for tree in (T.sequence_tree(ZO_SEQ), T.optimal_tree(T.zero_order(a), 16, pair.V))]
 
 
-ZERO_ORDER_SOURCES = {"exact": SMALL_MARKOV + ("markov1-V4-weak", "markov1-V3-mix0.4"),
-                      "mc": ("markov1-V50-weak", "markov1-V50-weak")}
+def zero_order_worst(pair, sources=None):
+    """((1 + margin) × prediction, measured) at the (method, tree) of least measured/prediction:
+    the shrinker's measure (``sources`` unused: the shrinker draws its own pairs)."""
+    rows = [(pred * (1 + ZO_MARGIN), meas) for rule in METHODS for _, pred, meas in zero_order_gaps(pair, rule)]
+    return min(rows, key=lambda r: r[1] / r[0])
 
 
-def check_zero_order(ctx, names):
+def zero_order_slack(pair, sources: ZOSources = ZO_SOURCES):
+    """min over methods and trees of measured/prediction − (1 + margin), on ``pair`` (flattened to
+    its order-0 marginals for the control)."""
+    c, m = zero_order_worst(flattened(pair) if sources.flatten else pair)
+    return m / c * (1 + ZO_MARGIN) - (1 + ZO_MARGIN)
+
+
+def flattened(pair) -> MarkovPair:
+    """The order-0 pair of ``pair``'s stationary token marginals (no dependence left)."""
+    pi = ex.stationary_start(pair)
+    p = pi @ np.array([pair.target.conditional(s) for s in range(pair.n_states)])
+    q = pi @ np.array([pair.draft.conditional(s) for s in range(pair.n_states)])
+    return pair_from_tables(p, q, order=0, name=f"{pair.name} flattened")
+
+
+def regime_slack(sources: ZOSources, stay: float, skew: float):
+    """zero_order_slack on the regime family's pair (flattened to order 0 for the control)."""
+    return zero_order_slack(regime_pair(stay, skew), sources)
+
+
+def zero_order_sample(seeds, Vs=(2, 3), orders=(1,)) -> tuple[float, float, float, int]:
+    """Over random_pair(V, order, concentration 1, seed) for the Vs, orders and seeds, both methods
+    and both trees: (share with measured < predicted, share with measured ≥ (1+margin)·predicted,
+    share whose gap sign is the sign of the lag-1 covariance of first-draft acceptance, rows)."""
+    below, above, agree, n = 0, 0, 0, 0
+    for V, order in ((V, o) for V in Vs for o in orders):
+        for seed in seeds:
+            pair = random_pair(V, order, 1.0, seed=seed)
+            for rule in METHODS:
+                f = ex.acceptance_function(pair, rule, ex.stationary_start(pair))
+                cov = f((1, 1)) - f((1,)) ** 2
+                for _, pred, meas in zero_order_gaps(pair, rule):
+                    n += 1
+                    below += meas < pred
+                    above += meas >= pred * (1 + ZO_MARGIN)
+                    agree += np.sign(meas - pred) == np.sign(cov)
+    return below / n, above / n, agree / n, n
+
+
+def check_zero_order(ctx, sources):
     ev = []
-    for name in names["exact"]:
-        pair = get(name)
+    with ctx.part("higher-order"):
+        for name in sources.exact:
+            for rule in METHODS:
+                ev += [stats.exact_bound(label(name, method=rule.name, tree=tname), pred * (1 + ZO_MARGIN), meas,
+                                         side="ge", note=f"gap {100 * (meas - pred) / pred:+.2f}%",
+                                         what=f"exact E[generated] ≥ (1+{ZO_MARGIN:g})·0th-order prediction")
+                       for tname, pred, meas in zero_order_gaps(get(name), rule)]
+        if not ctx.quick:  # the share on each side of the prediction over random sources (info)
+            below, above, agree, n = zero_order_sample(ZO_SAMPLE_SEEDS)
+            ev.append(stats.info(
+                "exact", f"random order-1 sources V ∈ {{2, 3}}, seeds 0..{len(ZO_SAMPLE_SEEDS) - 1}", None, below,
+                n=n,
+                test="share of (source, method, tree) with the measured plateau below the 0th-order prediction",
+                note=f"{n} rows; ≥ (1+{ZO_MARGIN:g})× the prediction: {above:.0%}; gap sign = sign of the lag-1 "
+                     f"covariance of first-draft acceptance: {agree:.0%}"))
+    ev += _searched(ctx, "higher-order", zero_order_slack, PairSpace(V=2, order=1), {"sources": sources},
+                    default=60, quick=10, restarts=(3, 1))
+    with ctx.part("regimes"):
+        pair = flattened(get("o1-V4-regimes")) if sources.flatten else get("o1-V4-regimes")
         for rule in METHODS:
-            for tname, pred, meas in _zero_order_gap(pair, rule):
-                ev.append(stats.exact_bound(_label(name, method=rule.name, tree=tname), pred * (1 + ZO_MARGIN),
-                                            meas, side="ge",
-                                            what=f"exact E[generated] ≥ (1+{ZO_MARGIN:g})·0th-order prediction",
-                                            note=f"gap {100 * (meas - pred) / pred:+.2f}%"))
-    for name, rule in zip(names["mc"], METHODS):
-        pair = get(name)
+            ev += [stats.exact_bound(label("o1-V4-regimes", method=rule.name, tree=tname), pred * (1 + ZO_MARGIN),
+                                     meas, side="ge", note=f"gap {100 * (meas - pred) / pred:+.2f}%",
+                                     what=f"exact E[generated] ≥ (1+{ZO_MARGIN:g})·0th-order prediction")
+                   for tname, pred, meas in zero_order_gaps(pair, rule)]
+    ev += _scanned(ctx, "regimes", lambda stay, skew: regime_slack(sources, stay, skew), REGIME_SCAN,
+                   lambda stay, skew: call_line(regime_slack, sources, stay=stay, skew=skew), "regime scan")
+    for name, rule in zip(sources.mc, METHODS):
         n = ctx.size(1_000_000, 250_000)
-        idx, _ = mc.index_stream(pair, rule, n, m=8, seed=ctx.rng("zo", name))
         tree = T.sequence_tree(ZO_SEQ)
-        gaps, preds = _relative_gaps(idx, tree, n_batches=10)
-        ev.append(ctx.mc(stats.z_test_bound(
-            _label(name, method=rule.name, tree=tree.name), ZO_MARGIN, mean=float(gaps.mean()),
-            se=float(gaps.std(ddof=1) / np.sqrt(gaps.size)), n=n, side="ge", alpha=ctx.alpha_test,
-            tolerance=ZO_MARGIN / 2, what="relative gap measured/predicted − 1 (mean over text blocks)",
-            note=f"{gaps.size} blocks of consecutive positions (8 streams × 10); in each, a fitted to the "
-                 f"block and the measured tokens of iterations started at every position of it; mean "
-                 f"0th-order prediction {preds.mean():.4f}")))
-    if names is ZERO_ORDER_SOURCES:
-        ev += logits_evidence(ctx, "zero_order.underestimates")
+        gaps, preds = _simulated(ctx, ("zero-order", name, rule.name, n), lambda rng, name=name, rule=rule, n=n:
+                                 mc.block_zero_order_gaps(mc.index_stream(get(name), rule, n, m=8, seed=rng)[0], tree,
+                                                          n_batches=10))
+        ev.append(mc_bound(ctx, label(name, method=rule.name, tree=tree.name), ZO_MARGIN, mean=float(gaps.mean()),
+                           se=float(gaps.std(ddof=1) / np.sqrt(gaps.size)), n=n, side="ge", tolerance=ZO_MARGIN / 2,
+                           what="relative gap measured/predicted − 1 (mean over text blocks)", part="higher-order",
+                           note=f"{gaps.size} blocks of consecutive positions (8 streams × 10); in each, a fitted to "
+                                f"the block and the measured tokens of iterations started at every position of it; "
+                                f"mean 0th-order prediction {preds.mean():.4f}"))
     return ev
 
 
-def _relative_gaps(idx, tree, n_batches):
-    """Per block of a stream: (measured E[generated]) / (0th-order prediction from the block's
-    fitted a) − 1; the blocks' gaps are nearly independent, and measured and predicted share the
-    block's fluctuations, so their ratio is far less noisy than either."""
-    per = idx.shape[1] // n_batches
-    gaps, preds = [], []
-    for s_ in range(idx.shape[0]):
-        for b in range(n_batches):
-            blk = idx[s_:s_ + 1, b * per:(b + 1) * per]
-            a = T.fit_zero_order(np.where(blk > 8, 9, blk), 8)
-            pred = cf.zero_order_expected(a, tree)
-            gaps.append(mc.tree_outcomes_from_stream(blk, tree).mean() / pred - 1.0)
-            preds.append(pred)
-    return np.array(gaps), np.array(preds)
-
-
-def shrink_zero_order(ctx, names):
-    def fails(pair, g, K):
-        for rule in METHODS:
-            for _, pred, meas in _zero_order_gap(pair, rule):
-                if meas < pred * (1 + ZO_MARGIN):
-                    return True, pred * (1 + ZO_MARGIN), meas
-        return False, 0.0, 0.0
-    return smallest_counterexample(fails, orders=(1,), gammas=(1,), V_values=(2, 3))
-
-
 register(
-    id="zero_order.underestimates", paper=PAPER, reference="seed §4 (Chen et al. 2025's 0th-order model) and §5",
+    id="zero_order.underestimates",
+    paper=PAPER, reference="Sec. 4 (Chen et al. 2025's 0th-order model) and §5",
     statement="With higher-order dependence (Markov sources of order ≥ 1, and real logits), the measured "
               "expected generated tokens plateau above what the fitted 0th-order acceptance "
               "distribution predicts.",
-    interpretation=f"a = the stationary acceptance-index law (what fitting to a long run estimates). "
-                   f"'Plateau above' read as ≥ (1+{ZO_MARGIN:g})× the prediction, for the 16-token sequence "
-                   "(plateau) and the 16-vertex tree Alg. 3 builds from a, exact E from the stationary "
-                   "context law. MC on a V = 50 order-1 text (GSD and ERSD); logits from $SPECTHEORY_TRACE. Control: order-0 sources (no dependence).",
-    check=check_zero_order, subject=ZERO_ORDER_SOURCES, modes=("exact", "mc", "logits"),
-    controls=(Control("order-0-sources", {"exact": SMALL_O0, "mc": ("o0-V50-weak", "o0-V50-weak")},
-                      "negative control: order-0 sources, where the 0th-order model is exact"),),
-    mc_tests=2, shrink=shrink_zero_order)
+    interpretation=f"a = the stationary acceptance-index law (what fitting to a long run estimates). 'Plateau "
+                   f"above' read as ≥ (1+{ZO_MARGIN:g})× the prediction, for the 16-token sequence (plateau) and "
+                   "the 16-vertex tree Alg. 3 builds from a, exact E from the stationary context law. Two parts: "
+                   "as a consequence of any higher-order dependence (graded on the small Markov sources, at the "
+                   "least-slack pair of a seeded search over V = 2 order-1 tables, by MC on a V = 50 order-1 "
+                   "text, and on real logits when given), with the share of random order-1 sources on each side "
+                   "as info; and where alignment comes in persistent regimes, the paper's explanation (graded "
+                   "on o1-V4-regimes and an exhaustive scan of a regime family: the text stays in a regime "
+                   "with probability 0.7..0.95, i.e. regimes last 3.3 tokens or more on average, and the draft "
+                   "puts 0.6 or 0.85 of the misaligned regime's mass on one token). Control: order-0 sources, "
+                   "and the regime sources flattened to their order-0 marginals (no dependence).",
+    parts=(Part("higher-order", f"On every source with higher-order dependence (Markov order ≥ 1, real logits), "
+                                f"the plateau is ≥ (1+{ZO_MARGIN:g})× the fitted 0th-order prediction.",
+                relation=">"),
+           Part("regimes", f"Where the draft's alignment comes in persistent regimes (acceptance positively "
+                           f"correlated along the text), the plateau is ≥ (1+{ZO_MARGIN:g})× the 0th-order "
+                           "prediction.", relation=">", modes=("exact",))),
+    check=check_zero_order, subject=ZO_SOURCES, modes=("exact", "mc", "logits"),
+    controls=(Control("order-0-sources", ZO_ORDER0,
+                      "negative control: order-0 sources (and the regime family flattened to order 0), where the "
+                      "0th-order model is exact"),),
+    mc_tests=2, shrink=shrinker(zero_order_worst, applies=("V", "order", "seed"), V_values=(2, 3), orders=(1,),
+                                gammas=(1,), fails=lambda c, m: m < c, part="higher-order"))
 
 
 # === opt_tree.log_growth =========================================================================
 
-def sequence_builder(f, k, n_indices):
-    """Negative control: a sequence (a plateauing strategy) in place of the optimal tree; capped
-    at 256 tokens (its E[generated] has long reached its plateau there, and a 4096-chain costs
-    O(k²) in path tuples)."""
-    return T.sequence_tree(min(k, 256))
-
-
-def _log_slope(f, builder, V, ks):
-    E = [T.expected_generated(f, builder(f, k, V)) for k in ks]
-    return float(np.polyfit(np.log(ks), E, 1)[0]), E
-
-
 LOG_BAND = (0.85, 1.15)
+LOG_KS = tuple(2 ** j for j in range(6, 13))
+LOG_SCAN = {"strength": (0.1, 0.3, 0.5, 0.7, 0.9)}
 
 
-def check_log_growth(ctx, builder):
+@dataclass(frozen=True)
+class LogGrowth:
+    """What opt_tree.log_growth tests: the tree builder and the log base of H(a) in slope·H(a)."""
+
+    builder: Callable
+    base: float = float(np.e)
+
+
+LOG_GROWTH = LogGrowth(T.optimal_tree)
+LOG_SEQUENCE = LogGrowth(T.sequence_builder)
+LOG_BITS = LogGrowth(T.optimal_tree, 2.0)
+
+
+def log_slope(a, builder, n_indices: int) -> tuple[float, list]:
+    """(least-squares slope of E[generated] on ln k over k = 64..4096, the E)."""
+    f = T.zero_order(a)
+    E = [T.expected_generated(f, builder(f, k, n_indices)) for k in LOG_KS]
+    return float(np.polyfit(np.log(LOG_KS), E, 1)[0]), E
+
+
+@lru_cache(maxsize=64)
+def _instance_slope(name: str, builder, rule) -> tuple[float, tuple, np.ndarray]:
+    """(slope, E, a) on an instance (cached: a control that changes only the log base reuses it)."""
+    pair = get(name)
+    a = ex.stationary_index_law(pair, rule)
+    slope, E = log_slope(a, builder, pair.V)
+    return slope, tuple(E), a
+
+
+@lru_cache(maxsize=128)
+def _scan_slope_h(strength: float, builder, rule) -> float:
+    pair = perturbed_pair(5, 0, how="mix", strength=strength, seed=402)
+    a = ex.stationary_index_law(pair, rule)
+    return log_slope(a, builder, pair.V)[0] * float(entropy(a))
+
+
+def log_slope_slack(strength: float, subject: LogGrowth, side: str):
+    """slope·H(a) − 0.85 (``side="lower"``) or 1.15 − slope·H(a) (``"upper"``), least over the
+    methods' index laws, on the V = 5 order-0 pair of mix ``strength`` (the instances' family)."""
+    vals = [_scan_slope_h(strength, subject.builder, rule) / np.log(subject.base) for rule in METHODS]
+    return min(v - LOG_BAND[0] for v in vals) if side == "lower" else min(LOG_BAND[1] - v for v in vals)
+
+
+def shrink_log_growth(ctx, subject):
+    """The first failing point of the V = 5 mix scan, lower end first."""
+    return next(filter(None, (_first_failing(
+        side, lambda strength: log_slope_slack(strength, subject, side), LOG_SCAN,
+        lambda strength: call_line(log_slope_slack, strength, subject, side),
+        lambda strength: f"spectheory.pairs.perturbed_pair(5, 0, how='mix', strength={strength}, seed=402)")
+        for side in ("lower", "upper"))), None)
+
+
+def check_log_growth(ctx, subject):
     ev = []
-    ks = [2 ** j for j in range(6, 13)]
-    for name in SMALL_O0:
+    for name in SMALL_O0[:ctx.size(3, 2)]:
         pair = get(name)
         for rule in METHODS:
-            a = ex.stationary_index_law(pair, rule)
-            H = float(entropy(a))
-            slope, E = _log_slope(T.zero_order(a), builder, pair.V, ks)
-            lbl = _label(name, method=rule.name, k=f"{ks[0]}..{ks[-1]}")
-            note = f"slope {slope:.4f}, 1/H(a) {1 / H:.4f} (nats); E = {np.round(E, 3).tolist()}"
-            ev.append(stats.exact_bound(lbl, LOG_BAND[0], slope * H, side="ge", tol=0.0,
-                                        what="least-squares slope of E[generated] on ln k, times H(a)", note=note))
-            ev.append(stats.exact_bound(lbl, LOG_BAND[1], slope * H, side="le", tol=0.0,
-                                        what="least-squares slope of E[generated] on ln k, times H(a)", note=note))
+            slope, E, a = _instance_slope(name, subject.builder, rule)
+            sh = slope * float(entropy(a, subject.base))
+            lbl = label(name, method=rule.name, k=f"{LOG_KS[0]}..{LOG_KS[-1]}")
+            note = f"slope·H(a) {sh:.4f}; E = {np.round(E, 3).tolist()}"
+            ev += [ctx.part(part)(stats.exact_bound(lbl, b, sh, side=side, tol=0.0, note=note,
+                                                    what="least-squares slope of E[generated] on ln k, times H(a)"))
+                   for part, side, b in zip(("lower", "upper"), ("ge", "le"), LOG_BAND)]
+    for side in ("lower", "upper"):
+        ev += _scanned(ctx, side, lambda strength: log_slope_slack(strength, subject, side),
+                       {"strength": ctx.size(LOG_SCAN["strength"], LOG_SCAN["strength"][::4])},
+                       lambda strength: call_line(log_slope_slack, strength, subject, side), "V = 5 mix scan")
     pair = get("o0-V5-mix0.7")
     a = ex.stationary_index_law(pair, R.ERSD)
-    H = float(entropy(a))
-    f = T.zero_order(a)
+    H = float(entropy(a, subject.base))
     n = ctx.size(200_000, 50_000)
     k1, k2 = 64, 1024
-    g1 = mc.simulate_tree(pair, R.ERSD, builder(f, k1, pair.V), n, seed=ctx.rng("lg", "k1"))
-    g2 = mc.simulate_tree(pair, R.ERSD, builder(f, k2, pair.V), n, seed=ctx.rng("lg", "k2"))
+    g1, g2 = (_simulated(ctx, ("log-growth", subject.builder.__name__, k, n), lambda rng, k=k: mc.simulate_tree(
+        pair, R.ERSD, subject.builder(T.zero_order(a), k, pair.V), n, seed=rng)) for k in (k1, k2))
     slope = (g2.mean() - g1.mean()) / np.log(k2 / k1)
     se = float(np.hypot(g1.std(ddof=1) / np.sqrt(n), g2.std(ddof=1) / np.sqrt(n)) / np.log(k2 / k1))
-    for side, b in (("ge", LOG_BAND[0]), ("le", LOG_BAND[1])):
-        ev.append(ctx.mc(stats.z_test_bound(
-            _label("o0-V5-mix0.7", method="ersd", k=f"{k1}→{k2}"), b / H, mean=slope, se=se, n=2 * n, side=side,
-            alpha=ctx.alpha_test, tolerance=0.1 / H, what="simulated (E(k2) − E(k1)) / ln(k2/k1)",
-            note=f"band [{LOG_BAND[0]}, {LOG_BAND[1]}]/H(a), H(a) = {H:.4f} nats; {n} iterations per tree")))
+    for part, side, b in zip(("lower", "upper"), ("ge", "le"), LOG_BAND):
+        ev.append(mc_bound(ctx, label("o0-V5-mix0.7", method="ersd", k=f"{k1}→{k2}"), b / H, mean=slope, se=se,
+                           n=2 * n, side=side, tolerance=0.1 / H, what="simulated (E(k2) − E(k1)) / ln(k2/k1)",
+                           part=part, note=f"band [{LOG_BAND[0]}, {LOG_BAND[1]}]/H(a), H(a) = {H:.4f}; {n} "
+                                           "iterations per tree"))
     return ev
 
 
 register(
-    id="opt_tree.log_growth", paper=PAPER, reference="seed §5, Fig. 3; Thm 4.1 and App. C (Tunstall asymptotics)",
+    id="opt_tree.log_growth",
+    paper=PAPER, reference="Sec. 5, Fig. 3; Thm 4.1 and App. C (Tunstall asymptotics)",
     statement="With the optimal tree, expected generated tokens grow about logarithmically in k.",
     interpretation=f"'About logarithmically' read as the Tunstall asymptote: the least-squares slope of "
-                   f"E[generated] on ln k over k = 64..4096, times H(a) (nats), lies in "
-                   f"{list(LOG_BAND)}. 0th-order a of order-0 sources; MC: slope between simulated k = 64 "
-                   "and 1024 trees.",
-    check=check_log_growth, subject=T.optimal_tree,
-    controls=(Control("sequence-instead-of-tree", sequence_builder,
-                      "negative control: the k-sequence, which plateaus"),),
-    mc_tests=2)
+                   f"E[generated] on ln k over k = 64..4096, times H(a) (nats), lies in {list(LOG_BAND)}; the "
+                   "two ends are two parts. 0th-order a of order-0 sources whose draft covers the target's "
+                   "support; least slack from an exhaustive scan of the V = 5 mix-perturbed family (strength "
+                   "0.1..0.9, both methods). Where a puts mass r on 'never accepted' (q misses part of p's "
+                   "support), E[generated] ≤ 1/r for every k: no logarithmic growth, outside the reading. For "
+                   "a concentrated a (a(1) ≈ 0.98) the slope of E in ln k oscillates around 1/H (Tunstall's "
+                   "log-periodic term; local slope·H from 0.4 to 1.4 over successive doublings of k up to "
+                   "65536) and the 64..4096 window reads 0.76: the lower part fails there while the growth "
+                   "is logarithmic on average. MC: slope between simulated k = 64 and 1024 trees.",
+    parts=(Part("lower", f"The optimal tree's E[generated] grows at least at {LOG_BAND[0]}/H(a) per unit of ln k "
+                         "(k = 64..4096, H in nats).", relation="≥"),
+           Part("upper", f"The optimal tree's E[generated] grows at most at {LOG_BAND[1]}/H(a) per unit of ln k "
+                         "(k = 64..4096, H in nats).", relation="≤")),
+    check=check_log_growth, subject=LOG_GROWTH,
+    controls=(Control("sequence-instead-of-tree", LOG_SEQUENCE, "negative control: the k-sequence, which plateaus",
+                      parts=("lower",)),
+              Control("entropy-in-bits", LOG_BITS, "negative control: a wrong term, H(a) in bits in slope·H(a)",
+                      parts=("upper",))),
+    mc_tests=2, shrink=shrink_log_growth)

@@ -1,7 +1,12 @@
-"""Claims ``sd.*``: standard speculative sampling (Leviathan et al. 2023; Chen et al. 2023).
+"""Claims ``sd.*``: standard speculative sampling (Leviathan, Kalman & Matias, ICML 2023; Chen et
+al., arXiv 2023), written in the check shapes of :mod:`sims.shapes` (the worked example of
+docs/architecture.md).
 
-Each check takes the verification rule under test (:class:`spectheory.rules.sd.SDRule`), so
-the broken rules registered as controls go through exactly the same comparisons.
+Each claim below is: its statement and reading (``register``), its instances, and the one
+function specific to it, a *measure* ``(pair, rule, **settings) -> (claimed, measured)`` that
+the exact sweep, the shrinker and the counterexample's one-line call all use. Each check takes
+the verification rule under test (:class:`spectheory.rules.sd.SDRule`), so the broken rules
+registered as controls go through exactly the same comparisons.
 """
 from __future__ import annotations
 
@@ -9,27 +14,53 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from spectheory import instances as inst
 from spectheory.closed_forms import sd as cf
 from spectheory.divergences import overlap, total_variation
 from spectheory.exact import sd as exact_sd
+from spectheory.judge import stats
 from spectheory.montecarlo import sd as mc_sd
 from spectheory.montecarlo.clock import PARALLEL, SERIAL, CallSchedule, ratio_of_means, simulate_clocks
 from spectheory.rules.sd import BROKEN_NO_BONUS, BROKEN_RESIDUAL_P, BROKEN_SWAPPED_RATIO, STANDARD, SDRule
 
-from .. import instances as inst
-from .. import stats
-from ..registry import Control, register
-from ..shrink import smallest_counterexample
+from ..registry import Control, Part, UserPairs, register
+from ..shapes import each, grid, label, mc_law, mc_mean, mc_per_state, shrinker, sweep
 
-PAPER = "Leviathan et al. 2023; Chen et al. 2023 (cited by every seed)"
+PAPER = ("leviathan2023", "chen2023")
 
 CTRL_RESIDUAL = Control("residual=norm(p)", BROKEN_RESIDUAL_P, BROKEN_RESIDUAL_P.description)
 CTRL_SWAPPED = Control("accept=min(1,q/p)", BROKEN_SWAPPED_RATIO, BROKEN_SWAPPED_RATIO.description)
 CTRL_NO_BONUS = Control("no-bonus", BROKEN_NO_BONUS, BROKEN_NO_BONUS.description)
 
 
-def _label(name, **kw):
-    return name + "".join(f" {k}={v}" for k, v in kw.items())
+# --- which user pairs fit which comparison (verify --instances; docs/instances.md) -------------
+# Each returns None when the pair fits, else why not (the report notes it).
+
+#: exact enumeration enumerates V**(γ+1) draft/accept outcomes per iteration in Python
+EXACT_MAX_V = 6
+
+
+def _enumerable(pair):
+    return None if pair.V <= EXACT_MAX_V and pair.n_states <= 64 else \
+        f"exact enumeration needs V ≤ {EXACT_MAX_V} and ≤ 64 states (V = {pair.V}, {pair.n_states} states)"
+
+
+def _order0(pair):
+    return None if pair.order == 0 else f"needs an order-0 (i.i.d.) pair, order {pair.order} given"
+
+
+def _markov(pair):
+    return None if pair.order >= 1 else "needs a Markov pair (order ≥ 1), order 0 given"
+
+
+def _all(*tests):
+    return lambda pair: next((why for why in (t(pair) for t in tests) if why), None)
+
+
+def _chi_square_tokens(pair) -> int:
+    """How many first tokens the Monte Carlo law test looks at on a user pair: the most N ≤ 4
+    whose V**N cells stay ≤ 625 (0: none), so the test keeps its power."""
+    return max((N for N in (1, 2, 3, 4) if pair.V ** N <= 625), default=0)
 
 
 # --- sd.lossless ------------------------------------------------------------------------------
@@ -43,109 +74,110 @@ LOSSLESS_MC = (("markov1-V3-mix0.4", 3, 4), ("iid-V4-random", 2, 3), ("markov1-V
                ("markov2-V3-ngram1", 2, 4), ("markov1-V3-ngram0", 2, 4))
 
 
-def _first_n(pair):
-    return 4 if pair.V <= 3 else 3
-
-
-def _lossless_tv(pair, gamma, rule, n_tokens):
+def lossless_tv(pair, rule: SDRule, gamma: int, n_tokens: int = 3):
+    """(claimed 0, TV between the law of the first ``n_tokens`` emitted tokens and p^n), exact."""
     d = exact_sd.first_tokens_distribution(pair, gamma, n_tokens, rule)
-    return float(total_variation(d, pair.target.sequence_probs(n_tokens)))
+    return 0.0, float(total_variation(d, pair.target.sequence_probs(n_tokens)))
 
 
 def check_lossless(ctx, rule):
-    ev = []
-    for name in inst.EXACT:
-        pair = inst.get(name)
-        N = _first_n(pair)
-        tv = max(_lossless_tv(pair, g, rule, N) for g in LOSSLESS_GAMMAS)
-        ev.append(stats.exact_distance(_label(name, γ="1..3", N=N), tv,
-                                       what="TV(first N emitted tokens, p^N), max over γ"))
-    for name, gamma, N in LOSSLESS_MC:
-        pair = inst.get(name)
+    n_first = lambda pair: 4 if pair.V <= 3 else 3
+    ev = each(ctx.pairs(inst.EXACT, fits=_enumerable, what="exact enumeration"), lambda name, pair: sweep(
+        label(name, γ="1..3", N=n_first(pair)), grid(gamma=LOSSLESS_GAMMAS),
+        lambda gamma: lossless_tv(pair, rule, gamma, n_first(pair)), grade="distance",
+        what="TV(first N emitted tokens, p^N), max over γ"), get=ctx.get)
+    mc = LOSSLESS_MC if ctx.user is None else [
+        (name, 2, _chi_square_tokens(ctx.get(name)))
+        for name in ctx.pairs((), fits=lambda pair: None if _chi_square_tokens(pair) >= 2 else
+                              f"the chi-square test needs V² ≤ 625 cells (V = {pair.V})", what="Monte Carlo")]
+    for name, gamma, N in mc:
+        pair = ctx.get(name)
         n = ctx.size(2_000_000, 200_000)
         toks = mc_sd.sample_first_tokens(pair, gamma, N, n, rule=rule, seed=ctx.rng(name))
-        idx = toks @ (pair.V ** np.arange(N - 1, -1, -1))
-        counts = np.bincount(idx, minlength=pair.V ** N)
-        ev.append(ctx.mc(stats.chisquare_gof(
-            _label(name, γ=gamma, N=N), counts, pair.target.sequence_probs(N),
-            alpha=ctx.alpha_test, tolerance_w=0.03,
-            note=f"{n} independent runs of the Numba kernel, first {N} emitted tokens")))
+        counts = np.bincount(toks @ (pair.V ** np.arange(N - 1, -1, -1)), minlength=pair.V ** N)
+        ev.append(mc_law(ctx, label(name, γ=gamma, N=N), counts, pair.target.sequence_probs(N), tolerance_w=0.03,
+                         note=f"{n} independent runs of the Numba kernel, first {N} emitted tokens"))
     return ev
 
 
-def shrink_lossless(ctx, rule):
-    return smallest_counterexample(lambda pair, g, K: (
-        (tv := _lossless_tv(pair, g, rule, 3)) > 1e-12, 0.0, tv))
-
-
 register(
-    id="sd.lossless", paper=PAPER, reference="Leviathan et al. 2023, Thm 3.5 / App. A.1",
+    id="sd.lossless", relation="law",
+    paper=PAPER, reference="Leviathan et al. 2023, Thm 3.5 / App. A.1",
     statement="Token-level rejection sampling (accept x w.p. min(1, p(x)/q(x)), else sample "
               "norm(max(p−q,0)); bonus from p after γ accepts) emits sequences distributed "
               "exactly as p, over any number of iterations.",
-    interpretation="Checked on the first N emitted tokens from a fixed context, over as many "
-                   "iterations as it takes: their law must be p^N. Exact: enumeration of every "
-                   "draft and accept/reject outcome (TV ≤ 1e-12), on edge cases too (disjoint "
-                   "supports, p = q so the residual has zero mass, one-token vocabulary, top-k "
-                   "drafts with q = 0 tokens). MC: chi-square on V^N sequences.",
+    interpretation="Checked on the first N emitted tokens (N = 4 for V ≤ 3, else 3) from a fixed "
+                   "context, over as many iterations as it takes: their law must be p^N, for "
+                   "γ = 1..3 on the 13 built-in instances. Exact: enumeration of every draft and "
+                   "accept/reject outcome (TV ≤ 1e-12), on edge cases too (disjoint supports, p = q, "
+                   "one-token vocabulary, top-k drafts with q = 0 tokens, n-gram drafts with their own "
+                   "row maps). Conventions: where p = q on a row the residual norm(max(p − q, 0)) is "
+                   "0/0; spectheory.distributions.residual returns p there, and it is never drawn (every "
+                   "draft is accepted when p = q); a token with q(x) = 0 is never drafted, and its "
+                   "acceptance ratio is taken as 1 if p(x) > 0. The verdict depends on neither "
+                   "convention. MC: chi-square on the V^N first-token sequences of 5 pairs (2,000,000 "
+                   "runs each; detectable effect w = 0.03).",
     check=check_lossless, subject=STANDARD, controls=(CTRL_RESIDUAL, CTRL_SWAPPED), mc_tests=len(LOSSLESS_MC),
-    shrink=shrink_lossless)
+    shrink=shrinker(lossless_tv, fails=lambda c, m: m > 1e-12),
+    user_pairs=UserPairs("exact: TV of the first N emitted tokens against p^N for γ = 1..3 (V ≤ 6); Monte Carlo: "
+                         "chi-square of the first N tokens at γ = 2 (V^N ≤ 625 cells, N ≥ 2)", mc_tests_per_pair=1))
 
 
 # --- sd.acceptance ----------------------------------------------------------------------------
-
-def _acceptance_gap(pair, rule):
-    """Worst state: (β from the formula, acceptance of the algorithm, |Σmin − (1−TV)|)."""
-    worst = (0.0, 0.0, 0.0, -1.0)
-    for s in range(pair.n_states):
-        p, q = pair.target.conditional(s), pair.draft.conditional(s)
-        beta = float(overlap(p, q))
-        one_minus_tv = 1.0 - float(total_variation(p, q))
-        acc = 1.0 - exact_sd.tau_distribution(pair, 1, rule, s)[0]
-        gap = max(abs(acc - beta), abs(acc - one_minus_tv))
-        if gap > worst[3]:
-            worst = (beta, acc, abs(beta - one_minus_tv), gap)
-    return worst
-
 
 #: per-state acceptance on a stream: V = 50 pairs and the permuted-row-map pair
 ACCEPTANCE_MC = ("markov1-V50-strong", "markov1-V50-weak", "markov1-V4-permrows")
 
 
+def acceptance_at(pair, rule: SDRule, state: int = 0):
+    """(β(s) = Σ min(p, q), the algorithm's exact P(accept the first draft) in state s, details)."""
+    p, q = pair.target.conditional(state), pair.draft.conditional(state)
+    beta, acc = float(overlap(p, q)), 1.0 - exact_sd.tau_distribution(pair, 1, rule, state)[0]
+    one_minus_tv = 1.0 - float(total_variation(p, q))
+    return beta, acc, {"gap": max(abs(acc - beta), abs(acc - one_minus_tv)), "identity": abs(beta - one_minus_tv)}
+
+
+def acceptance(pair, rule: SDRule):
+    """(β, acceptance) in the state where the algorithm is furthest from β or 1 − TV."""
+    return max((acceptance_at(pair, rule, s) for s in range(pair.n_states)), key=lambda r: r[2]["gap"])[:2]
+
+
+def _per_state_enumerable(pair):
+    return None if pair.V ** 2 * pair.n_states <= 40_000 else \
+        f"per-state enumeration needs V² × states ≤ 40,000 (V = {pair.V}, {pair.n_states} states)"
+
+
 def check_acceptance(ctx, rule):
-    ev = []
-    for name in inst.EXACT:
-        pair = inst.get(name)
-        beta, acc, identity_gap, _ = _acceptance_gap(pair, rule)
-        ev.append(stats.exact_equal(
-            _label(name, states=pair.n_states), beta, acc, what="P(accept first draft) vs Σmin(p,q), worst state",
-            note=f"|Σmin(p,q) − (1 − TV)| = {identity_gap:.1e}"))
-    for name in ACCEPTANCE_MC:
-        pair = inst.get(name)
+    ev = each(ctx.pairs(inst.EXACT, fits=_per_state_enumerable, what="exact enumeration"), lambda name, pair: sweep(
+        label(name, states=pair.n_states), grid(state=range(pair.n_states)),
+        lambda state: acceptance_at(pair, rule, state), worst=lambda c, m, d, p: d["gap"],
+        what="P(accept first draft) vs Σmin(p,q), worst state",
+        note=lambda p, c, m, d: f"|Σmin(p,q) − (1 − TV)| = {d['identity']:.1e}"), get=ctx.get)
+    for name in ctx.pairs(ACCEPTANCE_MC, fits=lambda pair: None if pair.n_states <= 4096 else
+                          f"per-state counts need ≤ 4,096 states ({pair.n_states} given)", what="Monte Carlo"):
+        pair = ctx.get(name)
         n = ctx.size(1_000_000, 150_000)
         res = mc_sd.simulate(pair, 4, n, rule=rule, seed=ctx.rng(name), count_states=True)
-        ev.append(ctx.mc(stats.per_state_binomial(
-            _label(name, γ=4), res.attempts, res.accepts, pair.acceptance_by_state(),
-            alpha=ctx.alpha_test, tolerance=0.01,
-            note=f"stream of {n} iterations; every verification attempt counted in its state")))
+        ev.append(mc_per_state(ctx, label(name, γ=4), res.attempts, res.accepts, pair.acceptance_by_state(),
+                               tolerance=0.01,
+                               note=f"stream of {n} iterations; every verification attempt counted in its state"))
     return ev
 
 
-def shrink_acceptance(ctx, rule):
-    def fails(pair, g, K):
-        beta, acc, _, gap = _acceptance_gap(pair, rule)
-        return gap > stats.EXACT_TOL, beta, acc
-    return smallest_counterexample(fails, gammas=(1,))
-
-
 register(
-    id="sd.acceptance", paper=PAPER, reference="Leviathan et al. 2023, Def. 3.1 / Thm 3.5 (β = 1 − D_LK)",
+    id="sd.acceptance", relation="=",
+    paper=PAPER, reference="Leviathan et al. 2023, Def. 3.1 / Thm 3.5 (β = 1 − D_LK)",
     statement="P(accept at a position) = Σ_x min(p(x), q(x)) = 1 − TV(p, q).",
-    interpretation="Checked state by state: the exact probability that the algorithm accepts "
-                   "the drafted token in state s equals β(s) = Σ min(p(·|s), q(·|s)) and 1 − TV. "
-                   "MC: acceptance counts per state of a long stream (all positions) against β(s).",
+    interpretation="Checked state by state on the 13 built-in instances: the exact probability "
+                   "that the algorithm accepts the drafted token in state s equals β(s) = Σ min(p(·|s), "
+                   "q(·|s)) and 1 − TV(p(·|s), q(·|s)) (|Δ| ≤ 1e-10; the worst state is shown, and the "
+                   "identity Σ min = 1 − TV, which holds for any two distributions, is checked beside it "
+                   "in the note). MC: acceptance counts per state of a long stream (every position, "
+                   "γ = 4) against β(s), on two V = 50 pairs and a pair with permuted row maps.",
     check=check_acceptance, subject=STANDARD, controls=(CTRL_SWAPPED,), mc_tests=len(ACCEPTANCE_MC),
-    shrink=shrink_acceptance)
+    shrink=shrinker(acceptance, applies=("V", "order", "seed"), gammas=(1,)),
+    user_pairs=UserPairs("exact: P(accept) against Σ min(p, q) and 1 − TV in every state (V² × states ≤ "
+                         "40,000); Monte Carlo: acceptance counts per state of a stream at γ = 4", mc_tests_per_pair=1))
 
 
 # --- sd.expected_tokens -----------------------------------------------------------------------
@@ -153,66 +185,85 @@ register(
 ET_GAMMAS = (1, 2, 3, 4)
 
 
+def expected_tokens_iid(pair, rule: SDRule, gamma: int):
+    """(the constant-α formula at α = β(state 0), the algorithm's exact E[tokens per iteration])."""
+    return cf.expected_tokens(float(pair.acceptance_by_state()[0]), gamma), exact_sd.expected_tokens(pair, gamma, rule)
+
+
+def expected_tokens_chain(pair, rule: SDRule, gamma: int, start: int = 0):
+    """(the chain DP Σ_k (A^k 1)[start], the algorithm's exact E[tokens per iteration] from start)."""
+    return cf.expected_tokens_chain(pair, gamma, start), exact_sd.expected_tokens(pair, gamma, rule, start)
+
+
 def check_expected_tokens(ctx, rule):
-    ev = []
-    for name in inst.IID:
-        pair = inst.get(name)
-        alpha = float(pair.acceptance_by_state()[0])
-        worst = max(((cf.expected_tokens(alpha, g), exact_sd.expected_tokens(pair, g, rule)) for g in ET_GAMMAS),
-                    key=lambda cm: abs(cm[0] - cm[1]))
-        ev.append(stats.exact_equal(_label(name, γ="1..4", α=f"{alpha:.4f}"), *worst,
-                                    what="(1−α^{γ+1})/(1−α) vs enumeration, worst γ"))
-    for name in inst.MARKOV:
-        pair = inst.get(name)
-        worst = max(((cf.expected_tokens_chain(pair, g, 0), exact_sd.expected_tokens(pair, g, rule, 0))
-                     for g in (1, 2, 3)), key=lambda cm: abs(cm[0] - cm[1]))
-        ev.append(stats.exact_equal(_label(name, γ="1..3", start=0), *worst,
-                                    what="chain DP 1 + Σ_k (A^k 1)[s] vs enumeration, worst γ"))
-    for name in inst.MARKOV + ("markov1-V50-strong", "markov1-V50-weak"):
-        pair = inst.get(name)
-        a_bar = cf.stationary_acceptance(pair)
-        formula, exact = cf.expected_tokens(a_bar, 4), cf.long_run_block_efficiency(pair, 4)
-        ev.append(stats.info("exact", _label(name, γ=4, α=f"{a_bar:.4f}"), formula, exact,
-                             test="constant-α formula at α = E_π[β] vs exact long-run tokens per "
-                                  "target call (chain DP)",
-                             note=f"formula off by {100 * (formula - exact) / exact:+.2f}%; outside the "
-                                  "formula's i.i.d. assumption: reported, not graded"))
+    alpha = lambda pair: float(pair.acceptance_by_state()[0])
+    with ctx.part("iid"):
+        ev = each(ctx.pairs(inst.IID, fits=_all(_order0, _enumerable), what="the i.i.d. formula (exact)"),
+                  lambda name, pair: sweep(
+            label(name, γ="1..4", α=f"{alpha(pair):.4f}"), grid(gamma=ET_GAMMAS),
+            lambda gamma: expected_tokens_iid(pair, rule, gamma),
+            what="(1−α^{γ+1})/(1−α) vs enumeration, worst γ"), get=ctx.get)
+    with ctx.part("chain"):
+        ev += each(ctx.pairs(inst.MARKOV, fits=_all(_markov, _enumerable), what="the chain DP (exact)"),
+                   lambda name, pair: sweep(
+            label(name, γ="1..3", start=0), grid(gamma=(1, 2, 3)), lambda gamma: expected_tokens_chain(pair, rule, gamma),
+            what="chain DP 1 + Σ_k (A^k 1)[s] vs enumeration, worst γ"), get=ctx.get)
+    with ctx.part("formula-on-markov"):
+        for name in ctx.pairs(inst.MARKOV + ("markov1-V50-strong", "markov1-V50-weak"), fits=_markov,
+                              what="the constant-α formula on a Markov source (info)"):
+            pair = ctx.get(name)
+            a_bar = cf.stationary_acceptance(pair)
+            formula, exact = cf.expected_tokens(a_bar, 4), cf.long_run_block_efficiency(pair, 4)
+            ev.append(stats.info("exact", label(name, γ=4, α=f"{a_bar:.4f}"), formula, exact,
+                                 test="constant-α formula at α = E_π[β] vs exact long-run tokens per "
+                                      "target call (chain DP)",
+                                 note=f"formula off by {100 * (formula - exact) / exact:+.2f}%; outside the "
+                                      "formula's i.i.d. assumption: reported, not graded"))
     n = ctx.size(4_000_000, 400_000)
-    pair = inst.get("iid-V4-random")
-    alpha = float(pair.acceptance_by_state()[0])
-    res = mc_sd.simulate(pair, 4, n, rule=rule, seed=ctx.rng("iid"), restart=True)
-    ev.append(ctx.mc(stats.z_test_mean(_label("iid-V4-random", γ=4), cf.expected_tokens(alpha, 4),
-                                       res.n_emitted, alpha=ctx.alpha_test, tolerance=0.02,
-                                       what="tokens per iteration", note=f"{n} i.i.d. iterations")))
-    pair = inst.get("markov1-V50-weak")
-    res = mc_sd.simulate(pair, 4, n, rule=rule, seed=ctx.rng("markov"), restart=True)
-    ev.append(ctx.mc(stats.z_test_mean(_label("markov1-V50-weak", γ=4, start=0),
-                                       cf.expected_tokens_chain(pair, 4, 0), res.n_emitted,
-                                       alpha=ctx.alpha_test, tolerance=0.02, what="tokens per iteration",
-                                       note=f"{n} iterations restarted from state 0; claimed = chain DP")))
+    for name in ctx.pairs(("iid-V4-random",), fits=_order0, what="Monte Carlo of the i.i.d. formula"):
+        pair = ctx.get(name)
+        res = mc_sd.simulate(pair, 4, n, rule=rule, seed=ctx.rng("iid" if ctx.user is None else name), restart=True)
+        ev.append(mc_mean(ctx, label(name, γ=4), cf.expected_tokens(alpha(pair), 4), res.n_emitted,
+                          tolerance=0.02, what="tokens per iteration", note=f"{n} i.i.d. iterations", part="iid"))
+    for name in ctx.pairs(("markov1-V50-weak",), fits=_markov, what="Monte Carlo of the chain DP"):
+        pair = ctx.get(name)
+        res = mc_sd.simulate(pair, 4, n, rule=rule, seed=ctx.rng("markov" if ctx.user is None else name),
+                             restart=True)
+        ev.append(mc_mean(ctx, label(name, γ=4, start=0), cf.expected_tokens_chain(pair, 4, 0),
+                          res.n_emitted, tolerance=0.02, what="tokens per iteration",
+                          note=f"{n} iterations restarted from state 0; claimed = chain DP", part="chain"))
     return ev
 
 
-def shrink_expected_tokens(ctx, rule):
-    def fails(pair, g, K):
-        claimed = cf.expected_tokens(float(pair.acceptance_by_state()[0]), g)
-        measured = exact_sd.expected_tokens(pair, g, rule)
-        return abs(claimed - measured) > stats.EXACT_TOL, claimed, measured
-    return smallest_counterexample(fails, orders=(0,))
-
-
 register(
-    id="sd.expected_tokens", paper=PAPER, reference="Leviathan et al. 2023, Eq. 1 (Thm 3.8's numerator)",
+    id="sd.expected_tokens",
+    paper=PAPER, reference="Leviathan et al. 2023, Eq. 1 (Thm 3.8's numerator)",
     statement="With a constant per-position acceptance α, E[tokens per iteration] = "
               "(1 − α^{γ+1})/(1 − α). On a Markov source the exact value comes from a dynamic "
               "program over the chain.",
-    interpretation="Graded where the formula's assumption holds (order-0 pairs, γ = 1..4) and, "
-                   "for Markov pairs, the chain DP E = Σ_{k=0}^{γ} (A^k 1)[s] with "
-                   "A[s,s'] = Σ_{x→s'} min(p,q) against enumeration. The constant-α formula "
-                   "at the stationary mean acceptance vs the exact long-run tokens per target "
-                   "call on Markov pairs is reported as info.",
+    interpretation="Graded where the formula's assumption holds (5 order-0 pairs, γ = 1..4) and, "
+                   "for 8 Markov pairs, the chain DP E = Σ_{k=0}^{γ} (A^k 1)[s] with "
+                   "A[s,s'] = Σ_{x→s'} min(p,q) against enumeration (γ = 1..3, from state 0). The "
+                   "constant-α formula at the stationary mean acceptance α = E_π[β] against the exact "
+                   "long-run tokens per target call (γ = 4) on 10 Markov pairs is reported as info: it "
+                   "is below the exact value on 6 of them and above on 4, between −1.9% and +1.4% (seed "
+                   "0 instances): neither sign is systematic. MC: tokens per iteration on an i.i.d. pair "
+                   "against the formula and on a V = 50 Markov pair against the chain DP (z-tests, "
+                   "tolerance 0.02 tokens).",
+    parts=(Part("iid", "With constant per-position acceptance α (order-0 pairs), E[tokens per iteration] = "
+                       "(1 − α^{γ+1})/(1 − α).", relation="="),
+           Part("chain", "On a Markov source, the chain DP Σ_{k=0}^{γ} (A^k 1)[s] equals the algorithm's "
+                         "E[tokens per iteration] from state s.", relation="="),
+           Part("formula-on-markov", "The constant-α formula at α = E_π[β] equals the long-run tokens per "
+                                     "target call on a Markov source.", relation="=", checkable=False,
+                reason="outside the formula's constant-α assumption (the paper does not claim it): reported "
+                       "as info, with the relative error")),
     check=check_expected_tokens, subject=STANDARD, controls=(CTRL_NO_BONUS,), mc_tests=2,
-    shrink=shrink_expected_tokens)
+    shrink=shrinker(expected_tokens_iid, orders=(0,), part="iid"),
+    user_pairs=UserPairs("order-0 pairs: the formula against enumeration for γ = 1..4 (V ≤ 6) and Monte Carlo at "
+                         "γ = 4 (part iid); Markov pairs: the chain DP against enumeration for γ = 1..3 (V ≤ 6), "
+                         "Monte Carlo from state 0 at γ = 4 (part chain) and the formula's error (info)",
+                         mc_tests_per_pair=1))
 
 
 # --- sd.walltime ------------------------------------------------------------------------------
@@ -232,66 +283,68 @@ class Timed:
 
 
 WT_STANDARD = Timed(STANDARD, PARALLEL)
-CTRL_WT_NO_BONUS = Control("no-bonus", Timed(BROKEN_NO_BONUS, PARALLEL), BROKEN_NO_BONUS.description)
+WT_NO_BONUS = Timed(BROKEN_NO_BONUS, PARALLEL)
+#: the target scores the drafted tokens one call per emitted token instead of one parallel call
+WT_SERIAL = Timed(STANDARD, SERIAL)
+CTRL_WT_NO_BONUS = Control("no-bonus", WT_NO_BONUS, BROKEN_NO_BONUS.description)
 CTRL_WT_SERIAL = Control(
-    "serial-verify", Timed(STANDARD, SERIAL),
+    "serial-verify", WT_SERIAL,
     "negative control: the target scores the drafted tokens one call per emitted token instead of "
     "one parallel call (same tokens, more target time)")
 
 
-def _walltime_worst(pair, subject, gammas=ET_GAMMAS):
-    alpha = float(pair.acceptance_by_state()[0])
-    pts = []
-    for g in gammas:
-        tokens = exact_sd.expected_tokens(pair, g, subject.rule)
-        pts += [(cf.walltime_improvement(alpha, g, c), tokens / subject.schedule.expected_time(g, c, tokens))
-                for c in WT_COSTS]
-    return max(pts, key=lambda cm: abs(cm[0] - cm[1]))
+def walltime(pair, timed: Timed, gamma: int, c: float):
+    """(Thm 3.8's improvement at α = β(state 0), E_exact[tokens] / E_exact[call time] of the
+    algorithm with draft-call cost c and target-call cost 1)."""
+    tokens = exact_sd.expected_tokens(pair, gamma, timed.rule)
+    return (cf.walltime_improvement(float(pair.acceptance_by_state()[0]), gamma, c),
+            tokens / timed.schedule.expected_time(gamma, c, tokens))
 
 
 def check_walltime(ctx, subject):
-    ev = []
-    for name in inst.IID:
-        pair = inst.get(name)
-        ev.append(stats.exact_equal(_label(name, γ="1..4", c="0..1"), *_walltime_worst(pair, subject),
-                                    what="formula vs E_exact[tokens] / E_exact[call time], worst (γ, c)"))
+    ev = each(ctx.pairs(inst.IID, fits=_all(_order0, _enumerable), what="exact enumeration"), lambda name, pair: sweep(
+        label(name, γ="1..4", c="0..1"), grid(gamma=ET_GAMMAS, c=WT_COSTS),
+        lambda gamma, c: walltime(pair, subject, gamma, c),
+        what="formula vs E_exact[tokens] / E_exact[call time], worst (γ, c)"), get=ctx.get)
     gamma, c = 4, 0.2
-    pair = inst.get("iid-V4-strong")
+    for name in ctx.pairs(("iid-V4-strong",), fits=_order0, what="Monte Carlo"):
+        ev.append(_walltime_mc(ctx, subject, name, gamma, c))
+    return ev
+
+
+def _walltime_mc(ctx, subject, name, gamma, c):
+    pair = ctx.get(name)
     n = ctx.size(4_000_000, 400_000)
-    res = mc_sd.simulate(pair, gamma, n, rule=subject.rule, seed=ctx.rng("tokens"))
+    labels = () if ctx.user is None else (name,)  # built-in runs keep their seeds
+    res = mc_sd.simulate(pair, gamma, n, rule=subject.rule, seed=ctx.rng(*labels, "tokens"))
     # discrete-event clocks: the speculative one advances by every draft call (mean c) and
     # target call (mean 1) the schedule makes; the autoregressive one by one target call per
     # emitted token. Call times are Gamma-distributed (CV 1/2), drawn independently.
     ar, sd_time = simulate_clocks(res.n_emitted, gamma, c, schedule=subject.schedule,
-                                  seed=ctx.rng("clock"), shape=WT_CALL_SHAPE)
+                                  seed=ctx.rng(*labels, "clock"), shape=WT_CALL_SHAPE)
     ratio, se = ratio_of_means(ar, sd_time)
-    alpha = float(pair.acceptance_by_state()[0])
-    ev.append(ctx.mc(stats.z_test_mean(
-        _label("iid-V4-strong", γ=gamma, c=c), cf.walltime_improvement(alpha, gamma, c), mean=ratio,
-        se=se, n=n, alpha=ctx.alpha_test, tolerance=0.02,
-        what="walltime improvement Σ AR time / Σ SD time (delta-method se)",
-        note=f"{n} iterations of the Numba kernel timed on simulated clocks: Gamma call times "
-             f"(shape {WT_CALL_SHAPE:g}, means c and 1) for each draft and target call made")))
-    return ev
-
-
-def shrink_walltime(ctx, subject):
-    def fails(pair, g, K):
-        claimed, measured = _walltime_worst(pair, subject, (g,))
-        return abs(claimed - measured) > stats.EXACT_TOL, claimed, measured
-    return smallest_counterexample(fails, orders=(0,))
+    return mc_mean(ctx, label(name, γ=gamma, c=c),
+                   cf.walltime_improvement(float(pair.acceptance_by_state()[0]), gamma, c), mean=ratio, se=se, n=n,
+                   tolerance=0.02, what="walltime improvement Σ AR time / Σ SD time (delta-method se)",
+                   note=f"{n} iterations of the Numba kernel timed on simulated clocks: Gamma call times "
+                        f"(shape {WT_CALL_SHAPE:g}, means c and 1) for each draft and target call made")
 
 
 register(
-    id="sd.walltime", paper=PAPER, reference="Leviathan et al. 2023, Thm 3.8",
+    id="sd.walltime", relation="=",
+    paper=PAPER, reference="Leviathan et al. 2023, Thm 3.8",
     statement="Walltime improvement over autoregressive decoding (1 − α^{γ+1}) / ((1 − α)(γc + 1)) "
               "in the cost model (draft call c, target call 1).",
     interpretation="Cost model: an iteration makes γ draft calls (time c each) and one parallel "
                    "target call (time 1); autoregressive decoding makes one target call per token. "
-                   "Exact on order-0 pairs for γ = 1..4, c ∈ {0, 0.05, 0.2, 1}: E[tokens] by "
-                   "enumeration over E[time] from the calls made. MC: the kernel's iterations "
-                   "timed on simulated clocks that advance by each call's duration (Gamma call "
-                   "times with means c and 1, so the formula must hold in expectation), ratio of "
-                   "the two clocks against the formula.",
+                   "Exact on the 5 order-0 pairs (constant α, the theorem's assumption) for γ = 1..4, "
+                   "c ∈ {0, 0.05, 0.2, 1}: E[tokens] by enumeration over E[time] from the calls made "
+                   "(|Δ| ≤ 1e-10). Markov pairs are outside the formula's constant-α assumption and "
+                   "are not graded here (sd.expected_tokens reports the formula's error there). MC: "
+                   "the kernel's iterations timed on simulated clocks that advance by each call's "
+                   "duration (Gamma call times with means c and 1, so the formula must hold in "
+                   "expectation), ratio of the two clocks against the formula (γ = 4, c = 0.2).",
     check=check_walltime, subject=WT_STANDARD, controls=(CTRL_WT_NO_BONUS, CTRL_WT_SERIAL), mc_tests=1,
-    shrink=shrink_walltime)
+    shrink=shrinker(walltime, applies=("V", "order", "gamma", "c", "seed"), orders=(0,), extra={"c": WT_COSTS}),
+    user_pairs=UserPairs("order-0 pairs: the formula against exact E[tokens] / E[time] for γ = 1..4 and c ∈ "
+                         "{0, 0.05, 0.2, 1} (V ≤ 6), and Monte Carlo clocks at γ = 4, c = 0.2", mc_tests_per_pair=1))

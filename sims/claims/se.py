@@ -1,43 +1,78 @@
-"""Claims ``se.*``: Speculative Ensemble (Fu et al., seed 002_441515f74760b354.txt).
+"""Claims ``se.*``: Speculative Ensemble (Fu et al., ICML 2025), in the check shapes of
+:mod:`sims.shapes`, each claim split into the parts it states (docs/se.md).
 
-Each check takes the verification rule under test (:class:`spectheory.rules.se.SERule`);
-the broken rules registered as controls go through the same comparisons. Members are
-ordered ``(q, p)``: q (the draft of the pair) proposes by default. Costs: q costs c, p
-costs 1 (two models); the vanilla ensemble costs Σ_k t_k per token. TV has the ½ (seed 002's
-D_TV = Σ|·| = 2 TV: Eq. 7's ``1 − ½ D_TV`` is ``1 − TV``).
+Members are ordered ``(q, p)``: q (the draft of the pair) proposes by default. Costs: q costs c,
+p costs 1 (two models); the vanilla ensemble costs Σ_k t_k per token. TV has the ½ (the paper's
+D_TV = Σ|·|: its Eq. 7 ``1 − ½ D_TV`` is ``1 − TV``). α_k = Σ_x q_k(x)·min(1, r(x)/q_k(x)) is the
+probability that a proposal of member k is accepted; "α = 0" means α_q = 0 (q proposes first).
+
+The equalities take the verification rule under test (:class:`spectheory.rules.se.SERule`);
+the inequalities take a :class:`Variant` (the rule plus what a control may break: a wrong
+constant, the role swap, SD's cost, the sign of μ). Every inequality part is graded on the
+built-in instances and at the least-slack instance of a seeded search over small i.i.d. pairs
+(:func:`sims.slack.search_pairs`, ensemble weight and cost ratio searched with the tables);
+the wrong-constant control (every bound raised by 0.01) must fail there.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from spectheory import instances as inst
 from spectheory.closed_forms import se as cf
 from spectheory.distributions import softmax
 from spectheory.divergences import total_variation
-from spectheory.ensembles import (Ensemble, contrastive_ensemble, weighted_ensemble,
-                                  weighted_n_ensemble)
+from spectheory.ensembles import Ensemble, contrastive_ensemble, weighted_ensemble, weighted_n_ensemble
 from spectheory.exact import se as ex
+from spectheory.judge import stats
 from spectheory.markov import MarkovSource
 from spectheory.montecarlo import se as mc
-from spectheory.pairs import dirichlet_source, mix_with_noise, pair_from_tables, random_pair
+from spectheory.pairs import dirichlet_source, pair_from_tables, random_pair
 from spectheory.rules.se import (BROKEN_BONUS_UNCHECKED, BROKEN_DROP_CORRECTION, BROKEN_RESIDUAL_MEMBER,
-                                 BROKEN_VERIFY_MEMBER, STANDARD)
+                                 BROKEN_VERIFY_MEMBER, STANDARD, SERule)
 
-from .. import instances as inst
-from .. import stats
-from ..registry import Control, register
+from ..registry import Control, Part, register
+from ..shapes import clipped_bound, each, grid, label, least_slack, mc_bound, mc_law, mc_mean, shrinker, sweep
+from ..shrink import Expr, call_line, source_of
+from ..slack import LeastSlack, PairSpace, exhaustive, search_pairs
 
-PAPER = "Fu et al., Speculative Ensemble (seed 002_441515f74760b354.txt)"
+PAPER = "fu2025"  # Fu et al., Speculative Ensemble (sims/papers.py)
+ALG = ex.Algorithm
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What an inequality claim is checked with: the verification rule, a constant added to every
+    claimed bound (0; the wrong-constant control raises it), the two-model algorithm of se.cor3_7
+    ("alt" = Alg. 1; "sbe" = no role swap), the members SD's verification pass calls in se.tables
+    ("ensemble" = every member; "target" = p alone) and the sign of μ in its CD (−1: Eq. 5)."""
+
+    rule: SERule = STANDARD
+    shift: float = 0.0
+    alt: str = "alt"
+    sd_pass: str = "ensemble"
+    cd_sign: int = -1
+
+
+BOUNDS = Variant()
+WRONG_CONSTANT = Variant(shift=0.01)
+VERIFY_MEMBER, DROP_CORRECTION = Variant(BROKEN_VERIFY_MEMBER), Variant(BROKEN_DROP_CORRECTION)
+NO_SWAP, SD_TARGET_ONLY, CD_PLUS_MU = Variant(alt="sbe"), Variant(sd_pass="target"), Variant(cd_sign=1)
+NAMED = (BOUNDS, WRONG_CONSTANT, VERIFY_MEMBER, DROP_CORRECTION, NO_SWAP, SD_TARGET_ONLY, CD_PLUS_MU)
 
 CTRL_RESIDUAL = Control("residual=norm(max(p−q,0))", BROKEN_RESIDUAL_MEMBER, BROKEN_RESIDUAL_MEMBER.description)
 CTRL_BONUS = Control("bonus-unchecked", BROKEN_BONUS_UNCHECKED, BROKEN_BONUS_UNCHECKED.description)
 CTRL_VERIFY = Control("verify-against-member", BROKEN_VERIFY_MEMBER, BROKEN_VERIFY_MEMBER.description)
-CTRL_DROP = Control("no-correction", BROKEN_DROP_CORRECTION, BROKEN_DROP_CORRECTION.description)
+V_VERIFY = Control("verify-against-member", VERIFY_MEMBER, BROKEN_VERIFY_MEMBER.description)
+V_DROP = Control("no-correction", DROP_CORRECTION, BROKEN_DROP_CORRECTION.description)
 
 
-def _label(name, **kw):
-    return name + "".join(f" {k}={v}" for k, v in kw.items())
+def wrong_constant(*parts, modes=("exact",)):
+    return Control("bound + 0.01", WRONG_CONSTANT,
+                   "negative control: every claimed bound raised by 0.01 (a wrong constant); it must fail where "
+                   "the least-slack search finds the bound within 0.01 of tight", modes=modes, parts=parts)
 
 
 def logit_mean_ensemble(n: int) -> Ensemble:
@@ -46,627 +81,760 @@ def logit_mean_ensemble(n: int) -> Ensemble:
                                   n_members=n, level="logits")
 
 
+def cd_plus(mu: float) -> Ensemble:
+    """Broken contrastive decoding: softmax(l_p + μ l_q), the draft's logits added, not subtracted."""
+    return Ensemble.from_function(lambda l: softmax(l[1] + mu * l[0]), name=f"CD+ μ={mu:g}", n_members=2,
+                                  level="logits")
+
+
 # --- instances ----------------------------------------------------------------------------------
 
-#: two-model exact instances: label → (sims.instances pair, ensemble)
-EXACT2 = {
-    "iid-V4-random WE λ=0.5": ("iid-V4-random", lambda: weighted_ensemble(0.5)),
-    "iid-V4-random CD μ=0.5": ("iid-V4-random", lambda: contrastive_ensemble(0.5)),
-    "iid-V4-strong CD μ=0.3 T=0": ("iid-V4-strong", lambda: contrastive_ensemble(0.3, 0.0)),
-    "iid-V3-disjoint WE λ=0.3": ("iid-V3-disjoint", lambda: weighted_ensemble(0.3)),
-    "iid-V3-equal WE λ=0.7": ("iid-V3-equal", lambda: weighted_ensemble(0.7)),
-    "iid-V1 WE λ=0.5": ("iid-V1", lambda: weighted_ensemble(0.5)),
-    "markov1-V3-mix0.4 CD μ=0.5": ("markov1-V3-mix0.4", lambda: contrastive_ensemble(0.5)),
-    "markov1-V3-mix0.4 WE λ=0.3": ("markov1-V3-mix0.4", lambda: weighted_ensemble(0.3)),
-    "markov2-V3-temp2 CD μ=0.3 T=0": ("markov2-V3-temp2", lambda: contrastive_ensemble(0.3, 0.0)),
-    "markov1-V4-topk2 WE λ=0.6": ("markov1-V4-topk2", lambda: weighted_ensemble(0.6)),
-    "markov1-V4-weak CD μ=1 T=0.5": ("markov1-V4-weak", lambda: contrastive_ensemble(1.0, 0.5)),
+def _disjoint_v50():
+    rng = np.random.default_rng(43)
+    q = np.r_[np.full(25, 1 / 25), np.zeros(25)]
+    return pair_from_tables(np.r_[np.zeros(25), rng.dirichlet(np.ones(25))], q, name="disjoint-V50")
+
+
+WE, CD = weighted_ensemble, contrastive_ensemble
+#: two-model instances: label → (pair: a built-in name or a constructor, ensemble, its parameters);
+#: q = the pair's draft, p = its target. The first eleven are the exact set (EXACT2).
+TWO = {
+    "iid-V4-random WE λ=0.5": ("iid-V4-random", WE, 0.5),
+    "iid-V4-random CD μ=0.5": ("iid-V4-random", CD, 0.5),
+    "iid-V4-strong CD μ=0.3 T=0": ("iid-V4-strong", CD, 0.3, 0.0),
+    "iid-V3-disjoint WE λ=0.3": ("iid-V3-disjoint", WE, 0.3),
+    "iid-V3-equal WE λ=0.7": ("iid-V3-equal", WE, 0.7),
+    "iid-V1 WE λ=0.5": ("iid-V1", WE, 0.5),
+    "markov1-V3-mix0.4 CD μ=0.5": ("markov1-V3-mix0.4", CD, 0.5),
+    "markov1-V3-mix0.4 WE λ=0.3": ("markov1-V3-mix0.4", WE, 0.3),
+    "markov2-V3-temp2 CD μ=0.3 T=0": ("markov2-V3-temp2", CD, 0.3, 0.0),
+    "markov1-V4-topk2 WE λ=0.6": ("markov1-V4-topk2", WE, 0.6),
+    "markov1-V4-weak CD μ=1 T=0.5": ("markov1-V4-weak", CD, 1.0, 0.5),
+    # i.i.d. pairs with r = (q + p)/2, so α_q = α_p (Thm 3.6's single α)
+    "iid-V3 sym WE λ=0.5": (lambda: random_pair(3, 0, 1.0, seed=81), WE, 0.5),
+    "iid-V2 sym WE λ=0.5": (lambda: random_pair(2, 0, 1.0, seed=82), WE, 0.5),
+    # Monte Carlo scale
+    "iid-V50 WE λ=0.5": (lambda: random_pair(50, 0, 1.0, seed=41), WE, 0.5),
+    "iid-V50 CD μ=0.3": (lambda: random_pair(50, 0, 2.0, seed=42), CD, 0.3),
+    "iid-V50-disjoint WE λ=0.3": (_disjoint_v50, WE, 0.3),
+    "markov1-V50-weak CD μ=0.3": ("markov1-V50-weak", CD, 0.3),
+    "markov1-V50-strong WE λ=0.5": ("markov1-V50-strong", WE, 0.5),
 }
+EXACT2 = tuple(TWO)[:11]
+#: three-model instances (V = 3 exact, V = 50 Monte Carlo)
+THREE = {
+    "markov1-V3 3 models WE (.2,.5,.3)": lambda: (
+        [*pair_of("markov1-V3-mix0.4"), dirichlet_source(3, 1, 1.0, seed=5)], weighted_n_ensemble([0.2, 0.5, 0.3])),
+    "iid-V3 3 models logit-mean": lambda: (
+        [dirichlet_source(3, 0, 1.0, seed=s) for s in (61, 62, 63)], logit_mean_ensemble(3)),
+    # three independent, peaked (Dirichlet 0.1) first-order sources: weak agreement
+    "markov1-V50 3 models WE (1/3)": lambda: (
+        [dirichlet_source(50, 1, 0.1, seed=s) for s in (72, 71, 73)], weighted_n_ensemble([1 / 3, 1 / 3, 1 / 3])),
+}
+EXACT3 = tuple(THREE)[:2]
 #: weighted-ensemble pairs for the λ sweeps (Thm 3.2, Cor 3.3–3.5, 3.7)
 WE_PAIRS = ("iid-V4-random", "iid-V4-strong", "iid-V3-disjoint", "iid-V3-equal", "markov1-V3-mix0.4",
             "markov2-V3-temp2", "markov1-V4-topk2", "markov1-V4-weak")
 LAMBDAS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9)
 
 
-@lru_cache(maxsize=None)
-def models2(label: str) -> ex.SEModels:
-    pair_name, ens = EXACT2[label]
-    pair = inst.get(pair_name)
-    return ex.SEModels.build([pair.draft, pair.target], ens(), label)
+def pair_of(pair) -> list:
+    """Members (q, p) = (draft, target) of a pair (or of a built-in pair's name)."""
+    pair = inst.get(pair) if isinstance(pair, str) else pair
+    return [pair.draft, pair.target]
 
 
 @lru_cache(maxsize=None)
-def we_models(pair_name: str, lam: float) -> ex.SEModels:
-    pair = inst.get(pair_name)
-    return ex.SEModels.build([pair.draft, pair.target], weighted_ensemble(lam), f"{pair_name} WE λ={lam:g}")
+def models(name: str) -> ex.SEModels:
+    """The members and ensemble of a named instance (:data:`TWO`, :data:`THREE`)."""
+    if name in THREE:
+        members, ens = THREE[name]()
+        return ex.SEModels.build(members, ens, name)
+    pair, ens, *params = TWO[name]
+    return ex.SEModels.build(pair_of(pair if isinstance(pair, str) else pair()), ens(*params), name)
+
+
+def two(pair, kind: str = "WE", x: float = 0.5, name: str = "pair") -> ex.SEModels:
+    """A pair's draft q and target p under WE with weight λ = x, CD with μ = x, or "CD+" (the
+    broken CD of :func:`cd_plus`)."""
+    ens = {"WE": WE, "CD": CD, "CD+": cd_plus}[kind](x)
+    return ex.SEModels.build(pair_of(pair), ens, name)
 
 
 @lru_cache(maxsize=None)
-def models3(label: str) -> ex.SEModels:
-    """Three-model instances (V = 3 exact, V = 50 Monte Carlo)."""
-    if label == "markov1-V3 3 models WE (.2,.5,.3)":
-        pair = inst.get("markov1-V3-mix0.4")
-        third = dirichlet_source(3, 1, 1.0, seed=5)
-        return ex.SEModels.build([pair.draft, pair.target, third], weighted_n_ensemble([0.2, 0.5, 0.3]), label)
-    if label == "iid-V3 3 models logit-mean":
-        srcs = [dirichlet_source(3, 0, 1.0, seed=s) for s in (61, 62, 63)]
-        return ex.SEModels.build(srcs, logit_mean_ensemble(3), label)
-    if label == "markov1-V50 3 models WE (1/3)":
-        # three independent, peaked (Dirichlet 0.1) first-order sources: weak agreement
-        members = [dirichlet_source(50, 1, 0.1, seed=s) for s in (72, 71, 73)]
-        return ex.SEModels.build(members, weighted_n_ensemble([1 / 3, 1 / 3, 1 / 3]), label)
-    raise KeyError(label)
-
-
-EXACT3 = ("markov1-V3 3 models WE (.2,.5,.3)", "iid-V3 3 models logit-mean")
+def on_pair(pair_name: str, kind: str, x: float) -> ex.SEModels:
+    """A built-in pair under WE with weight λ = x or CD with μ = x."""
+    return two(pair_name, kind, x, f"{pair_name} {kind} {x:g}")
 
 
 @lru_cache(maxsize=None)
-def mc_models(label: str) -> ex.SEModels:
-    """Monte Carlo scale two-model instances."""
-    if label == "iid-V50 WE λ=0.5":
-        pair = random_pair(50, 0, 1.0, seed=41)
-        return ex.SEModels.build([pair.draft, pair.target], weighted_ensemble(0.5), label)
-    if label == "iid-V50 CD μ=0.3":
-        pair = random_pair(50, 0, 2.0, seed=42)
-        return ex.SEModels.build([pair.draft, pair.target], contrastive_ensemble(0.3), label)
-    if label == "iid-V50-disjoint WE λ=0.3":
-        q = np.r_[np.full(25, 1 / 25), np.zeros(25)]
-        rng = np.random.default_rng(43)
-        p = np.r_[np.zeros(25), rng.dirichlet(np.ones(25))]
-        pair = pair_from_tables(p, q, name="disjoint-V50")
-        return ex.SEModels.build([pair.draft, pair.target], weighted_ensemble(0.3), label)
-    if label == "markov1-V50-weak CD μ=0.3":
-        pair = inst.get("markov1-V50-weak")
-        return ex.SEModels.build([pair.draft, pair.target], contrastive_ensemble(0.3), label)
-    if label == "markov1-V50-strong WE λ=0.5":
-        pair = inst.get("markov1-V50-strong")
-        return ex.SEModels.build([pair.draft, pair.target], weighted_ensemble(0.5), label)
-    raise KeyError(label)
+def engine(M, kind, gammas, rule) -> ex.Engine:
+    """The exact engine of an algorithm on M (kept: it caches its step outcomes)."""
+    return ex.Engine(M, ALG(kind, gammas), rule)
 
 
-def _alg_two(kind, gq, gp, first=0):
-    return ex.Algorithm(kind, (gq, gp), first=first)
+def speedup(M, gammas, c, rule, kind="alt", first=0) -> float:
+    """Exact long-run speedup of Sec. 3.2 ("sbe") or Alg. 1 ("alt") over the vanilla ensemble
+    (chain DP; t_q = c, t_p = 1)."""
+    return cf.long_run_chain(M.tables, M.r, gammas, [c, 1.0], kind=kind, first=first, rule=rule)["speedup"]
+
+
+@lru_cache(maxsize=None)
+def grid_speedup(M, gammas, c, rule, kind="alt", first=0) -> float:
+    """:func:`speedup` on a named instance, kept (the subject and its controls share it)."""
+    return speedup(M, gammas, c, rule, kind, first)
+
+
+def alphas(M, rule) -> np.ndarray:
+    """α_k(s) under the rule, shape (members, states)."""
+    acc, _ = M.rule_tables(rule)
+    return (M.tables * acc).sum(axis=2)
+
+
+def streams(ctx, M, alg, n_streams, L, rule, key):
+    """(the Numba kernel's ``n_streams`` streams of L tokens each, their note), L = ctx.size(*L)."""
+    L = ctx.size(*L)
+    return (mc.simulate_streams(M, alg, n_streams, L, rule=rule, seed=ctx.rng(key)),
+            f"{n_streams} streams × {L} tokens")
+
+
+def frequency(res, k):
+    """(attempts, acceptance frequency) of member k's proposals, pooled over the streams."""
+    att = int(res.attempts[:, k].sum())
+    return att, int(res.accepts[:, k].sum()) / att
+
+
+def stationary_alpha(M) -> float:
+    """E_π[α_q(s)] under the ensemble's stationary law."""
+    return float(M.r_source.stationary() @ M.acceptance(0))
+
+
+def info(part, instance, claimed, measured, **kw):
+    """An ``info`` evidence (reported, never graded) bearing on ``part``."""
+    ev = stats.info("exact", instance, claimed, measured, **kw)
+    ev.part = part
+    return ev
+
+
+def never_below(name, points, measure, what, note="", strict=False, shift=0.0, part=None):
+    """``measure(**point) -> (bound, value)``: value ≥ bound + shift (> with ``strict``) at every
+    point, reported as claimed = the bound, measured = the bound while it holds, the value where
+    it does not (the point of least slack shown, every point kept)."""
+    def shifted(**pt):
+        b, v = measure(**pt)
+        return b + shift, v
+    return sweep(name, points, shifted, grade="bound", judge=clipped_bound("ge", strict=strict, what=what),
+                 note=note, part=part)
+
+
+_SEARCHES: dict = {}
+#: the corners of the V = 2 pair space: each row deterministic (logits ±12), disjoint or equal
+CORNERS = [np.array([a, -a, b, -b]) for a in (12.0, -12.0) for b in (12.0, -12.0)]
+
+
+def corners(slack, subject, params, settings) -> LeastSlack:
+    """:func:`sims.slack.exhaustive` over the corners of the search space: the 4 deterministic V = 2
+    pairs × each param at lo + ε, the middle and hi − ε (ε = 1e-9 of the range), where these
+    bounds are tight (disjoint supports, λ ∈ {0, ½, 1}, the ends of the cost range)."""
+    space = PairSpace(V=2)
+    box = {k: (lo + 1e-9 * (hi - lo), (lo + hi) / 2, hi - 1e-9 * (hi - lo)) for k, (lo, hi) in params.items()}
+    pts = grid(x=range(len(CORNERS)), **box)
+    return exhaustive(
+        lambda x, **par: slack(space.pair(CORNERS[x]), subject, **settings, **par), pts,
+        call=lambda x, **par: call_line(slack, Expr(space.source(CORNERS[x])), subject=subject, **settings, **par),
+        describe=lambda pt: {"kind": "pair_from_tables", "V": 2, "order": 0,
+                             **dict(zip("pq", (t[0].tolist() for t in space.tables(CORNERS[pt["x"]])))),
+                             "subject": source_of(subject), **settings, **{k: pt[k] for k in params}})
+
+
+def searched(ctx, parts, slack, v, *, uses=("rule",), budget=(400, 100), params=None, **settings):
+    """The least slack of ``slack(pair, subject, **settings, **params) ≥ 0`` over V = 2 i.i.d.
+    pairs, recorded on each part of ``parts`` and graded there (one evidence per part): the
+    smaller of :func:`corners` and :func:`sims.slack.search_pairs` (2 seeded restarts of Powell
+    from logits ~ N(0, 5²), ``params`` searched with the tables).
+
+    The search runs once per variant of the fields the slack ``uses`` (other controls reuse it);
+    a raised bound (``v.shift``) is evaluated at the instance found for the unshifted variant: a
+    wrong constant must fail where the bound is tightest."""
+    params = dict(params or {})
+    base = Variant(**{f: getattr(v, f) for f in uses})
+    subject = next((x for x in NAMED if x == base), base)
+    key = (slack, subject, ctx.quick, tuple(sorted(settings.items())), tuple(sorted(params.items())))
+    if key not in _SEARCHES:
+        found = search_pairs(slack, PairSpace(V=2), budget=ctx.size(*budget), restarts=2, seed=0, method="Powell",
+                             start_scale=5.0, settings={"subject": subject, **settings}, params=params)
+        corner = corners(slack, subject, params, settings)
+        best = min((found, corner), key=lambda r: r.value)
+        best.search = f"the least of {corner.search} of the V=2 space and {found.search}"
+        best.evaluations = found.evaluations + corner.evaluations
+        _SEARCHES[key] = best
+    rec = _SEARCHES[key]
+    if v.shift:
+        at = {k: rec.instance[k] for k in params}
+        pair = pair_from_tables(rec.instance["p"], rec.instance["q"])
+        src = f"spectheory.pairs.pair_from_tables({rec.instance['p']!r}, {rec.instance['q']!r})"
+        rec = LeastSlack(float(slack(pair, v, **settings, **at)), {**rec.instance, "subject": source_of(v)},
+                         call_line(slack, Expr(src), v, **settings, **at),
+                         f"{rec.search}; the raised bound evaluated at the instance found for the claimed one",
+                         rec.evaluations)
+    return [least_slack(ctx, part, lambda: rec) for part in parts]
+
+
+SEARCH_NOTE = ("Least slack: 2 seeded restarts of Powell over the tables of V = 2 i.i.d. pairs (probabilities "
+               "≥ e^-24/2) with the ensemble weight and the cost ratio searched with them (400 evaluations, 100 "
+               "in --quick, where it may stop further from the bound); the wrong-constant control (every bound + "
+               "0.01) is evaluated at the instance found and must fail there.")
 
 
 # --- se.lossless --------------------------------------------------------------------------------
 
-TWO_MODEL_ALGS = (("sbe", (2, 1), 0), ("alt", (2, 1), 0), ("alt", (1, 2), 1), ("alt", (3, 2), 0))
-N_MODEL_ALGS = ((2, 1, 1), "pseudocode"), ((1, 2, 1), "text")
+SEC32_ALGS = [dict(kind="sbe", gammas=(2, 1), first=0), dict(kind="sbe", gammas=(1, 1), first=0)]
+ALG1_ALGS = [dict(kind="alt", gammas=(2, 1), first=0), dict(kind="alt", gammas=(1, 2), first=1),
+             dict(kind="alt", gammas=(3, 2), first=0)]
+ALG2_ALGS = [dict(kind="nse", gammas=(2, 1, 1), after_reject="pseudocode"),
+             dict(kind="nse", gammas=(1, 2, 1), after_reject="text")]
 
 
-def _first_n_tv(models, alg, rule, N):
-    eng = ex.Engine(models, alg, rule)
-    d = ex.first_tokens_distribution(eng, N)
-    return float(total_variation(d, models.r_source.sequence_probs(N)))
+def lossless_tv(M, rule, N=3, **alg):
+    """(0, TV between the law of the first N emitted tokens and r^N), exact."""
+    d = ex.first_tokens_distribution(ex.Engine(M, ALG(**alg), rule), N)
+    return 0.0, float(total_variation(d, M.r_source.sequence_probs(N)))
 
 
-def _lossless_exact(rule):
-    ev = []
-    for label in EXACT2:
-        M = models2(label)
-        worst = max(_first_n_tv(M, ex.Algorithm(k, g, first=f), rule, 3) for k, g, f in TWO_MODEL_ALGS)
-        ev.append(stats.exact_distance(_label(label, algs="Sec3.2 γ=2; Alg1 (2,1),(1,2)p-first,(3,2)", N=3),
-                                       worst, what="TV(first N emitted tokens, r^N), max over algorithms"))
-    if rule.bonus == "none":
-        for label in EXACT3:
-            M = models3(label)
-            worst = max(_first_n_tv(M, ex.Algorithm("nse", g, after_reject=a), rule, 3) for g, a in N_MODEL_ALGS)
-            ev.append(stats.exact_distance(_label(label, alg2="(2,1,1) pseudocode, (1,2,1) text", N=3), worst,
-                                           what="TV(first N emitted tokens, r^N), Alg. 2"))
-    return ev
+def lossless_on(pair, rule, gamma, kind="sbe", ensemble="WE"):
+    """:func:`lossless_tv` of the first 2 tokens, Sec. 3.2 ("sbe") or Alg. 1 ("alt") with γ = (γq, γp),
+    on a pair under WE λ = ½ or CD μ = ½ (the shrinker's measure)."""
+    return lossless_tv(two(pair, ensemble), rule, 2, kind=kind, gammas=gamma)
 
 
-def _chisq_first_tokens(ctx, M, alg, rule, N, label):
+def chisq_first_tokens(ctx, M, alg, rule, name, part, N=3):
     n = ctx.size(400_000, 100_000)
-    toks = mc.sample_first_tokens(M, alg, N, n, rule=rule, seed=ctx.rng(label))
-    idx = toks @ (M.V ** np.arange(N - 1, -1, -1))
-    counts = np.bincount(idx, minlength=M.V ** N)
-    return ctx.mc(stats.chisquare_gof(label, counts, M.r_source.sequence_probs(N), alpha=ctx.alpha_test,
-                                      tolerance_w=0.03, note=f"{n} independent runs of the Numba kernel, "
-                                      f"first {N} emitted tokens against r^{N}"))
+    toks = mc.sample_first_tokens(M, alg, N, n, rule=rule, seed=ctx.rng(name))
+    counts = np.bincount(toks @ (M.V ** np.arange(N - 1, -1, -1)), minlength=M.V ** N)
+    return mc_law(ctx, name, counts, M.r_source.sequence_probs(N), tolerance_w=0.03, part=part,
+                  note=f"{n} independent runs of the Numba kernel, first {N} emitted tokens against r^{N}")
 
 
 def check_lossless(ctx, rule):
-    ev = _lossless_exact(rule)
-    M = models2("markov1-V3-mix0.4 CD μ=0.5")
-    ev.append(_chisq_first_tokens(ctx, M, ex.Algorithm("alt", (2, 1)), rule, 3,
-                                  "markov1-V3-mix0.4 CD μ=0.5 Alg1 γ=(2,1) N=3"))
+    what = "TV(first N emitted tokens, r^N), max over the algorithm settings"
+    ev = []
+    for part, algs, names, tag in (("sec3.2", SEC32_ALGS, EXACT2, "Sec3.2 γ∈{1,2}"),
+                                   ("alg1", ALG1_ALGS, EXACT2, "Alg1 (2,1),(1,2)p-first,(3,2)"),
+                                   ("alg2", ALG2_ALGS, EXACT3, "Alg2 (2,1,1) pseudocode, (1,2,1) text")):
+        if part == "alg2" and rule.bonus != "none":
+            continue  # every bonus is scored in Alg. 2: the unchecked-bonus control does not apply
+        ev += each(names, lambda name, M: sweep(label(name, algs=tag, N=3), algs, lambda **a: lossless_tv(M, rule, **a),
+                                                grade="distance", what=what), get=models, part=part)
+    M = models("markov1-V3-mix0.4 CD μ=0.5")
+    ev.append(chisq_first_tokens(ctx, M, ALG("sbe", (2, 1)), rule, "markov1-V3-mix0.4 CD μ=0.5 Sec3.2 γ=2 N=3",
+                                 "sec3.2"))
+    ev.append(chisq_first_tokens(ctx, M, ALG("alt", (2, 1)), rule, "markov1-V3-mix0.4 CD μ=0.5 Alg1 γ=(2,1) N=3",
+                                 "alg1"))
     if rule.bonus == "none":
-        M3 = models3("markov1-V3 3 models WE (.2,.5,.3)")
-        ev.append(_chisq_first_tokens(ctx, M3, ex.Algorithm("nse", (2, 1, 1)), rule, 3,
-                                      "markov1-V3 3 models WE Alg2 γ=(2,1,1) N=3"))
-    else:
-        ev.append(_chisq_first_tokens(ctx, M, ex.Algorithm("sbe", (3, 1)), rule, 3,
-                                      "markov1-V3-mix0.4 CD μ=0.5 Sec3.2 γ=3 N=3"))
+        ev.append(chisq_first_tokens(ctx, models("markov1-V3 3 models WE (.2,.5,.3)"), ALG("nse", (2, 1, 1)), rule,
+                                     "markov1-V3 3 models WE Alg2 γ=(2,1,1) N=3", "alg2"))
+    else:  # the same number of tests for every subject: Alg. 1 with p proposing first instead
+        ev.append(chisq_first_tokens(ctx, M, ALG("alt", (1, 2), first=1), rule,
+                                     "markov1-V3-mix0.4 CD μ=0.5 Alg1 γ=(1,2) p-first N=3", "alg1"))
     return ev
 
 
-def shrink_lossless(ctx, rule):
-    for V in (2, 3):
-        for order in (0, 1):
-            for seed in range(10):
-                pair = random_pair(V, order, 1.0, seed=seed)
-                for ens in (weighted_ensemble(0.5), contrastive_ensemble(0.5)):
-                    M = ex.SEModels.build([pair.draft, pair.target], ens, "shrink")
-                    for k, g, f in (("sbe", (1, 1), 0), ("alt", (1, 1), 0), ("sbe", (2, 1), 0), ("alt", (2, 1), 0)):
-                        tv = _first_n_tv(M, ex.Algorithm(k, g, first=f), rule, 2)
-                        if tv > 1e-12:
-                            return {"V": V, "order": order, "gamma": list(g), "K": 1, "seed": seed,
-                                    "algorithm": k, "ensemble": ens.name,
-                                    "source": f"spectheory.pairs.random_pair(V={V}, order={order}, "
-                                              f"concentration=1, seed={seed}); members (q=draft, p=target)",
-                                    "claimed": 0.0, "measured": tv}
-    return None
-
-
 register(
-    id="se.lossless", paper=PAPER, reference="Sec. 3.2 Eq. 6, App. A.1; App. B.1 Alg. 1; App. B.2 Alg. 2",
+    id="se.lossless",
+    paper=PAPER, reference="Sec. 3.2 Eq. 6, App. A.1; App. B.1 Alg. 1; App. B.2 Alg. 2",
     statement="Verifying q's proposals against r (Eq. 6, residual norm(max(r−q,0))) emits tokens distributed "
               "as r; also for the alternate proposal framework (Alg. 1) and the n-model framework (Alg. 2): the "
               "emitted sequence follows the product of ensemble conditionals.",
-    interpretation="The first N emitted tokens from a fixed context, over as many steps as it takes (the "
-                   "alternation's cache and roles carried between steps), must have law r^N, r the ensemble "
-                   "Markov source. Exact: enumeration of every draw of every step (TV ≤ 1e-12) on i.i.d. and "
-                   "Markov pairs with WE, CD (T = 1, 0.5 and the T → 0 argmax limit), disjoint supports, p = q, "
-                   "a one-token vocabulary and top-k drafts; Alg. 2 on three models (WE and a user logit-mean "
-                   "ensemble), read literally (after a rejection the scorer proposes γ_i − 1) and as the prose "
-                   "of B.2 (the default proposer restarts). For two-model WE, norm(max(p−q,0)) = "
-                   "norm(max(r−q,0)) because r − q = (1−λ)(p − q): the wrong-member residual is harmless there "
-                   "and is caught on CD and three-model instances. MC: chi-square of the kernel's first tokens.",
-    check=check_lossless, subject=STANDARD, controls=(CTRL_RESIDUAL, CTRL_BONUS), mc_tests=2,
-    shrink=shrink_lossless)
+    interpretation="Each algorithm is its own part. The first N = 3 emitted tokens from a fixed context, over "
+                   "as many steps as it takes (Alg. 1's cache and roles carried between steps), must have law "
+                   "r^N, r the ensemble Markov source. Exact: enumeration of every draw of every step (TV ≤ "
+                   "1e-12) on 11 two-model instances: i.i.d. and Markov pairs with WE, CD (T = 1, 0.5 and the "
+                   "T → 0 argmax limit), disjoint supports, p = q, a one-token vocabulary and top-k drafts; "
+                   "Alg. 2 on two three-model instances (WE and a user logit-mean ensemble), read literally "
+                   "(after a rejection the scorer proposes γ_i − 1) and as the prose of B.2 (the default "
+                   "proposer restarts). Convention: on a row where r = q_k the residual norm(max(r − q_k, 0)) "
+                   "is 0/0; the rule returns r there, and it is never drawn (every proposal is accepted when "
+                   "r = q_k). For two-model WE, norm(max(p−q,0)) = norm(max(r−q,0)) because r − q = "
+                   "(1−λ)(p − q): the wrong-member residual is harmless there and is caught on CD and "
+                   "three-model instances. MC: chi-square of the kernel's first 3 tokens (400,000 runs; "
+                   "detectable effect w = 0.03).",
+    parts=(Part("sec3.2", "The speculative-based ensemble (Sec. 3.2: q proposes, r verifies, residual "
+                          "norm(max(r − q, 0)), no bonus) emits tokens distributed as r.", relation="law"),
+           Part("alg1", "The alternate proposal framework (Alg. 1: the verifier's bonus becomes the next "
+                        "proposal and the roles swap) emits tokens distributed as r.", relation="law"),
+           Part("alg2", "The n-model framework (Alg. 2) emits tokens distributed as the product of the "
+                        "ensemble's conditionals.", relation="law")),
+    check=check_lossless, subject=STANDARD, mc_tests=3,
+    controls=(CTRL_RESIDUAL, Control(CTRL_BONUS.name, BROKEN_BONUS_UNCHECKED, BROKEN_BONUS_UNCHECKED.description,
+                                     parts=("sec3.2", "alg1"))),
+    shrink=shrinker(lossless_on, fails=lambda c, m: m > 1e-12, applies=("V", "order", "gamma", "kind", "ensemble", "seed"),
+                    V_values=(2, 3), gammas=((1, 1), (2, 1)), extra={"kind": ("sbe", "alt"), "ensemble": ("WE", "CD")}))
 
 
 # --- se.acceptance ------------------------------------------------------------------------------
 
-def _acceptance_worst(M, rule):
-    """Worst (member, state): P(accept a proposal of member k in state s) under ``rule`` vs
-    Eq. 7 computed literally with the seed's D_TV = Σ|q_k − r|."""
-    acc, _ = M.rule_tables(rule)
-    worst = (0.0, 0.0, -1.0)
-    for k in range(M.n):
-        alg = (M.tables[k] * acc[k]).sum(axis=1)
-        d_tv = np.abs(M.tables[k] - M.r).sum(axis=1)
-        formula = 1.0 - 0.5 * d_tv
-        i = int(np.argmax(np.abs(alg - formula)))
-        if abs(alg[i] - formula[i]) > worst[2]:
-            worst = (float(formula[i]), float(alg[i]), abs(alg[i] - formula[i]))
-    return worst
+def acceptance_table(M, rule):
+    """(Eq. 7 computed literally with D_TV = Σ|q_k − r|, the rule's P(accept)) per (member, state)."""
+    return 1.0 - 0.5 * np.abs(M.tables - M.r).sum(axis=2), alphas(M, rule)
 
 
 def check_acceptance(ctx, rule):
-    ev = []
-    for label in EXACT2:
-        f, a, _ = _acceptance_worst(models2(label), rule)
-        ev.append(stats.exact_equal(_label(label, members="q,p"), f, a,
-                                    what="P(accept) of each proposer vs 1 − ½D_TV(q_k, r), worst state"))
-    for label in EXACT3:
-        f, a, _ = _acceptance_worst(models3(label), rule)
-        ev.append(stats.exact_equal(_label(label, members="all"), f, a,
-                                    what="P(accept) of each proposer vs 1 − ½D_TV(p_k, r), worst state"))
-    M = mc_models("iid-V50 CD μ=0.3")
-    n_streams, L = 32, ctx.size(200_000, 40_000)
-    res = mc.simulate_streams(M, ex.Algorithm("alt", (3, 2)), n_streams, L, rule=rule, seed=ctx.rng("acc"))
+    def compare(name, M):
+        formula, alg = acceptance_table(M, rule)
+        return sweep(label(name, members="q,p" if M.n == 2 else "all"), grid(k=range(M.n), s=range(M.S)),
+                     lambda k, s: (formula[k, s], alg[k, s]),
+                     what="P(accept) of each proposer vs 1 − ½D_TV(q_k, r), worst (member, state)")
+    ev = each(EXACT2 + EXACT3, compare, get=models)
+    M = models("iid-V50 CD μ=0.3")
+    res, size = streams(ctx, M, ALG("alt", (3, 2)), 32, (200_000, 40_000), rule, "acc")
     for k, who in ((0, "q"), (1, "p")):
-        att, acc = int(res.attempts[:, k].sum()), int(res.accepts[:, k].sum())
+        att, freq = frequency(res, k)
         alpha = float(cf.acceptance(M.tables[k, 0], M.r[0]))
-        se = float(np.sqrt(alpha * (1 - alpha) / att))
-        ev.append(ctx.mc(stats.z_test_mean(
-            _label("iid-V50 CD μ=0.3", alg="Alg1 γ=(3,2)", proposer=who), alpha, mean=acc / att, se=se, n=att,
-            alpha=ctx.alpha_test, tolerance=0.005, what="acceptance frequency",
-            note=f"{n_streams} streams × {L} tokens; every verification of a {who}-proposed token counted; "
-                 "se under the claim (Bernoulli(α) attempts, i.i.d. source)")))
+        ev.append(mc_mean(ctx, label("iid-V50 CD μ=0.3", alg="Alg1 γ=(3,2)", proposer=who), alpha, mean=freq,
+                          se=float(np.sqrt(alpha * (1 - alpha) / att)), n=att, tolerance=0.005,
+                          what="acceptance frequency",
+                          note=f"{size}; every verification of a {who}-proposed token counted; se under the claim "
+                               "(Bernoulli(α) attempts, i.i.d. source)"))
     return ev
 
 
 register(
-    id="se.acceptance", paper=PAPER, reference="Eq. 7 / Eq. 11 (App. A.1)",
+    id="se.acceptance", relation="=",
+    paper=PAPER, reference="Eq. 7 / Eq. 11 (App. A.1)",
     statement="α = 1 − ½ D_TV(q, r) with D_TV = Σ|q − r| (i.e. 1 − TV(q, r) with the ½).",
-    interpretation="Per state and per proposing member: the algorithm's probability of accepting a proposal "
-                   "(Σ_x q_k(x)·min(1, r(x)/q_k(x)) under the rule) against Eq. 7 computed literally. MC: "
-                   "acceptance frequencies of q- and p-proposed tokens in a long Alg. 1 run (both roles).",
+    interpretation="Per state and per proposing member (q and p of 11 two-model instances, all three members of "
+                   "two three-model ones): the algorithm's probability of accepting a proposal (Σ_x q_k(x)·"
+                   "min(1, r(x)/q_k(x)) under the rule) against Eq. 7 computed literally, |Δ| ≤ 1e-10. MC: "
+                   "acceptance frequencies of q- and p-proposed tokens in a long Alg. 1 run on an i.i.d. V = 50 "
+                   "CD pair (both roles; two-sided z-tests, tolerance 0.005).",
     check=check_acceptance, subject=STANDARD, controls=(CTRL_VERIFY,), mc_tests=2)
 
 
 # --- se.thm3_1 ----------------------------------------------------------------------------------
 
 COSTS = (0.05, 0.2, 0.5, 1.0)
+THM31_EXACT = ("iid-V4-random WE λ=0.5", "iid-V4-random CD μ=0.5", "iid-V4-strong CD μ=0.3 T=0",
+               "iid-V3-disjoint WE λ=0.3", "iid-V3-equal WE λ=0.7")
 
 
-def _thm3_1_worst(M, rule, gammas=(1, 2, 3, 4)):
+def thm3_1_at(M, rule, gamma, c=None):
+    """(Thm 3.1, exact) at α = α_q(state 0): E[tokens per cycle] when ``c`` is None (enumeration
+    of one cycle), else the speedup at cost c (renewal–reward over the process)."""
     alpha = float(M.acceptance(0)[0])
-    pts = []
-    for g in gammas:
-        eng = ex.Engine(M, ex.Algorithm("sbe", (g, 1)), rule)
-        pts.append((float(cf.expected_tokens(alpha, g)), ex.expected_step_tokens(eng)))
-        for c in COSTS:
-            pts.append((float(cf.thm3_1_speedup(alpha, g, c)), ex.long_run(eng, [c, 1.0]).speedup))
-    return max(pts, key=lambda cm: abs(cm[0] - cm[1]))
+    eng = engine(M, "sbe", (gamma, 1), rule)
+    if c is None:
+        return float(cf.expected_tokens(alpha, gamma)), ex.expected_step_tokens(eng)
+    return float(cf.thm3_1_speedup(alpha, gamma, c)), ex.long_run(eng, [c, 1.0]).speedup
+
+
+def thm3_1_on(pair, rule, gamma, c=None):
+    """:func:`thm3_1_at` on a pair under WE λ = ½ (the shrinker's measure)."""
+    return thm3_1_at(two(pair), rule, gamma, c)
 
 
 def check_thm3_1(ctx, rule):
     ev = []
-    for label in ("iid-V4-random WE λ=0.5", "iid-V4-random CD μ=0.5", "iid-V4-strong CD μ=0.3 T=0",
-                  "iid-V3-disjoint WE λ=0.3", "iid-V3-equal WE λ=0.7"):
-        ev.append(stats.exact_equal(_label(label, γ="1..4", c="0.05..1"), *_thm3_1_worst(models2(label), rule),
-                                    what="E[tokens per cycle] and speedup vs enumeration, worst (γ, c)"))
-    for label in ("markov1-V3-mix0.4 CD μ=0.5", "markov1-V4-weak CD μ=1 T=0.5"):
-        M = models2(label)
-        pi = M.r_source.stationary()
-        a_bar = float(pi @ M.acceptance(0))
-        f = float(cf.thm3_1_speedup(a_bar, 3, 0.2))
-        x = cf.long_run_chain(M.tables, M.r, (3, 1), [0.2, 1.0], kind="sbe", rule=rule)["speedup"]
-        ev.append(stats.info("exact", _label(label, γ=3, c=0.2), f, x,
-                             test="formula at α = E_π[α(s)] vs exact long-run speedup (chain DP)",
-                             note=f"off by {100 * (f - x) / x:+.2f}%: α varies with the state, outside the "
-                                  "formula's constant-α assumption; reported, not graded"))
-    M = mc_models("iid-V50 CD μ=0.3")
-    alpha = float(M.acceptance(0)[0])
-    g, c = 4, 0.2
-    n_streams, L = 64, ctx.size(100_000, 20_000)
-    res = mc.simulate_streams(M, ex.Algorithm("sbe", (g, 1)), n_streams, L, rule=rule, seed=ctx.rng("thm31"))
-    ev.append(ctx.mc(stats.z_test_mean(_label("iid-V50 CD μ=0.3", γ=g), float(cf.expected_tokens(alpha, g)),
-                                       res.tokens / res.scores, alpha=ctx.alpha_test, tolerance=0.01,
-                                       what="tokens per cycle (per-stream ratio)",
-                                       note=f"{n_streams} streams × {L} tokens, Sec. 3.2 kernel")))
-    ev.append(ctx.mc(stats.z_test_mean(_label("iid-V50 CD μ=0.3", γ=g, c=c), float(cf.thm3_1_speedup(alpha, g, c)),
-                                       res.speedup([c, 1.0]), alpha=ctx.alpha_test, tolerance=0.01,
-                                       what="speedup over the vanilla ensemble (per-stream ratio of clocks)",
-                                       note="time = calls of q × c + calls of p × 1; vanilla = (1 + c) per token")))
+    for part, cs, what in (("tokens", (None,), "E[tokens per cycle] vs enumeration of one cycle, worst γ"),
+                           ("speedup", COSTS, "speedup vs renewal–reward over the process, worst (γ, c)")):
+        ev += each(THM31_EXACT, lambda name, M: sweep(
+            label(name, γ="1..4", **({} if part == "tokens" else {"c": "0.05..1"})), grid(gamma=(1, 2, 3, 4), c=cs),
+            lambda gamma, c: thm3_1_at(M, rule, gamma, c), what=what), get=models, part=part)
+    for name in ("markov1-V3-mix0.4 CD μ=0.5", "markov1-V4-weak CD μ=1 T=0.5"):
+        M = models(name)
+        f, x = float(cf.thm3_1_speedup(stationary_alpha(M), 3, 0.2)), speedup(M, (3, 1), 0.2, rule, "sbe")
+        ev.append(info("formula-on-markov", label(name, γ=3, c=0.2), f, x, test="formula at α = E_π[α(s)] vs exact "
+                       "long-run speedup (chain DP)", note=f"formula {100 * (f - x) / x:+.2f}% off: α varies with the "
+                       "state, outside the formula's constant-α assumption"))
+    M = models("iid-V50 CD μ=0.3")
+    alpha, (g, c) = float(M.acceptance(0)[0]), (4, 0.2)
+    res, size = streams(ctx, M, ALG("sbe", (g, 1)), 64, (100_000, 20_000), rule, "thm31")
+    ev.append(mc_mean(ctx, label("iid-V50 CD μ=0.3", γ=g), float(cf.expected_tokens(alpha, g)), res.tokens / res.scores,
+                      tolerance=0.01, what="tokens per cycle (per-stream ratio)", note=f"{size}, Sec. 3.2 kernel",
+                      part="tokens"))
+    ev.append(mc_mean(ctx, label("iid-V50 CD μ=0.3", γ=g, c=c), float(cf.thm3_1_speedup(alpha, g, c)),
+                      res.speedup([c, 1.0]), tolerance=0.01, part="speedup",
+                      what="speedup over the vanilla ensemble (per-stream ratio of clocks)",
+                      note="time = calls of q × c + calls of p × 1; vanilla = (1 + c) per token"))
     return ev
 
 
-def shrink_thm3_1(ctx, rule):
-    for V in (2, 3):
-        for seed in range(10):
-            pair = random_pair(V, 0, 1.0, seed=seed)
-            M = ex.SEModels.build([pair.draft, pair.target], weighted_ensemble(0.5), "shrink")
-            for g in (1, 2, 3):
-                claimed, measured = _thm3_1_worst(M, rule, (g,))
-                if abs(claimed - measured) > stats.EXACT_TOL:
-                    return {"V": V, "order": 0, "gamma": g, "K": 1, "seed": seed, "ensemble": "WE λ=0.5",
-                            "source": f"spectheory.pairs.random_pair(V={V}, order=0, concentration=1, seed={seed})",
-                            "claimed": claimed, "measured": measured}
-    return None
-
-
 register(
-    id="se.thm3_1", paper=PAPER, reference="Thm 3.1, App. A.2 (Eq. 12)",
+    id="se.thm3_1",
+    paper=PAPER, reference="Thm 3.1, App. A.2 (Eq. 12)",
     statement="Without the bonus token, E[tokens per cycle] = (1 − α^γ)/(1 − α), and the speed improvement over "
               "the vanilla ensemble is (1 − α^γ)(1 + c) / ((1 − α)(1 + cγ)).",
     interpretation="Sec. 3.2 algorithm; a cycle = γ calls of q (cost c) + one call of p (cost 1); vanilla = one "
-                   "call of each per token. Graded on i.i.d. pairs (constant α, the theorem's assumption): exact "
-                   "expected tokens of one cycle and exact long-run speedup (renewal–reward) for γ = 1..4, "
-                   "c ∈ {0.05, 0.2, 0.5, 1}. Markov pairs (α varies by state): info. MC: tokens per Score call "
-                   "and speedup of the kernel's streams.",
-    check=check_thm3_1, subject=STANDARD, controls=(CTRL_BONUS,), mc_tests=2, shrink=shrink_thm3_1)
+                   "call of each per token. Graded on 5 i.i.d. pairs (constant α, the theorem's assumption), "
+                   "γ = 1..4: the exact expected tokens of one cycle (enumeration) and the exact long-run speedup "
+                   "(renewal–reward over the process) for c ∈ {0.05, 0.2, 0.5, 1}, |Δ| ≤ 1e-10. MC: tokens per "
+                   "Score call and speedup of the kernel's 64 streams (i.i.d. V = 50 CD pair, γ = 4, c = 0.2). On "
+                   "Markov pairs α varies with the state: the formula at α = E_π[α(s)] is reported, not graded "
+                   "(on the two Markov CD pairs, γ = 3, c = 0.2, it is 0.3% and 2.0% below the exact value).",
+    parts=(Part("tokens", "Without the bonus token, E[tokens per cycle] = (1 − α^γ)/(1 − α).", relation="="),
+           Part("speedup", "The speed improvement over the vanilla ensemble is (1 − α^γ)(1 + c) / ((1 − α)(1 + cγ)).",
+                relation="="),
+           Part("formula-on-markov", "The speedup formula at α = E_π[α(s)] equals the long-run speedup on a Markov "
+                                     "source.", relation="=", checkable=False,
+                reason="outside the theorem's constant-α assumption (the paper does not claim it): reported as "
+                       "info with the relative error")),
+    check=check_thm3_1, subject=STANDARD, controls=(CTRL_BONUS,), mc_tests=2,
+    shrink=shrinker(thm3_1_on, applies=("V", "order", "gamma", "c", "seed"), V_values=(2, 3), orders=(0,),
+                    extra={"c": (None,) + COSTS}))
 
 
 # --- se.thm3_2 ----------------------------------------------------------------------------------
 
-def _we_alpha_by_state(pair_name, lam, rule):
-    M = we_models(pair_name, lam)
-    acc, _ = M.rule_tables(rule)
-    alpha = (M.tables[0] * acc[0]).sum(axis=1)
-    disjoint = (M.tables[0] * M.tables[1]).sum(axis=1) == 0
-    return alpha, disjoint
+def we_alpha(pair_name, lam, rule):
+    """(α_q(s) under the rule, whether p·q ≡ 0 in s) per state, WE with weight λ."""
+    M = on_pair(pair_name, "WE", lam)
+    return alphas(M, rule)[0], (M.tables[0] * M.tables[1]).sum(axis=1) == 0
 
 
-def check_thm3_2(ctx, rule):
-    ev = []
-    for name in WE_PAIRS:
-        worst_margin, eq_bad = np.inf, 0.0
-        at = None
-        for lam in LAMBDAS:
-            alpha, disjoint = _we_alpha_by_state(name, lam, rule)
-            margin = alpha - lam
-            i = int(np.argmin(margin))
-            if margin[i] < worst_margin:
-                worst_margin, at = float(margin[i]), (lam, float(alpha[i]))
-            # equality case: |α − λ| ≤ tol exactly on the states with disjoint supports (λ < 1)
-            mismatch = np.abs(np.where(disjoint, margin, 0.0)).max()
-            tight = np.where(~disjoint, margin <= stats.EXACT_TOL, False)
-            eq_bad = max(eq_bad, float(mismatch), float(tight.any()))
-        lam, a = at
-        ev.append(stats.exact_equal(_label(name, λ="0..0.9"), lam,
-                                    a if worst_margin < -stats.EXACT_TOL else lam,
-                                    what="α ≥ λ: worst state (claimed = λ, measured = α clipped at λ when above)",
-                                    note=f"min over states and λ of α − λ = {worst_margin:.3g} (at λ = {lam:g})"))
-        ev.append(stats.exact_equal(_label(name, λ="0..0.9", case="equality"), 0.0, eq_bad,
-                                    what="equality α = λ exactly where p·q ≡ 0 (1 = a state violating the iff)"))
-    alpha1, _ = _we_alpha_by_state("iid-V4-random", 1.0, rule)
-    ev.append(stats.info("exact", "iid-V4-random λ=1 (boundary)", 1.0, float(alpha1[0]),
-                         test="λ = 1 (r = q): α = 1 = λ although the supports overlap",
-                         note="the 'equality iff disjoint' part holds only for λ < 1; graded on λ ∈ [0, 0.9]"))
-    M = mc_models("iid-V50-disjoint WE λ=0.3")
-    n_streams, L = 32, ctx.size(100_000, 20_000)
-    res = mc.simulate_streams(M, ex.Algorithm("sbe", (3, 1)), n_streams, L, rule=rule, seed=ctx.rng("thm32"))
-    att, acc = int(res.attempts[:, 0].sum()), int(res.accepts[:, 0].sum())
-    lam = 0.3
-    ev.append(ctx.mc(stats.z_test_mean("iid-V50-disjoint WE λ=0.3 (equality case)", lam, mean=acc / att,
-                                       se=float(np.sqrt(lam * (1 - lam) / att)), n=att, alpha=ctx.alpha_test,
-                                       tolerance=0.005, what="acceptance frequency of q's proposals",
-                                       note=f"{n_streams} streams × {L} tokens, Sec. 3.2 γ=3; disjoint supports: "
-                                            "α = λ exactly")))
-    M = mc_models("markov1-V50-strong WE λ=0.5")
-    res = mc.simulate_streams(M, ex.Algorithm("sbe", (3, 1)), n_streams, L, rule=rule, seed=ctx.rng("thm32b"))
-    att, acc = int(res.attempts[:, 0].sum()), int(res.accepts[:, 0].sum())
-    p_hat = acc / att
-    ev.append(ctx.mc(stats.z_test_bound("markov1-V50-strong WE λ=0.5", 0.5, mean=p_hat,
-                                        se=float(np.sqrt(p_hat * (1 - p_hat) / att)), n=att, alpha=ctx.alpha_test,
-                                        tolerance=0.005, side="ge",
-                                        what="acceptance frequency of q's proposals", note="α ≥ λ on a Markov source")))
+def iff_violation(pair_name, lam, rule):
+    """The largest violation of 'α = λ exactly where p·q ≡ 0' over the states (λ < 1): |α − λ| on
+    the disjoint states, 1 if some overlapping state has α ≤ λ."""
+    alpha, disjoint = we_alpha(pair_name, lam, rule)
+    margin = alpha - lam
+    tight = np.where(~disjoint, margin <= stats.EXACT_TOL, False)
+    return max(float(np.abs(np.where(disjoint, margin, 0.0)).max()), float(tight.any()))
+
+
+def thm3_2_slack(pair, subject, lam):
+    """α_q − (λ + shift) on an i.i.d. pair under WE with weight λ (claimed ≥ 0)."""
+    return float(alphas(two(pair, "WE", lam), subject.rule)[0, 0]) - cf.thm3_2_bound(lam) - subject.shift
+
+
+def check_thm3_2(ctx, v):
+    ev = each(WE_PAIRS, lambda name, pair: [
+        never_below(label(name, λ="0..0.9"), grid(lam=LAMBDAS), lambda lam: (lam, we_alpha(name, lam, v.rule)[0].min()),
+                    what="α ≥ λ: worst state (claimed = λ, measured = α clipped at λ when above)", shift=v.shift,
+                    part="bound"),
+        sweep(label(name, λ="0..0.9", case="equality"), grid(lam=LAMBDAS),
+              lambda lam: (0.0, iff_violation(name, lam, v.rule)), grade="distance", tol=stats.EXACT_TOL,
+              what="equality α = λ exactly where p·q ≡ 0 (1 = a state violating the iff)", part="equality")])
+    ev += searched(ctx, ("bound",), thm3_2_slack, v, params={"lam": (0.0, 1.0)})
+    alpha1, _ = we_alpha("iid-V4-random", 1.0, v.rule)
+    ev.append(info("equality", "iid-V4-random λ=1 (boundary)", 1.0, float(alpha1[0]),
+                   test="λ = 1 (r = q): α = 1 = λ although the supports overlap",
+                   note="the 'iff' holds only for λ < 1 (at λ = 1 the ensemble is q alone); graded on λ ≤ 0.9"))
+    res, size = streams(ctx, models("iid-V50-disjoint WE λ=0.3"), ALG("sbe", (3, 1)), 32, (100_000, 20_000), v.rule,
+                        "thm32")
+    att, freq = frequency(res, 0)
+    se = float(np.sqrt(0.3 * 0.7 / att))
+    ev.append(mc_bound(ctx, "iid-V50-disjoint WE λ=0.3 (tight: α = λ)", 0.3 + v.shift, mean=freq, se=se, n=att,
+                       side="ge", tolerance=0.005, what="acceptance frequency of q's proposals", part="bound",
+                       note=f"{size}, Sec. 3.2 γ=3; disjoint supports, where the bound is attained"))
+    ev.append(mc_mean(ctx, "iid-V50-disjoint WE λ=0.3 (equality case)", 0.3, mean=freq, se=se, n=att, tolerance=0.005,
+                      what="acceptance frequency of q's proposals", part="equality",
+                      note=f"{size}, Sec. 3.2 γ=3; disjoint supports: α = λ exactly"))
+    res, _ = streams(ctx, models("markov1-V50-strong WE λ=0.5"), ALG("sbe", (3, 1)), 32, (100_000, 20_000), v.rule,
+                     "thm32b")
+    att, freq = frequency(res, 0)
+    ev.append(mc_bound(ctx, "markov1-V50-strong WE λ=0.5", 0.5 + v.shift, mean=freq,
+                       se=float(np.sqrt(freq * (1 - freq) / att)), n=att, side="ge", tolerance=0.005, part="bound",
+                       what="acceptance frequency of q's proposals", note="α ≥ λ on a Markov source"))
     return ev
 
 
 register(
-    id="se.thm3_2", paper=PAPER, reference="Thm 3.2 and its proof",
+    id="se.thm3_2",
+    paper=PAPER, reference="Thm 3.2 and its proof",
     statement="For the weighted ensemble with q as proposer, α ≥ λ, with equality iff p(x)q(x) = 0 for all x.",
-    interpretation="Per state of every weighted pair (i.i.d. and Markov, disjoint, equal, top-k drafts) for "
-                   "λ ∈ {0, 0.1, 0.3, 0.5, 0.7, 0.9}: the algorithm's acceptance α(s) ≥ λ, and α(s) = λ exactly "
-                   "on the states where p·q ≡ 0 and only there. At λ = 1 (r = q) α = 1 = λ for any pair: the "
-                   "'iff' needs λ < 1 (reported as info). MC: acceptance frequency = λ on a disjoint V = 50 pair, "
-                   "and ≥ λ (one-sided) on a Markov V = 50 pair.",
-    check=check_thm3_2, subject=STANDARD, controls=(CTRL_VERIFY,), mc_tests=2)
+    interpretation="Per state of 8 weighted pairs (i.i.d. and Markov, disjoint, equal, top-k drafts) for "
+                   "λ ∈ {0, 0.1, 0.3, 0.5, 0.7, 0.9}. Exactly, α = Σ min(q, λq + (1−λ)p) = λ + (1−λ)Σ min(p, q), "
+                   "so the slack is (1 − λ)Σ min(p, q): 0 exactly on disjoint supports (any λ) and at λ = 1. "
+                   "The 'iff' is read for λ < 1: at λ = 1 (r = q, no ensemble) α = 1 = λ for any pair (info). "
+                   + SEARCH_NOTE + " MC: q's acceptance frequency on a disjoint V = 50 pair (α = λ = 0.3: one-sided "
+                   "≥ λ and two-sided = λ) and on a Markov V = 50 pair (≥ λ).",
+    parts=(Part("bound", "For r = λq + (1 − λ)p with q proposing, α ≥ λ.", relation="≥"),
+           Part("equality", "For 0 ≤ λ < 1, α = λ exactly when p(x)q(x) = 0 for every x, and only then.",
+                relation="=")),
+    check=check_thm3_2, subject=BOUNDS, controls=(V_VERIFY, wrong_constant("bound", modes=("exact", "mc"))),
+    mc_tests=3)
 
 
 # --- se.cor3_3 ----------------------------------------------------------------------------------
 
-def check_cor3_3(ctx, rule):
+def best_alpha(M, rule) -> np.ndarray:
+    """max(α_q(s), α_p(s)) per state: the acceptance when the better member proposes."""
+    return alphas(M, rule).max(axis=0)
+
+
+def cor3_3_slack(pair, subject, lam, half=False):
+    """max(α_q, α_p) − (max(λ, 1 − λ), or ½ with ``half``) − shift on an i.i.d. pair under WE λ."""
+    bound = 0.5 if half else cf.cor3_3_bound(lam)
+    return float(best_alpha(two(pair, "WE", lam), subject.rule)[0]) - bound - subject.shift
+
+
+def check_cor3_3(ctx, v):
     ev = []
-    for name in WE_PAIRS:
-        worst = (0.0, 0.0, np.inf)
-        for lam in LAMBDAS + (1.0,):
-            M = we_models(name, lam)
-            acc, _ = M.rule_tables(rule)
-            best = np.maximum((M.tables[0] * acc[0]).sum(axis=1), (M.tables[1] * acc[1]).sum(axis=1))
-            bound = cf.cor3_3_bound(lam)
-            i = int(np.argmin(best - bound))
-            if best[i] - bound < worst[2]:
-                worst = (bound, float(best[i]), float(best[i] - bound))
-        bound, best, margin = worst
-        ev.append(stats.exact_equal(_label(name, λ="0..1"), bound, best if margin < -stats.EXACT_TOL else bound,
-                                    what="max(α_q, α_p) ≥ max(λ, 1−λ) ≥ ½, worst state (measured clipped at "
-                                         "the bound when above)",
-                                    note=f"min margin {margin:.3g}"))
+    for part, bound in (("choose-proposer", cf.cor3_3_bound), ("at-least-half", lambda lam: 0.5)):
+        ev += each(WE_PAIRS, lambda name, pair: never_below(
+            label(name, λ="0..1"), grid(lam=LAMBDAS + (1.0,)),
+            lambda lam: (bound(lam), float(best_alpha(on_pair(name, "WE", lam), v.rule).min())), shift=v.shift,
+            what="max(α_q, α_p) ≥ bound, worst state (measured clipped at the bound when above)"), part=part)
+        ev += searched(ctx, (part,), cor3_3_slack, v, params={"lam": (0.0, 1.0)}, half=part == "at-least-half")
     return ev
 
 
 register(
-    id="se.cor3_3", paper=PAPER, reference="Cor 3.3",
+    id="se.cor3_3",
+    paper=PAPER, reference="Cor 3.3",
     statement="Choosing the proposer, α ≥ max(λ, 1 − λ) ≥ 0.5 (models of comparable size).",
-    interpretation="Per state: the better of q proposing (α_q = Σmin(q, r)) and p proposing (α_p = Σmin(p, r)) "
-                   "against max(λ, 1 − λ), λ ∈ {0, …, 1}. Exact only (a statement about two exact numbers).",
-    check=check_cor3_3, subject=STANDARD, controls=(CTRL_VERIFY,), mc_tests=0, modes=("exact",))
+    interpretation="Per state of 8 weighted pairs, λ ∈ {0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}: the better of q proposing "
+                   "(α_q = λ + (1−λ)Σmin(p,q)) and p proposing (α_p = 1 − λ + λΣmin(p,q)). Slack of the first "
+                   "bound: min(λ, 1−λ)·Σmin(p,q), 0 on disjoint supports and at λ ∈ {0, 1}; of the second: 0 only "
+                   "at λ = ½ with disjoint supports. " + SEARCH_NOTE + " Exact only (a statement about two exact "
+                   "numbers; the cost assumption 'comparable size' does not enter it).",
+    parts=(Part("choose-proposer", "Choosing the better proposer, α ≥ max(λ, 1 − λ).", relation="≥"),
+           Part("at-least-half", "Choosing the better proposer, α ≥ ½.", relation="≥")),
+    check=check_cor3_3, subject=BOUNDS, controls=(V_VERIFY, wrong_constant("choose-proposer", "at-least-half")),
+    mc_tests=0, modes=("exact",))
 
 
 # --- se.cor3_4 ----------------------------------------------------------------------------------
 
-def check_cor3_4(ctx, rule):
-    ev = []
-    for name in WE_PAIRS:
-        worst = (1.0, np.inf, None)
-        for lam in LAMBDAS + (1.0,):
-            M = we_models(name, lam)
-            for c in (0.05, 0.1, 0.2, 0.5, 1.0, 2.0):
-                if lam <= cf.cor3_4_threshold(c):
-                    continue
-                sp = cf.long_run_chain(M.tables, M.r, (2, 1), [c, 1.0], kind="sbe", rule=rule)["speedup"]
-                if sp < worst[1]:
-                    worst = (1.0, sp, (lam, c))
-        _, sp, at = worst
-        ok = sp > 1.0 + stats.EXACT_TOL
-        ev.append(stats.exact_equal(_label(name, γ=2, grid="λ>c/(1+c)"), 1.0, 1.0 if ok else sp,
-                                    what="speedup > 1 (exact long-run, Sec. 3.2 γ = 2); measured = 1 when it holds",
-                                    note=f"smallest speedup {sp:.6g} at (λ, c) = {at}"))
-    return ev
+COR34_C = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
+
+
+def cor3_4_slack(pair, subject, c, u):
+    """Speedup of Sec. 3.2 with γ = 2 − (1 + shift) at λ = t + (1 − t)u above t = c/(1+c)."""
+    t = cf.cor3_4_threshold(c)
+    return speedup(two(pair, "WE", t + (1 - t) * u), (2, 1), c, subject.rule, "sbe") - 1.0 - subject.shift
+
+
+def check_cor3_4(ctx, v):
+    points = [dict(lam=lam, c=c) for lam in LAMBDAS + (1.0,) for c in COR34_C if lam > cf.cor3_4_threshold(c)]
+    ev = each(WE_PAIRS, lambda name, pair: never_below(
+        label(name, γ=2, grid="λ>c/(1+c)"), points,
+        lambda lam, c: (1.0, grid_speedup(on_pair(name, "WE", lam), (2, 1), c, v.rule, "sbe")), strict=True, shift=v.shift,
+        what="speedup > 1 (exact long-run, Sec. 3.2 γ = 2); measured = 1 when it holds"))
+    return ev + searched(ctx, ("main",), cor3_4_slack, v, params={"c": (0.01, 4.0), "u": (0.0, 1.0)})
 
 
 register(
-    id="se.cor3_4", paper=PAPER, reference="Cor 3.4",
+    id="se.cor3_4", relation=">",
+    paper=PAPER, reference="Cor 3.4",
     statement="If λ > c/(1+c), γ = 2 already speeds up over the vanilla ensemble.",
     interpretation="Every (λ, c) with λ > c/(1+c) on a grid λ ∈ {0,…,1}, c ∈ {0.05,…,2}: the exact long-run "
-                   "speedup of Sec. 3.2 with γ = 2 (chain DP, so state-dependent α on Markov pairs) must exceed 1.",
-    check=check_cor3_4, subject=STANDARD, controls=(CTRL_VERIFY,), mc_tests=0, modes=("exact",))
+                   "speedup of Sec. 3.2 with γ = 2 (chain DP, so state-dependent α on Markov pairs) must exceed 1. "
+                   "The bound is tight: with α = λ (disjoint supports) the speedup at λ = c/(1+c) is exactly 1. "
+                   + SEARCH_NOTE,
+    check=check_cor3_4, subject=BOUNDS, controls=(V_VERIFY, wrong_constant("main")), mc_tests=0, modes=("exact",))
 
 
 # --- se.cor3_5 ----------------------------------------------------------------------------------
 
-def _best_sbe(M, c, rule, gmax=6):
-    best = 0.0
-    for first in (0, 1):
-        for g in range(1, gmax + 1):
-            gam = (g, 1) if first == 0 else (1, g)
-            best = max(best, cf.long_run_chain(M.tables, M.r, gam, [c, 1.0], kind="sbe", first=first,
-                                               rule=rule)["speedup"])
-    return best
+def best_sbe(M, c, rule, gmax=6, run=speedup):
+    """The best exact speedup of Sec. 3.2 over γ ≤ gmax and the choice of proposer."""
+    return max(run(M, (g, 1) if first == 0 else (1, g), c, rule, "sbe", first)
+               for first in (0, 1) for g in range(1, gmax + 1))
 
 
-def check_cor3_5(ctx, rule):
-    ev = []
-    for name in WE_PAIRS:
-        worst_never_slower, worst_strict = np.inf, np.inf
-        for lam in LAMBDAS + (1.0,):
-            M = we_models(name, lam)
-            disjoint = bool(((M.tables[0] * M.tables[1]).sum(axis=1) == 0).all())
-            for c in ctx.size((0.1, 0.5, 1.0, 2.0), (0.1, 2.0)):
-                best = _best_sbe(M, c, rule, gmax=ctx.size(6, 4))
-                worst_never_slower = min(worst_never_slower, best)
-                if not disjoint:
-                    worst_strict = min(worst_strict, best)
-        ev.append(stats.exact_equal(_label(name, part="never slower"), 1.0,
-                                    1.0 if worst_never_slower >= 1 - stats.EXACT_TOL else worst_never_slower,
-                                    what="max over γ ≤ 6 and proposer of the exact speedup ≥ 1",
-                                    note=f"smallest best speedup {worst_never_slower:.6g}"))
-        if np.isfinite(worst_strict):
-            ev.append(stats.exact_equal(_label(name, part="faster unless disjoint"), 1.0,
-                                        1.0 if worst_strict > 1 + stats.EXACT_TOL else worst_strict,
-                                        what="max over γ ≤ 6 and proposer > 1 when supports overlap",
-                                        note=f"smallest best speedup {worst_strict:.6g}"))
-    return ev
+def faster_points(points, disjoint: bool) -> list:
+    """The (λ, c) points where 'faster' is claimed: all, but on a pair whose supports are disjoint
+    in every state the proof exempts λ = c/(1+c) (there both proposers give exactly 1)."""
+    return [p for p in points if not (disjoint and abs(p["lam"] - cf.cor3_4_threshold(p["c"])) < 1e-12)]
+
+
+def cor3_5_slack(pair, subject, lam, c):
+    """max over γ ≤ 6 and proposer of the speedup − (1 + shift), an i.i.d. pair under WE λ."""
+    return best_sbe(two(pair, "WE", lam), c, subject.rule) - 1.0 - subject.shift
+
+
+def check_cor3_5(ctx, v):
+    points = grid(lam=LAMBDAS + (1.0,), c=ctx.size((0.1, 0.5, 1.0, 2.0), (0.1, 2.0)))
+
+    def compare(name, pair):
+        best = {(p["lam"], p["c"]): best_sbe(on_pair(name, "WE", p["lam"]), p["c"], v.rule, ctx.size(6, 4),
+                                             grid_speedup) for p in points}
+        M = on_pair(name, "WE", 0.0)
+        strict = faster_points(points, bool(((M.tables[0] * M.tables[1]).sum(axis=1) == 0).all()))
+        return [never_below(label(name, λ="0..1", c="0.1..2"), points, lambda lam, c: (1.0, best[lam, c]),
+                            shift=v.shift, what="max over γ ≤ 6 and proposer of the exact speedup ≥ 1",
+                            part="never-slower"),
+                never_below(label(name, λ="0..1", c="0.1..2", exempt=len(points) - len(strict)), strict,
+                            lambda lam, c: (1.0, best[lam, c]), strict=True, shift=v.shift, part="faster",
+                            what="max over γ ≤ 6 and proposer > 1 (disjoint supports at λ = c/(1+c) exempt)")]
+    ev = each(WE_PAIRS, compare)
+    return ev + searched(ctx, ("never-slower", "faster"), cor3_5_slack, v, budget=(300, 40),
+                         params={"lam": (0.0, 1.0), "c": (0.01, 4.0)})
 
 
 register(
-    id="se.cor3_5", paper=PAPER, reference="Cor 3.5",
+    id="se.cor3_5",
+    paper=PAPER, reference="Cor 3.5",
     statement="For any two models and λ, some γ and choice of proposer is never slower than the vanilla ensemble, "
               "and is faster unless the supports are disjoint.",
     interpretation="Sec. 3.2 with q proposing (γ, 1) or p proposing (1, γ), γ ≤ 6 (≤ 4 in --quick), exact "
-                   "long-run speedup (chain DP); λ ∈ {0,…,1}, c ∈ {0.1, 0.5, 1, 2} ({0.1, 2} in --quick). 'Faster' is graded on pairs whose supports "
-                   "overlap in every state.",
-    check=check_cor3_5, subject=STANDARD, controls=(CTRL_DROP,), mc_tests=0, modes=("exact",))
+                   "long-run speedup (chain DP) on 8 weighted pairs; λ ∈ {0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, "
+                   "c ∈ {0.1, 0.5, 1, 2} ({0.1, 2} in --quick). γ = 1 always gives exactly 1 (one token per "
+                   "cycle), so 'never slower' has slack 0 wherever no γ ≥ 2 helps. 'Faster' is read as the proof "
+                   "shows it: > 1 at every point except disjoint supports (p·q ≡ 0 in every state) with "
+                   "λ = c/(1+c) exactly, where the speedup is 1 (the exempt points are counted in the label). "
+                   + SEARCH_NOTE + " One search serves both parts (its pairs always overlap).",
+    parts=(Part("never-slower", "For any two models and λ, some γ and choice of proposer make the speculative-based "
+                                "ensemble at least as fast as the vanilla ensemble.", relation="≥"),
+           Part("faster", "That best choice is strictly faster than the vanilla ensemble unless the supports are "
+                          "disjoint (and λ = c/(1+c)).", relation=">")),
+    check=check_cor3_5, subject=BOUNDS, controls=(V_DROP, wrong_constant("never-slower", "faster")),
+    mc_tests=0, modes=("exact",))
 
 
 # --- se.thm3_6 ----------------------------------------------------------------------------------
 
-THM36_GRID = [(gq, gp, c) for gq in (1, 2, 3) for gp in (1, 2) for c in (0.1, 0.5, 1.0, 2.0)]
-THM36_EXACT = ("iid-V4-random WE λ=0.5",)
-THM36_SYM = ("iid-V3 sym WE λ=0.5", "iid-V2 sym WE λ=0.5")
+THM36_GRID = grid(gq=(1, 2, 3), gp=(1, 2), c=(0.1, 0.5, 1.0, 2.0))
+THM36_EXACT = ("iid-V4-random WE λ=0.5", "iid-V3 sym WE λ=0.5", "iid-V2 sym WE λ=0.5")
+#: points of the set where formula and process coincide (α ∈ (0, 1)): γq = γp = 2 at any c; γq = γp
+#: at c = 1; γq ≠ γp on one curve c*(α), e.g. c* = α/(1 + α² − α³) for (2, 1) and α^-2 for (1, 2)
+COINCIDE = (((2, 2), lambda a: 0.3), ((1, 1), lambda a: 1.0), ((3, 3), lambda a: 1.0),
+            ((2, 1), lambda a: a / (1 + a ** 2 - a ** 3)), ((1, 2), lambda a: a ** -2))
 
 
-@lru_cache(maxsize=None)
-def sym_models(label: str) -> ex.SEModels:
-    if label == "iid-V3 sym WE λ=0.5":
-        pair = random_pair(3, 0, 1.0, seed=81)
-    else:
-        pair = random_pair(2, 0, 1.0, seed=82)
-    return ex.SEModels.build([pair.draft, pair.target], weighted_ensemble(0.5), label)
+def thm3_6_at(M, rule, gq, gp, c):
+    """(Thm 3.6 at α = α_q(state 0), the exact long-run speedup of Alg. 1 (renewal–reward))."""
+    eng = engine(M, "alt", (gq, gp), rule)
+    return float(cf.thm3_6_speedup(float(M.acceptance(0)[0]), gq, gp, c)), ex.long_run(eng, [c, 1.0]).speedup
 
 
-def _thm3_6_points(M, rule, grid=THM36_GRID):
-    """(formula, exact long-run speedup, (γq, γp, c)) over the grid; α_q = α_p for WE λ = ½."""
-    alpha = float(M.acceptance(0)[0])
-    out = []
-    for gq, gp, c in grid:
-        eng = ex.Engine(M, ex.Algorithm("alt", (gq, gp)), rule)
-        out.append((float(cf.thm3_6_speedup(alpha, gq, gp, c)), ex.long_run(eng, [c, 1.0]).speedup, (gq, gp, c)))
-    return out
+def thm3_6_on(pair, rule, gamma, c):
+    """:func:`thm3_6_at` on a pair under WE λ = ½ (α_q = α_p), γ = (γq, γp) (the shrinker's measure);
+    details: α and the formula's relative error."""
+    f, x = thm3_6_at(two(pair), rule, *gamma, c)
+    return f, x, {"alpha": float(two(pair).acceptance(0)[0]), "relative_error": (f - x) / x}
 
 
 def check_thm3_6(ctx, rule):
-    ev = []
-    for label in THM36_EXACT + THM36_SYM:
-        M = models2(label) if label in EXACT2 else sym_models(label)
-        pts = _thm3_6_points(M, rule)
-        f, x, at = max(pts, key=lambda p: abs(p[0] - p[1]))
-        rel = max(abs(p[0] - p[1]) / p[1] for p in pts)
-        n_off = sum(abs(p[0] - p[1]) > stats.EXACT_TOL * max(1, abs(p[0])) for p in pts)
-        ev.append(stats.exact_equal(_label(label, α=f"{M.acceptance(0)[0]:.4f}", worst=f"(γq,γp,c)={at}"), f, x,
-                                    what="Thm 3.6 formula vs exact long-run speedup of Alg. 1 (renewal–reward over "
-                                         "the alternation's configurations)",
-                                    note=f"{n_off}/{len(pts)} grid points differ; largest relative error "
-                                         f"{100 * rel:.1f}%; formula and process coincide only at c = 1 with γq = γp = 1, and "
-                                         "for γq = γp = 2 at any c (numerator gap ∝ (γ − 2)(c − 1), notebook (f))"))
-    M = models2("iid-V4-random WE λ=0.5")
+    def compare(name, M):
+        pts = {(p["gq"], p["gp"], p["c"]): thm3_6_at(M, rule, **p) for p in THM36_GRID}
+        rel = max(abs(f - x) / x for f, x in pts.values())
+        n_off = sum(abs(f - x) > stats.EXACT_TOL * max(1, abs(f)) for f, x in pts.values())
+        return sweep(lambda p: label(name, α=f"{M.acceptance(0)[0]:.4f}", worst=f"(γq,γp,c)={(p['gq'], p['gp'], p['c'])}"),
+                     THM36_GRID, lambda gq, gp, c: pts[gq, gp, c],
+                     what="Thm 3.6 formula vs exact long-run speedup of Alg. 1 (renewal–reward over the "
+                          "alternation's configurations)",
+                     note=f"{n_off}/{len(pts)} grid points differ; largest relative error {100 * rel:.1f}%; the 5 "
+                          "that agree lie on the coincidence set (γq = γp = 2 at any c, γq = γp at c = 1)")
+    ev = each(THM36_EXACT, compare, get=models, part="iid")
+    M = models("iid-V4-random WE λ=0.5")
     a = float(M.acceptance(0)[0])
-    ev.append(stats.info("exact", "iid-V4-random WE λ=0.5 γ=(2,1): P(a q-cycle starts from a bonus)",
-                         a ** 1, a ** 3, test="the proof's premise α^{γp} vs the stationary frequency α^{γq+γp}",
+    for (gq, gp), cstar in COINCIDE:
+        f, x = thm3_6_at(M, rule, gq, gp, cstar(a))
+        ev.append(info("iid", label("iid-V4-random WE λ=0.5", γq=gq, γp=gp, c=f"{cstar(a):.4g}"), f, x,
+                             test="a point of the coincidence set",
+                             note="formula − process ∝ α^min(γq,γp)(c + 1)·P(α, c), P linear in c: ≡ 0 for γq = "
+                                  "γp = 2; ∝ (c − 1) for γq = γp ≠ 2; for γq ≠ γp zero on one curve c*(α)"))
+    ev.append(info("iid", "iid-V4-random WE λ=0.5 γ=(2,1): P(a q-cycle starts from a bonus)", a ** 1, a ** 3,
+                         test="the proof's premise α^{γp} vs the stationary frequency α^{γq+γp}",
                          note="the proof also omits the p-proposed cycles (cost (γp−1) + c, E_p tokens)"))
-    for label in ("markov1-V3-mix0.4 WE λ=0.3", "markov1-V3-mix0.4 CD μ=0.5"):
-        Mm = models2(label)
-        pi = Mm.r_source.stationary()
-        a_bar = float(pi @ Mm.acceptance(0))
-        f = float(cf.thm3_6_speedup(a_bar, 2, 1, 0.3))
-        x = cf.long_run_chain(Mm.tables, Mm.r, (2, 1), [0.3, 1.0], kind="alt", rule=rule)["speedup"]
-        ev.append(stats.info("exact", _label(label, γ="(2,1)", c=0.3), f, x,
+    for name in ("markov1-V3-mix0.4 WE λ=0.3", "markov1-V3-mix0.4 CD μ=0.5"):
+        M = models(name)
+        f, x = float(cf.thm3_6_speedup(stationary_alpha(M), 2, 1, 0.3)), speedup(M, (2, 1), 0.3, rule)
+        ev.append(info("markov", label(name, γ="(2,1)", c=0.3), f, x,
                              test="formula at α = E_π[α_q(s)] vs exact long-run speedup (chain DP)",
-                             note=f"off by {100 * (f - x) / x:+.1f}% (α_q ≠ α_p and state-dependent: outside scope)"))
-    M = mc_models("iid-V50 WE λ=0.5")
+                             note=f"formula {100 * (f - x) / x:+.1f}% off (α_q ≠ α_p and state-dependent)"))
+    M = models("iid-V50 WE λ=0.5")
     alpha = float(M.acceptance(0)[0])
-    n_streams, L = 64, ctx.size(100_000, 20_000)
     for (gq, gp, c) in ((3, 1, 0.2), (1, 1, 0.5)):
-        res = mc.simulate_streams(M, ex.Algorithm("alt", (gq, gp)), n_streams, L, rule=rule,
-                                  seed=ctx.rng(f"thm36-{gq}-{gp}"))
+        res, size = streams(ctx, M, ALG("alt", (gq, gp)), 64, (100_000, 20_000), rule, f"thm36-{gq}-{gp}")
         sp = res.speedup([c, 1.0])
-        exact = cf.long_run_chain(M.tables, M.r, (gq, gp), [c, 1.0], kind="alt", rule=rule)["speedup"]
-        se = sp.std(ddof=1) / np.sqrt(sp.size)
-        ev.append(ctx.mc(stats.z_test_mean(
-            _label("iid-V50 WE λ=0.5", α=f"{alpha:.4f}", γq=gq, γp=gp, c=c),
-            float(cf.thm3_6_speedup(alpha, gq, gp, c)), sp, alpha=ctx.alpha_test, tolerance=0.01,
-            what="long-run speedup of the Alg. 1 kernel (per-stream ratio of clocks)",
-            note=f"{n_streams} streams × {L} tokens; exact renewal–reward value {exact:.5f} "
-                 f"(MC − exact = {(sp.mean() - exact) / se:+.2f} se)")))
+        exact = speedup(M, (gq, gp), c, rule)
+        ev.append(mc_mean(ctx, label("iid-V50 WE λ=0.5", α=f"{alpha:.4f}", γq=gq, γp=gp, c=c),
+                          float(cf.thm3_6_speedup(alpha, gq, gp, c)), sp, tolerance=0.01, part="iid",
+                          what="long-run speedup of the Alg. 1 kernel (per-stream ratio of clocks)",
+                          note=f"{size}; exact renewal–reward value {exact:.5f} (MC − exact = "
+                               f"{(sp.mean() - exact) / (sp.std(ddof=1) / np.sqrt(sp.size)):+.2f} se)"))
     return ev
 
 
-def shrink_thm3_6(ctx, rule):
-    for V in (2, 3):
-        for seed in range(10):
-            pair = random_pair(V, 0, 1.0, seed=seed)
-            M = ex.SEModels.build([pair.draft, pair.target], weighted_ensemble(0.5), "shrink")
-            for gq, gp, c in [(1, 1, c) for c in (0.5, 2.0, 0.1)] + THM36_GRID:
-                f, x, _ = _thm3_6_points(M, rule, [(gq, gp, c)])[0]
-                if abs(f - x) > stats.EXACT_TOL * max(1, abs(f)):
-                    return {"V": V, "order": 0, "gamma": [gq, gp], "K": 1, "seed": seed, "c": c,
-                            "ensemble": "WE λ=0.5 (α_q = α_p)", "alpha": float(M.acceptance(0)[0]),
-                            "source": f"spectheory.pairs.random_pair(V={V}, order=0, concentration=1, seed={seed}); "
-                                      f"members (q=draft, p=target), r = (q+p)/2; Alg. 1 γq={gq}, γp={gp}, "
-                                      f"t_q = c = {c:g}, t_p = 1; claimed = Thm 3.6, measured = long-run "
-                                      "speedup of the process (renewal–reward)",
-                            "claimed": f, "measured": x, "relative_error": (f - x) / x}
-    return None
-
-
 register(
-    id="se.thm3_6", paper=PAPER, reference="Thm 3.6 and its proof (Sec. 3.3)",
+    id="se.thm3_6",
+    paper=PAPER, reference="Thm 3.6 and its proof (Sec. 3.3)",
     statement="Alternate proposal framework improvement factor (1 − α^{γq})(1 + c) / ((1 − α)(1 + cγq − α^{γp} c)).",
     interpretation="Checked against the long-run throughput of the actual alternating process (Alg. 1, q first, "
                    "t_q = c, t_p = 1; vanilla = 1 + c per token), not against one cycle: exact renewal–reward over "
-                   "the alternation's configurations (who proposes, cached bonus token, chain state) on i.i.d. "
-                   "pairs with r = (q + p)/2, where α_q = α_p = α so the formula's single α is unambiguous; grid "
-                   "γq ∈ {1,2,3}, γp ∈ {1,2}, c ∈ {0.1, 0.5, 1, 2}. The process: configurations A (q afresh), "
-                   "B (p continues from q's bonus), Q (q continues from p's bonus) visited in proportion "
-                   "(1 − F_qF_p) : F_q : F_qF_p, F_k = α^{γk} (closed_forms.se.alternating_speedup_iid). MC: the "
-                   "kernel's long-run speedup on an i.i.d. V = 50 pair against the formula (the renewal–reward value "
-                   "in the note).",
-    check=check_thm3_6, subject=STANDARD, controls=(CTRL_BONUS,), mc_tests=2, shrink=shrink_thm3_6)
+                   "the alternation's configurations (who proposes, cached bonus token, chain state) on three "
+                   "i.i.d. pairs with r = (q + p)/2, where α_q = α_p = α so the formula's single α is unambiguous; "
+                   "grid γq ∈ {1,2,3}, γp ∈ {1,2}, c ∈ {0.1, 0.5, 1, 2}. The process visits configurations A (q "
+                   "afresh), B (p continues from q's bonus), Q (q continues from p's bonus) in proportion "
+                   "(1 − F_qF_p) : F_q : F_qF_p, F_k = α^{γk} (closed_forms.se.alternating_speedup_iid). Formula "
+                   "and process coincide, for 0 < α < 1, exactly on: γq = γp = 2 (any c); γq = γp ≠ 2 at c = 1; "
+                   "γq ≠ γp on one curve c = c*(α) (e.g. c* = α/(1 + α² − α³) for (2, 1), α⁻² for (1, 2)); "
+                   "and everywhere at α = 0. Elsewhere they differ: the failure is not an edge case (19 of 24 "
+                   "grid points, up to 35–42% off). MC: the kernel's long-run speedup on an i.i.d. V = 50 pair "
+                   "against the formula (the renewal–reward value in the note). On Markov pairs the formula at "
+                   "α = E_π[α_q] is 13–15% below the process (info).",
+    parts=(Part("iid", "With one acceptance rate α for both proposers (i.i.d. positions), Alg. 1's long-run "
+                       "speedup over the vanilla ensemble is (1 − α^{γq})(1 + c) / ((1 − α)(1 + cγq − α^{γp}c)).",
+                relation="="),
+           Part("markov", "On a Markov source, the formula at α = E_π[α_q(s)] gives Alg. 1's long-run speedup.",
+                relation="=", checkable=False,
+                reason="outside the theorem's single-α assumption (α_q ≠ α_p and state-dependent): reported as "
+                       "info with the relative error")),
+    check=check_thm3_6, subject=STANDARD, controls=(CTRL_BONUS,), mc_tests=2,
+    shrink=shrinker(thm3_6_on, fails=lambda f, x: abs(f - x) > stats.EXACT_TOL * max(1, abs(f)), part="iid",
+                    applies=("V", "order", "gamma", "c", "seed"), V_values=(2, 3), orders=(0,),
+                    gammas=tuple((p["gq"], p["gp"]) for p in THM36_GRID[::4]), extra={"c": (0.5, 2.0, 0.1, 1.0)}))
 
 
 # --- se.cor3_7 ----------------------------------------------------------------------------------
 
-def check_cor3_7(ctx, rule):
-    ev = []
-    for name in WE_PAIRS:
-        worst, eq_bad, at = np.inf, 0.0, None
-        for lam in (0.1, 0.5, 0.9):
-            M = we_models(name, lam)
-            zero_alpha = bool((M.acceptance(0) == 0).all() and (M.acceptance(1) == 0).all())
-            for c in (0.0, 0.1, 0.5, 1.0, 3.0):
-                sp = cf.long_run_chain(M.tables, M.r, (1, 1), [c, 1.0], kind="alt", rule=rule)["speedup"]
-                if sp < worst:
-                    worst, at = sp, (lam, c)
-                if abs(sp - 1) <= stats.EXACT_TOL and not (c == 0 or zero_alpha):
-                    eq_bad = 1.0
-        ev.append(stats.exact_equal(_label(name, γ="(1,1)", part="never slower"), 1.0,
-                                    1.0 if worst >= 1 - stats.EXACT_TOL else worst,
-                                    what="exact long-run speedup of Alg. 1 ≥ 1",
-                                    note=f"smallest {worst:.6g} at (λ, c) = {at}"))
-        ev.append(stats.exact_equal(_label(name, γ="(1,1)", part="equality only if c=0 or α=0"), 0.0, eq_bad,
-                                    what="speedup = 1 only when c = 0 or α = 0 (1 = violated)"))
-    for label in ("markov1-V3-mix0.4 CD μ=0.5", "markov1-V4-weak CD μ=1 T=0.5", "iid-V4-strong CD μ=0.3 T=0"):
-        M = models2(label)
-        sp = min(cf.long_run_chain(M.tables, M.r, (1, 1), [c, 1.0], kind="alt", rule=rule)["speedup"]
-                 for c in (0.1, 0.5, 1.0, 3.0))
-        ev.append(stats.exact_equal(_label(label, γ="(1,1)", part="never slower"), 1.0,
-                                    1.0 if sp >= 1 - stats.EXACT_TOL else sp, what="exact long-run speedup ≥ 1",
-                                    note=f"smallest {sp:.6g}"))
-    M = models2("iid-V4-random WE λ=0.5")
-    a = float(M.acceptance(0)[0])
-    x = cf.long_run_chain(M.tables, M.r, (1, 1), [0.0, 1.0], kind="alt", rule=rule)["speedup"]
-    ev.append(stats.info("exact", "iid-V4-random WE λ=0.5 c=0", 1.0, x,
-                         test="at c = 0 the formula gives 1; the process gives 1 + α",
-                         note=f"α = {a:.4f}: a free proposer makes the alternation strictly faster"))
+COR37_C = (0.0, 0.1, 0.5, 1.0, 3.0)
+
+
+def cor3_7_slack(pair, subject, lam, c):
+    """Speedup of the subject's two-model algorithm with γq = γp = 1 − (1 + shift), an i.i.d. pair under WE λ."""
+    return speedup(two(pair, "WE", lam), (1, 1), c, subject.rule, subject.alt) - 1.0 - subject.shift
+
+
+def check_cor3_7(ctx, v):
+    points = grid(lam=(0.0, 0.1, 0.5, 0.9), c=COR37_C)
+
+    def compare(name, pair):
+        sp = {(p["lam"], p["c"]): grid_speedup(on_pair(name, "WE", p["lam"]), (1, 1), p["c"], v.rule, v.alt)
+              for p in points}
+        zero = {lam: bool((on_pair(name, "WE", lam).acceptance(0) == 0).all()) for lam in (0.0, 0.1, 0.5, 0.9)}
+        return [never_below(label(name, γ="(1,1)", λ="0..0.9", c="0..3"), points, lambda lam, c: (1.0, sp[lam, c]),
+                            shift=v.shift, what="exact long-run speedup ≥ 1", part="never-slower"),
+                sweep(label(name, γ="(1,1)", λ="0..0.9", c="0..3", case="equality"), points,
+                      lambda lam, c: (0.0, float(abs(sp[lam, c] - 1) <= stats.EXACT_TOL and not (c == 0 or zero[lam]))),
+                      grade="distance", tol=stats.EXACT_TOL, part="equality-only-when",
+                      what="speedup = 1 only when c = 0 or α_q ≡ 0 (1 = violated)")]
+    ev = each(WE_PAIRS, compare)
+    ev += each(("markov1-V3-mix0.4 CD μ=0.5", "markov1-V4-weak CD μ=1 T=0.5", "iid-V4-strong CD μ=0.3 T=0"),
+               lambda name, M: never_below(label(name, γ="(1,1)", c="0.1..3"), grid(c=COR37_C[1:]),
+                                           lambda c: (1.0, grid_speedup(M, (1, 1), c, v.rule, v.alt)), shift=v.shift,
+                                           what="exact long-run speedup ≥ 1"), get=models, part="never-slower")
+    ev += searched(ctx, ("never-slower",), cor3_7_slack, v, uses=("rule", "alt"),
+                   params={"lam": (0.0, 1.0), "c": (0.0, 4.0)})
+    M = models("iid-V4-random WE λ=0.5")
+    ev.append(info("equality-only-when", "iid-V4-random WE λ=0.5 c=0", 1.0, speedup(M, (1, 1), 0.0, v.rule, v.alt),
+                         test="at c = 0 the formula gives 1; the process gives 1 + α_q",
+                         note=f"α = {M.acceptance(0)[0]:.4f}: a free proposer makes the alternation strictly faster"))
     return ev
 
 
 register(
-    id="se.cor3_7", paper=PAPER, reference="Cor 3.7",
+    id="se.cor3_7",
+    paper=PAPER, reference="Cor 3.7",
     statement="With γq = γp = 1 the alternate proposal framework is never slower than the vanilla ensemble; "
               "equality only when c = 0 or α = 0.",
-    interpretation="Exact long-run speedup of the alternating process (chain DP over configurations), WE pairs "
-                   "λ ∈ {0.1, 0.5, 0.9} and CD pairs, c ∈ {0, 0.1, 0.5, 1, 3}. 'Equality only when' is read as "
-                   "a necessary condition (speedup = 1 ⇒ c = 0 or α = 0).",
-    check=check_cor3_7, subject=STANDARD, controls=(CTRL_DROP,), mc_tests=0, modes=("exact",))
+    interpretation="Exact long-run speedup of the alternating process (chain DP over configurations) on 8 WE pairs, "
+                   "λ ∈ {0, 0.1, 0.5, 0.9}, and 3 CD pairs; c ∈ {0, 0.1, 0.5, 1, 3}. On i.i.d. pairs the process "
+                   "gives speedup − 1 = α_q(1 + cα_p)/(1 + c + cα_q(1 − α_p)) ≥ 0: equality exactly when α_q = 0 "
+                   "(q's proposals never accepted, so p never proposes), for every c. 'Equality only when c = 0 or "
+                   "α = 0' is read as a necessary condition (speedup = 1 ⇒ c = 0 or α_q ≡ 0) and holds; its "
+                   "converse fails at c = 0, where the process runs at 1 + α_q, not 1 (info). " + SEARCH_NOTE,
+    parts=(Part("never-slower", "With γq = γp = 1, Alg. 1 is never slower than the vanilla ensemble, for any two "
+                                "models and any ensemble.", relation="≥"),
+           Part("equality-only-when", "With γq = γp = 1, Alg. 1 runs exactly as fast as the vanilla ensemble only "
+                                      "when c = 0 or α = 0.", relation="=")),
+    check=check_cor3_7, subject=BOUNDS, mc_tests=0, modes=("exact",),
+    controls=(Control(V_DROP.name, DROP_CORRECTION, V_DROP.description, parts=("never-slower",)),
+              wrong_constant("never-slower"),
+              Control("no-swap", NO_SWAP, "negative control: γq = γp = 1 without the role swap (Sec. 3.2 with γ = 1): "
+                      "the verifier's bonus is dropped, so the speedup is exactly 1 for every α and c",
+                      parts=("equality-only-when",))))
 
 
 # --- se.tables ----------------------------------------------------------------------------------
@@ -675,90 +843,168 @@ TABLE_C = (0.1, 0.3, 1.0)
 TABLE_LAMBDAS = (0.1, 0.3, 0.5, 0.7, 0.9)
 TABLE_MUS = (0.1, 0.2, 0.3, 0.4, 0.5)
 TABLE_GAMMAS = (1, 5)
-
-
-@lru_cache(maxsize=None)
-def table_models(kind: str, x: float) -> ex.SEModels:
-    pair = inst.get("markov1-V50-weak" if kind == "CD" else "markov1-V50-strong")
-    ens = contrastive_ensemble(x) if kind == "CD" else weighted_ensemble(x)
-    return ex.SEModels.build([pair.draft, pair.target], ens, f"{pair.name} {kind} {x:g}")
+TABLE_PAIR = {"WE": "markov1-V50-strong", "CD": "markov1-V50-weak"}
+#: where SD on the CD ensemble loses to the vanilla ensemble in the cost model: α < c/(1+c)
+SD_SLOW = grid(mu=(1.0, 2.0), c=(1.0,))
 
 
 def se_best(M, c, rule):
     """SE speedup, best of γ ∈ {1, 5} for the smaller model (γ of the larger fixed at 1), as Sec. 4.1."""
-    return max(cf.long_run_chain(M.tables, M.r, (g, 1), [c, 1.0], kind="alt", rule=rule)["speedup"]
+    return max(speedup(M, (g, 1), c, rule) for g in TABLE_GAMMAS)
+
+
+def sd_best(M, c, costs=None, sd_pass="ensemble"):
+    """SD on the ensemble (member 0 proposes γ tokens, r verifies with the bonus from r; an
+    iteration costs γ calls of member 0 plus one call of every member, or of the last member
+    alone with ``sd_pass="target"``), best of γ ∈ {1, 5}; two models cost (c, 1) unless ``costs``."""
+    costs = np.array([c, 1.0]) if costs is None else np.asarray(costs, dtype=np.float64)
+    verify = float(costs.sum() if sd_pass == "ensemble" else costs[-1])
+    q = MarkovSource(M.tables[0], M.order)
+    return max(cf.sd_on_ensemble_chain(M.r_source, q, g, c, verify)["speedup"] * float(costs.sum()) / verify
                for g in TABLE_GAMMAS)
 
 
-def sd_best(M, c):
-    """SD on the ensemble (q proposes, r verifies), best of γ ∈ {1, 5}."""
-    q = MarkovSource(M.tables[0], M.order)
-    return max(cf.sd_on_ensemble_chain(M.r_source, q, g, c, 1.0 + c)["speedup"] for g in TABLE_GAMMAS)
+@lru_cache(maxsize=None)
+def table_row(kind, x, c, rule, cd_sign, sd_pass):
+    """(SE, SD) speedups of the V = 50 stand-in pair of ``kind`` at weight/μ x and cost c."""
+    M = on_pair(TABLE_PAIR[kind], "CD+" if kind == "CD" and cd_sign > 0 else kind, x)
+    return _se_row(M, c, rule), _sd_row(M, c, sd_pass)
 
 
-def check_tables(ctx, rule):
-    ev = []
-    se_min, se_vs_sd, mono_bad = np.inf, np.inf, 0.0
-    rows = []
-    lams = TABLE_LAMBDAS if not ctx.quick else TABLE_LAMBDAS[::2]
-    mus = TABLE_MUS if not ctx.quick else TABLE_MUS[::2]
-    for kind, xs in (("WE", lams), ("CD", mus)):
-        for c in (TABLE_C if not ctx.quick else TABLE_C[::2]):
-            prev = np.inf
-            for x in xs:
-                M = table_models(kind, x)
-                s, d = se_best(M, c, rule), sd_best(M, c)
-                rows.append((kind, x, c, s, d))
-                se_min = min(se_min, s)
-                se_vs_sd = min(se_vs_sd, s - d)
-                if kind == "CD" and s > prev + stats.EXACT_TOL:
-                    mono_bad = max(mono_bad, s - prev)
-                prev = s
-    worst = min(rows, key=lambda r: r[3])
-    ev.append(stats.exact_equal(f"markov1-V50 WE λ∈{lams}, CD μ∈{mus}, c∈{TABLE_C if not ctx.quick else TABLE_C[::2]}", 1.0,
-                                1.0 if se_min >= 1 - stats.EXACT_TOL else se_min,
-                                what="SE speedup ≥ 1 at every grid point (exact long-run)",
-                                note=f"smallest SE speedup {worst[3]:.4f} at {worst[0]} x={worst[1]} c={worst[2]}"))
-    wsd = min(rows, key=lambda r: r[3] - r[4])
-    ev.append(stats.exact_equal("markov1-V50 grid: SE ≥ SD-on-ensemble", 0.0,
-                                0.0 if se_vs_sd >= -stats.EXACT_TOL else se_vs_sd,
-                                what="min over the grid of SE − SD speedup ≥ 0",
-                                note=f"smallest gap {wsd[3] - wsd[4]:+.4f} at {wsd[0]} x={wsd[1]} c={wsd[2]} "
-                                     f"(SE {wsd[3]:.4f}, SD {wsd[4]:.4f})"))
-    ev.append(stats.exact_equal("markov1-V50-weak CD: SE speedup falls as μ grows", 0.0, mono_bad,
-                                what="largest increase of SE speedup between consecutive μ (0 = monotone)"))
-    we = [r[3] for r in rows if r[0] == "WE" and r[2] == 1.0]
-    ev.append(stats.info("exact", "markov1-V50-strong WE c=1: SE across λ", None, float(min(we)),
-                         test="Fig. 4 'stable across λ': min/max SE speedup over λ ∈ 0.1..0.9 (comparable sizes)",
-                         note=f"min {min(we):.3f}, max {max(we):.3f}"))
-    # three models (Table 2, Qwen-1.5b 3-model): comparable costs; SD on the ensemble can be slower
-    M3 = models3("markov1-V50 3 models WE (1/3)")
+@lru_cache(maxsize=None)
+def _se_row(M, c, rule):
+    return se_best(M, c, rule)
+
+
+@lru_cache(maxsize=None)
+def _sd_row(M, c, sd_pass):
+    return sd_best(M, c, sd_pass=sd_pass)
+
+
+def tables_slack(pair, subject, lam, c, versus_sd=False):
+    """SE (best of γ ∈ {1, 5}) − (1, or SD with ``versus_sd``) − shift on an i.i.d. pair under WE λ."""
+    M = two(pair, "WE", lam)
+    return se_best(M, c, subject.rule) - (sd_best(M, c, sd_pass=subject.sd_pass) if versus_sd else 1.0) - subject.shift
+
+
+def stand_in_drop(subject, c, mu, next_mu):
+    """SE(μ) − SE(next μ) on the weakly aligned V = 50 stand-in pair under the subject's CD."""
+    row = lambda x: table_row("CD", x, c, subject.rule, subject.cd_sign, subject.sd_pass)[0]
+    return row(mu) - row(next_mu)
+
+
+def mu_drop(pair, c, mu, step=0.1):
+    """SE(μ) − SE(μ + step) on a pair under CD (claimed ≥ 0 by the reading of Fig. 5)."""
+    return se_best(two(pair, "CD", mu), c, STANDARD) - se_best(two(pair, "CD", mu + step), c, STANDARD)
+
+
+@lru_cache(maxsize=None)
+def mu_search():
+    """The least :func:`mu_drop` over V = 2 i.i.d. pairs, μ ∈ (0, 1), c ∈ (0.01, 3): 4 seeded
+    restarts of Nelder–Mead, 400 evaluations (default tier; once per process)."""
+    return search_pairs(mu_drop, PairSpace(V=2), budget=400, restarts=4, seed=0, params={"c": (0.01, 3.0), "mu": (0.0, 1.0)})
+
+
+def check_tables(ctx, v):
+    lams, mus, cs = (TABLE_LAMBDAS[::2], TABLE_MUS[::2], TABLE_C[::2]) if ctx.quick else (TABLE_LAMBDAS, TABLE_MUS, TABLE_C)
+    rows = [dict(kind=kind, x=x, c=c) for kind, xs in (("WE", lams), ("CD", mus)) for c in cs for x in xs]
+    value = {(r["kind"], r["x"], r["c"]): table_row(r["kind"], r["x"], r["c"], v.rule, v.cd_sign, v.sd_pass)
+             for r in rows}
+    where = f"markov1-V50 WE λ∈{lams}, CD μ∈{mus}, c∈{cs}"
+    ev = [never_below(where, rows, lambda kind, x, c: (1.0, value[kind, x, c][0]), shift=v.shift,
+                      what="SE speedup ≥ 1 at every grid point (exact long-run)", part="se-never-slower"),
+          never_below(where + ": SE ≥ SD", rows, lambda kind, x, c: (0.0, value[kind, x, c][0] - value[kind, x, c][1]),
+                      shift=v.shift, what="SE − SD-on-ensemble speedup ≥ 0 at every grid point", part="se-beats-sd")]
+    ev += searched(ctx, ("se-never-slower",), tables_slack, v, params={"lam": (0.0, 1.0), "c": (0.01, 4.0)})
+    ev += searched(ctx, ("se-beats-sd",), tables_slack, v, uses=("rule", "sd_pass"),
+                   params={"lam": (0.0, 1.0), "c": (0.01, 4.0)}, versus_sd=True)
+    steps = [dict(c=c, i=i) for c in cs for i in range(len(mus) - 1)]
+    drop = lambda c, i: stand_in_drop(v, c, mus[i], mus[i + 1])
+    with ctx.part("cd-falls-with-mu"):
+        ev.append(never_below("markov1-V50-weak CD: SE(μ) − SE(next μ)", steps, lambda c, i: (0.0, drop(c, i)),
+                              what="SE speedup non-increasing in μ (exact drop per step ≥ 0)"))
+        ctx.least_slack("cd-falls-with-mu", exhaustive(
+            lambda c, i: stand_in_drop(v, c, mus[i], mus[i + 1]), steps,
+            call=lambda c, i: call_line(stand_in_drop, v, c=c, mu=mus[i], next_mu=mus[i + 1]),
+            describe=lambda pt: {"pair": "markov1-V50-weak", "c": pt["c"], "mu": mus[pt["i"]], "next_mu": mus[pt["i"] + 1]}))
+        if not ctx.quick:
+            rec = mu_search()
+            ev.append(info("cd-falls-with-mu", "V=2 i.i.d. pairs: least SE(μ) − SE(μ + 0.1) found", 0.0, rec.value,
+                           test="does SE fall with μ on every pair? a seeded search over small pairs (not graded: "
+                                "Fig. 5 is about the paper's models)",
+                           note=f"it does not: {rec.call} ({rec.search})"))
+    sd = [table_row("CD", p["mu"], p["c"], v.rule, v.cd_sign, v.sd_pass)[1] for p in SD_SLOW]
+    with ctx.part("sd-can-be-slower"):
+        ev.append(stats.exact_bound(f"markov1-V50-weak CD μ∈{tuple(p['mu'] for p in SD_SLOW)} c=1: SD on the ensemble",
+                                    1.0, min(sd), side="le",
+                                    what="least SD-on-ensemble speedup (best of γ ∈ {1, 5}) < 1",
+                                    note=f"SD {', '.join(f'{x:.3f}' for x in sd)}×; α_q = "
+                                         f"{stationary_alpha(on_pair('markov1-V50-weak', 'CD', 2.0)):.3f} < "
+                                         "c/(1+c) = 0.5 at μ = 2"))
+    we = [value["WE", x, c][0] for x in lams for c in cs if c == 1.0]
+    ev.append(info("stable-across-lambda", "markov1-V50-strong WE c=1: SE across λ", None, float(min(we)),
+                         test="Fig. 4 'stable across λ': SE speedup over λ (comparable sizes)",
+                         note=f"min {min(we):.3f}, max {max(we):.3f} over λ ∈ {lams}"))
+    M3 = models("markov1-V50 3 models WE (1/3)")
+    for costs in ((1.0, 1.0, 1.0), (0.8, 1.0, 0.9)):
+        sd3 = sd_best(M3, costs[0], costs, v.sd_pass)
+        ev.append(info("sd-slower-3model-we", f"markov1-V50 3 models WE (1/3) costs {costs}: SD on the ensemble", 1.0,
+                       sd3, test="Table 2 3-model: WE-SD below 1×",
+                             note=f"best of γ ∈ {{1, 5}}; lower bound (1 + 1/3)Σt/(t_1 + Σt) = "
+                                  f"{(4 / 3) * sum(costs) / (costs[0] + sum(costs)):.3f} from α ≥ w_1 = 1/3"))
     costs = np.array([0.8, 1.0, 0.9])
-    q = MarkovSource(M3.tables[0], M3.order)
-    sd3 = max(cf.sd_on_ensemble_chain(M3.r_source, q, g, costs[0], float(costs.sum()))["speedup"]
-              for g in TABLE_GAMMAS)
-    ev.append(stats.info("exact", "markov1-V50 3 models WE costs (0.8,1,0.9): SD on the ensemble", 1.0, sd3,
-                         test="Table 2 3-model: WE-SD below 1×", note="SD-on-ensemble speedup (best of γ ∈ {1,5})"))
-    n_streams, L = 32, ctx.size(50_000, 10_000)
-    res = mc.simulate_streams(M3, ex.Algorithm("nse", (1, 1, 1)), n_streams, L, rule=rule, seed=ctx.rng("tab3"))
-    sp = res.speedup(costs)
-    ev.append(ctx.mc(stats.z_test_bound("markov1-V50 3 models WE costs (0.8,1,0.9) Alg2 γ=(1,1,1)", 1.0, sp,
-                                        alpha=ctx.alpha_test, tolerance=0.02, side="ge",
-                                        what="SE speedup over the vanilla 3-model ensemble",
-                                        note=f"{n_streams} streams × {L} tokens; SD-on-ensemble exact {sd3:.3f}")))
+    res, size = streams(ctx, M3, ALG("nse", (1, 1, 1)), 32, (50_000, 10_000), v.rule, "tab3")
+    ev.append(mc_bound(ctx, "markov1-V50 3 models WE costs (0.8,1,0.9) Alg2 γ=(1,1,1)", 1.0 + v.shift,
+                       res.speedup(costs), side="ge", tolerance=0.02, part="se-never-slower",
+                       what="SE speedup over the vanilla 3-model ensemble", note=size))
     return ev
 
 
 register(
-    id="se.tables", paper=PAPER, reference="Tables 2–4, Fig. 4–6 (Sec. 4)",
+    id="se.tables",
+    paper=PAPER, reference="Tables 2–4, Fig. 4–6 (Sec. 4)",
     statement="The qualitative results of Tables 2–4 in the cost model: SE ≥ SD-on-ensemble; SD can be slower than "
               "vanilla (3-model WE); SE always ≥ 1×; speedup falls as μ grows in CD (Fig. 5); stable across λ (Fig. 4).",
-    interpretation="Cost model with Markov V = 50 pairs standing in for the model pairs: WE on a strongly aligned "
-                   "pair (comparable sizes), CD on a weakly aligned one; c ∈ {0.1, 0.3, 1}; SE = Alg. 1 with "
+    interpretation="Cost model (a call of a model costs its t, the vanilla ensemble calls every member once per "
+                   "token) with Markov V = 50 pairs standing in for the model pairs: WE on a strongly aligned pair "
+                   "(comparable sizes), CD on a weakly aligned one; c ∈ {0.1, 0.3, 1}; SE = Alg. 1 with "
                    "γ ∈ {1, 5} for q and 1 for p (best reported, as Sec. 4.1), SD = q proposes γ ∈ {1, 5}, the "
-                   "ensemble verifies (one call of every member per iteration, bonus from r); --quick uses every "
-                   "other λ, μ and c. Exact long-run "
-                   "values (chain DP). Graded: SE ≥ 1 everywhere, SE ≥ SD everywhere, SE non-increasing in μ; "
-                   "'stable across λ' and 'SD < 1 for 3 models' reported as info. MC: 3-model Alg. 2 (γ = 1 each) "
-                   "speedup ≥ 1 (one-sided).",
-    check=check_tables, subject=STANDARD, controls=(CTRL_DROP,), mc_tests=1)
+                   "ensemble verifies (one call of every member per iteration, bonus from r); exact long-run "
+                   "values (chain DP); --quick uses every other λ, μ and c. In this model SD with γ = 1 runs at "
+                   "(1 + α)Σt/(t_q + Σt): it loses to the vanilla ensemble exactly when α < t_q/Σt. So on a "
+                   "weighted ensemble, where α ≥ w_q (Thm 3.2 with n members), SD cannot be slower when the "
+                   "proposer's weight is at least its share of the cost: the paper's 3-model case (w = 1/3, three "
+                   "1.5B models) is outside what the model can produce. Under CD it happens when α < c/(1+c) "
+                   "(graded on the weak pair at c = 1, μ ∈ {1, 2}); at the paper's Llama-2 setting (a 68M draft "
+                   "for 7B, c ≈ 0.01) that would need α < 0.01, which caps SE at about 1.01×, not the 1.15× "
+                   "the paper reports beside SD's 0.94×: those slowdowns come from costs outside the model. "
+                   "Fig. 5's 'speedup falls as μ grows' holds on the stand-in pair but is not a property of every "
+                   "pair (the search over V = 2 pairs finds SE rising with μ; info). " + SEARCH_NOTE + " MC: "
+                   "3-model Alg. 2 (γ = 1 each) speedup ≥ 1 (one-sided), costs (0.8, 1, 0.9).",
+    parts=(Part("se-never-slower", "SE is never slower than the vanilla ensemble (≥ 1× in every setting).",
+                relation="≥"),
+           Part("se-beats-sd", "SE is at least as fast as SD on the ensemble in every setting.", relation="ordering",
+                modes=("exact",)),
+           Part("cd-falls-with-mu", "Under CD, SE's speedup falls as μ grows (Fig. 5), on a weakly aligned pair.",
+                relation="monotone", modes=("exact",)),
+           Part("sd-can-be-slower", "SD on the ensemble can be slower than the vanilla ensemble (Table 3, CD).",
+                relation="exists", modes=("exact",)),
+           Part("sd-slower-3model-we", "SD on a 3-model weighted ensemble (weights 1/3, models of one size) can be "
+                                       "slower than the vanilla ensemble (Table 2: 0.92–0.98×).", relation="exists",
+                checkable=False,
+                reason="impossible in the cost model: SD with γ = 1 runs at (1 + α)Σt/(t_q + Σt) ≥ 1 when α ≥ "
+                       "t_q/Σt, and Thm 3.2 gives α ≥ w_q = 1/3 = t_q/Σt for three models of one size; the "
+                       "measured slowdown comes from costs the model leaves out (SD's values reported as info)"),
+           Part("stable-across-lambda", "SE's speedup is stable across λ for models of comparable size (Fig. 4: "
+                                        "≥ 1.5× for λ ∈ 0.1..0.9).", relation="≥", checkable=False,
+                reason="'stable' has no threshold and the paper's 1.5× belongs to its models, not to a stand-in "
+                       "pair: the stand-in's min and max over λ are reported as info")),
+    check=check_tables, subject=BOUNDS, mc_tests=1,
+    controls=(Control(V_DROP.name, DROP_CORRECTION, V_DROP.description, parts=("se-never-slower", "se-beats-sd")),
+              wrong_constant("se-never-slower", "se-beats-sd"),
+              Control("CD adds μ·l_q", CD_PLUS_MU, "negative control: contrastive decoding with the draft's logits "
+                      "added (softmax(l_p + μ l_q)): r moves toward q as μ grows", modes=("exact",),
+                      parts=("cd-falls-with-mu",)),
+              Control("SD charged p only", SD_TARGET_ONLY, "negative control: SD's verification pass charged as one "
+                      "call of p, the draft's call in the ensemble pass forgotten (then SD with γ = 1 runs at "
+                      "1 + α ≥ 1)", modes=("exact",), parts=("sd-can-be-slower",))))

@@ -10,20 +10,21 @@ This module holds what every family shares, and stays light (no kernels):
   value, wrong type or range: a ``ValueError``/``TypeError`` naming the kind and the parameter,
   through :mod:`spectheory.checks`);
 * :data:`PAIR_SPEC` / :func:`pair_from` describe the Markov pair a job runs on: either a
-  built-in ``instance`` (:mod:`sims.instances`) or a noise-mixed pair
+  built-in ``instance`` (:mod:`spectheory.instances`) or a noise-mixed pair
   (:func:`spectheory.pairs.perturbed_pair`) given by ``V``, ``order`` (default 0), ``strength``
   (ε) or ``alignment`` (``weak`` ε = 0.7 / ``strong`` ε = 0.1), ``concentration`` (default 1)
   and ``pair_seed``.
 """
 from __future__ import annotations
 
+import difflib
 import pkgutil
 from functools import lru_cache
 from typing import Callable
 
 from spectheory.checks import check_int, check_real
 
-from .. import instances
+from spectheory import instances
 
 REQUIRED = object()
 
@@ -36,12 +37,28 @@ def real(*, lo: float | None = None, hi: float | None = None, lo_open: bool = Fa
     return lambda v, name: check_real(v, name, lo=lo, hi=hi, lo_open=lo_open)
 
 
+def suggest(word, options) -> str:
+    """`` (did you mean 'gamma'?)`` for a close match of ``word`` among ``options``, else ''."""
+    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def boolean() -> Callable:
+    def check(v, name):
+        if not isinstance(v, bool):
+            raise TypeError(f"{name} must be true or false, got {v!r}")
+        return v
+    return check
+
+
 def choice(*options: str) -> Callable:
     def check(v, name):
+        shown = ", ".join(map(repr, options)) if len(options) <= 20 else \
+            ", ".join(map(repr, options[:20])) + f", ... ({len(options)} in all)"
         if not isinstance(v, str):
-            raise TypeError(f"{name} must be one of {', '.join(map(repr, options))}, got {v!r}")
+            raise TypeError(f"{name} must be one of {shown}, got {v!r}")
         if v not in options:
-            raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}, got {v!r}")
+            raise ValueError(f"{name} must be one of {shown}, got {v!r}{suggest(v, options)}")
         return v
     return check
 
@@ -51,8 +68,9 @@ def parse(kind: str, params: dict, spec: dict[str, tuple[Callable, object]]) -> 
     returns every name of the spec, defaults filled in (``None`` = not given)."""
     unknown = sorted(set(params) - set(spec))
     if unknown:
+        hint = suggest(unknown[0], spec).replace(" (", "; ").rstrip(")")
         raise ValueError(f"{kind}: unknown parameter(s) {', '.join(map(repr, unknown))}; "
-                         f"accepted: {', '.join(spec)}")
+                         f"accepted: {', '.join(spec)}{hint}")
     out = {}
     for name, (check, default) in spec.items():
         if name not in params or params[name] is None:

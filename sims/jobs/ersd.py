@@ -1,4 +1,4 @@
-"""Sweep job kinds of seed 004's drafting trees, GSD and ERSD (``ersd.*``).
+"""Sweep job kinds of the exponential-race family's drafting trees, GSD and ERSD (``ersd.*``).
 
 Both run on acceptance-index streams of simulated text (:func:`spectheory.montecarlo.ersd.index_stream`,
 Numba kernel): ``n_positions`` positions of the pair (:data:`sims.jobs.PAIR_SPEC`) under ``rule``
@@ -68,7 +68,14 @@ def build_tree(strategy: str, k: int, skey: tuple):
     return _optimal(skey, k)
 
 
-@job("ersd.tree")
+def _check(kind: str, **extra):
+    def check(params: dict) -> None:
+        """Every parameter of the job, checked before any job runs (:func:`sims.sweep.grid`)."""
+        _stream_key(kind, parse(kind, params, _spec(**extra)))
+    return check
+
+
+@job("ersd.tree", check=_check("ersd.tree", strategy=(choice(*STRATEGIES), REQUIRED)))
 def ersd_tree(params: dict, seed) -> dict:
     from spectheory.closed_forms import ersd as cf
     from spectheory.montecarlo import ersd as mc
@@ -80,7 +87,7 @@ def ersd_tree(params: dict, seed) -> dict:
             "simulation": float(mc.tree_outcomes_from_stream(idx, tree).mean())}
 
 
-@job("ersd.bound")
+@job("ersd.bound", check=_check("ersd.bound"))
 def ersd_bound(params: dict, seed) -> dict:
     from spectheory.closed_forms import ersd as cf
     p = parse("ersd.bound", params, _spec())

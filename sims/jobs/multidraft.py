@@ -1,4 +1,4 @@
-"""Sweep job kinds of multi-draft verification, seed 003 (``multidraft.*``).
+"""Sweep job kinds of multi-draft verification, Lin et al. 2026 (``multidraft.*``).
 
 Both take the pair (:data:`sims.jobs.PAIR_SPEC`), ``gamma`` (draft length), ``K`` (drafts) and
 ``start_state`` (default 0).
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..sweep import job
-from . import PAIR_SPEC, REQUIRED, choice, integer, pair_from, parse
+from . import PAIR_SPEC, REQUIRED, choice, integer, pair_from, pair_key, parse
 
 RULE_NAMES = ("spectr-gbv", "gbv", "k-seq")
 METHODS = ("sd", "lp-optimum", "lemma51-bound") + RULE_NAMES
@@ -32,7 +32,21 @@ def _parse(kind: str, params: dict, **extra) -> dict:
                                 "start_state": (integer(min=0), 0), **extra})
 
 
-@job("multidraft.mc")
+def _check_mc(params: dict) -> None:
+    """Every parameter of a ``multidraft.mc`` job, checked before any job runs."""
+    pair_key("multidraft.mc", _parse("multidraft.mc", params, rule=(choice(*RULE_NAMES), REQUIRED),
+                                     n_runs=(integer(min=2), REQUIRED)))
+
+
+def _check_exact(params: dict) -> None:
+    """Every parameter of a ``multidraft.exact`` job, checked before any job runs."""
+    p = _parse("multidraft.exact", params, method=(choice(*METHODS), REQUIRED))
+    pair_key("multidraft.exact", p)
+    if p["method"] in ("sd", "gbv") and p["K"] != 1:
+        raise ValueError(f"multidraft.exact: method {p['method']!r} verifies one draft: K must be 1, got {p['K']}")
+
+
+@job("multidraft.mc", check=_check_mc)
 def multidraft_mc(params: dict, seed) -> dict:
     from spectheory.montecarlo import multidraft as mc
     p = _parse("multidraft.mc", params, rule=(choice(*RULE_NAMES), REQUIRED), n_runs=(integer(min=2), REQUIRED))
@@ -42,7 +56,7 @@ def multidraft_mc(params: dict, seed) -> dict:
             "se_tokens": float(res.tau.std(ddof=1) / np.sqrt(res.tau.size))}
 
 
-@job("multidraft.exact")
+@job("multidraft.exact", check=_check_exact)
 def multidraft_exact(params: dict, seed) -> dict:
     from spectheory.closed_forms import multidraft as cf
     from spectheory.checks import check_state

@@ -64,7 +64,14 @@ def models(params: dict, kind: str = "se.mc"):
     return _models(pair_key(kind, p), ensemble_key(kind, p))
 
 
-@job("se.mc")
+def check(params: dict) -> None:
+    """Every parameter of an ``se.mc`` job, checked before any job runs (:func:`sims.sweep.grid`)."""
+    p = parse("se.mc", params, SPEC)
+    pair_key("se.mc", p)
+    ensemble_key("se.mc", p)
+
+
+@job("se.mc", check=check)
 def se_mc(params: dict, seed) -> dict:
     from spectheory.exact.se import Algorithm
     from spectheory.montecarlo.se import simulate_streams

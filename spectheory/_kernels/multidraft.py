@@ -1,4 +1,4 @@
-"""Numba kernels for multi-draft verification (seed 003: SpecTr-GBV / GBV; K-SEQ).
+"""Numba kernels for multi-draft verification (Lin et al. 2026: SpecTr-GBV / GBV; Sun et al. 2023: K-SEQ).
 
 SpecTr-GBV needs joint block probabilities of every sub-block it may meet and, across
 iterations, Alg. 2's modified target: each iteration rebuilds the complete V-ary block tree
@@ -25,6 +25,7 @@ class GBVTables(NamedTuple):
     gamma: int
     K: int
     expo: int          # exponent of (1 − m) (K for the correct rule)
+    h_scale: float     # factor on every h (1 for the correct rule; a broken constant otherwise)
     residual_p: bool   # broken: correction from p
     modify: bool       # Alg. 2
     ignore_H: bool     # variant: line 5 without the H test
@@ -155,6 +156,7 @@ def gbv_stream(st, n_runs, n_tokens, start_state, T, out_tokens, out_tau, out_tc
                             ch = off[d + 1] + c * V + x
                             sw += _w(Pj[ch], Qj[ch], e)
                         hh[node] = _ratio(sw - _w(Pj[node], Qj[node], e), hp - Pj[node] + sw)
+                    hh[node] *= T.h_scale
             # Alg. 1
             tau = 0
             tcode = 0

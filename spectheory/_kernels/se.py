@@ -1,4 +1,4 @@
-"""Numba kernels for Speculative Ensemble (Fu et al., seed 002) on Markov sources.
+"""Numba kernels for Speculative Ensemble (Fu et al., ICML 2025) on Markov sources.
 
 One loop implements Alg. 2 (App. B.2) step by step; with two members it is Alg. 1 (App.
 B.1) when a rejection hands the turn back to the default proposer (``after_reject = 1``,

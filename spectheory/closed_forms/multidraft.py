@@ -1,6 +1,6 @@
-"""Closed forms of seed 003 (SpecTr-GBV, Lin et al. 2026) and of K-SEQ (Sun et al. 2023).
+"""Closed forms of SpecTr-GBV (Lin et al. 2026) and of K-SEQ (Sun et al. 2023).
 
-Notation is ours throughout: ``p`` target, ``q`` draft (the seed swaps the letters; its
+Notation is ours throughout: ``p`` target, ``q`` draft (the paper swaps the letters; its
 equations are quoted here translated). Blocks ``x^i`` are indexed by depth i and a flat code
 (first token most significant), so depth-i arrays have ``V**i`` entries:
 
@@ -13,6 +13,7 @@ equations are quoted here translated). Blocks ``x^i`` are indexed by depth i and
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..markov import MarkovPair, next_state
 MAX_LEAVES = 200_000
 
 
-# --- K-SEQ (Sun et al. 2023, SpecTr; seed Sec. 3.2) -------------------------------------------
+# --- K-SEQ (Sun et al. 2023, SpecTr; Lin et al. Sec. 3.2) -------------------------------------------
 
 def _check_pq(p, q):
     p, q = check_pair(p, q, names=("p (target)", "q (draft)"))
@@ -44,7 +45,7 @@ def _beta(p, q, rho):
 
 
 def kseq_beta(p, q, rho: float) -> float:
-    """β(ρ) = Σ_x min(q(x), p(x)/ρ) (seed Sec. 3.2, translated); ρ ≥ 1."""
+    """β(ρ) = Σ_x min(q(x), p(x)/ρ) (Lin et al. Sec. 3.2, translated); ρ ≥ 1."""
     p, q = _check_pq(p, q)
     return _beta(p, q, _check_rho(rho))
 
@@ -204,13 +205,13 @@ def _ratio(num, den):
     return np.clip(r, 0.0, 1.0)
 
 
-def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = None) -> list:
+def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = None, scale: float = 1.0) -> list:
     """Acceptance probabilities ``h[i][code]`` for every block, i = 1..γ (``h[0]`` unused).
 
-    ``h_form="eq2"``: seed Eq. 2 for i < γ and Eq. 3 for i = γ (translated):
+    ``h_form="eq2"``: the paper's Eq. 2 for i < γ and Eq. 3 for i = γ (translated):
     ``h(x^i) = [Σ_x W(x^i,x) − W(x^i)] / [1 − (1 − q(x^i))^K − p(x^i) + Σ_x W(x^i,x)]``,
     ``h(x^γ) = A(x^γ) / (1 − (1 − q(x^γ))^K)``.
-    ``power`` replaces K in ``(1 − m)^K`` (broken variants only).
+    ``power`` replaces K in ``(1 − m)^K`` and ``scale`` multiplies every h (broken variants only).
     ``h_form="sec3.3"`` (K = 1 only): the single-draft formula printed in Sec. 3.3,
     ``α(x^i) = Σ_x max(ν_i p(x|x^i) − q(x|x^i), 0) / Σ_x max(q(x|x^i) − ν_i p(x|x^i), 0)`` with
     the unclipped ``ν_i = p(x^i)/q(x^i)``, and ``α(x^γ) = min(ν_γ, 1)`` — which is Sun et al.
@@ -248,7 +249,7 @@ def h_tables(tree: BlockTree, K: int, h_form: str = "eq2", power: int | None = N
         num = Wc - W(Pi, Qi, e)
         den = has_prob(Qi, K) - Pi + Wc
         h.append(_ratio(num, den))
-    return h
+    return h if scale == 1.0 else [None] + [scale * hi for hi in h[1:]]
 
 
 def residual_weights(tree: BlockTree, i: int, code: int, K: int) -> np.ndarray:
@@ -299,3 +300,68 @@ def bound_limit(tree: BlockTree) -> float:
     """``lim_{K→∞} Bound(K) = Σ_i Σ_{x^i: q(x^i) > 0} p(x^i)`` (= γ iff q covers p's support)."""
     check_type(tree, BlockTree, "tree")
     return float(sum(tree.P[i][tree.Q[i] > 0].sum() for i in range(1, tree.gamma + 1)))
+
+
+# --- reference selection steps: plain Python, so spectheory.opcount can count their work -------
+
+def _w_term(P: float, Q: float, K: int, power: str) -> float:
+    if P <= 0.0:
+        return 0.0
+    r = 1.0 - Q / P
+    if r <= 0.0:
+        return 0.0
+    if power == "pow":
+        return P * r ** float(K)  # one float power (libm pow): O(1) whatever K
+    out = P
+    for _ in range(K):  # broken: K multiplications, O(K) per term
+        out *= r
+    return out
+
+
+def selection_step_reference(p_row, q_children, Pprefix: float, Qprefix: float, K: int, power: str = "pow") -> float:
+    """One SpecTr-GBV selection step at a sub-block x^i (Eq. 2) in plain Python over sequences:
+    the O(V) sum Σ_x W(x^i x) with ``p(x^i x) = Pprefix·p_row[x]``, ``q(x^i x) = Qprefix·q_children[x]``,
+    then the ratio. ``power="pow"``: each ``(1 − m)^K`` is one float power; ``"loop"`` (broken)
+    multiplies K times. The same h as the kernel's ``selection_step``; this version exists so
+    :func:`spectheory.opcount.count_opcodes` can count the work (spectr_gbv.cost)."""
+    if power not in ("pow", "loop"):
+        raise ValueError(f"power must be 'pow' or 'loop', got {power!r}")
+    sw = 0.0
+    for x in range(len(p_row)):
+        sw += _w_term(Pprefix * p_row[x], Qprefix * q_children[x], K, power)
+    hp = 1.0 - (1.0 - Qprefix) ** float(K)
+    num, den = sw - _w_term(Pprefix, Qprefix, K, power), hp - Pprefix + sw
+    return 0.0 if den <= 1e-300 else min(1.0, max(0.0, num / den))
+
+
+def kseq_rho_reference(p, q, K: int, search: str = "bisection") -> float:
+    """K-SEQ's ρ at one position in plain Python: ``f(ρ) = 1 − (1 − β(ρ))^K − ρβ(ρ)`` with
+    ``β(ρ) = Σ_x min(q(x), p(x)/ρ)`` (one O(V) pass per evaluation). ``"bisection"``: ⌈log2 K⌉ + 1
+    halvings of [1, K] (so O(V log K) per step, the cost Lin et al. attribute to SpecTr);
+    ``"scan"`` (broken): f at K − 1 evenly spaced points, O(V·K)."""
+    if search not in ("bisection", "scan"):
+        raise ValueError(f"search must be 'bisection' or 'scan', got {search!r}")
+
+    def f(rho):
+        b = 0.0
+        for x in range(len(p)):
+            v = p[x] / rho
+            b += q[x] if q[x] < v else v
+        return 1.0 - (1.0 - b) ** K - rho * b
+
+    lo, hi = 1.0, float(K)
+    if search == "scan":
+        for j in range(1, K):
+            rho = 1.0 + (K - 1.0) * j / K
+            if f(rho) > 0.0:
+                lo = rho
+            else:
+                return 0.5 * (lo + rho)
+        return 0.5 * (lo + hi)
+    for _ in range(math.ceil(math.log2(K)) + 1):
+        mid = 0.5 * (lo + hi)
+        if f(mid) > 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)

@@ -1,8 +1,8 @@
 """Closed forms for standard speculative sampling (Leviathan et al. 2023, §3).
 
-``acceptance``            CLAIMS sd.acceptance   β = Σ min(p, q) = 1 − TV(p, q)
-``expected_tokens``       CLAIMS sd.expected_tokens  (1 − α^{γ+1}) / (1 − α)   (Leviathan Eq. 1)
-``walltime_improvement``  CLAIMS sd.walltime     (1 − α^{γ+1}) / ((1 − α)(γc + 1))  (Thm 3.8)
+``acceptance``            claim sd.acceptance   β = Σ min(p, q) = 1 − TV(p, q)
+``expected_tokens``       claim sd.expected_tokens  (1 − α^{γ+1}) / (1 − α)   (Leviathan Eq. 1)
+``walltime_improvement``  claim sd.walltime     (1 − α^{γ+1}) / ((1 − α)(γc + 1))  (Thm 3.8)
 
 and the exact dynamic programs over a Markov chain's states (β varies with the state):
 ``expected_tokens_chain`` (one iteration from a state), ``iteration_kernel`` and
@@ -33,7 +33,7 @@ def _check_gamma(gamma) -> int:
 
 
 def acceptance(p, q) -> np.ndarray:
-    """β = Σ_x min(p(x), q(x)) (CLAIMS sd.acceptance); p and q must be distributions over
+    """β = Σ_x min(p(x), q(x)) (claim sd.acceptance); p and q must be distributions over
     the same vocabulary and of the same shape (no broadcasting of mismatched tables)."""
     check_pair(p, q)
     return overlap(np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64))

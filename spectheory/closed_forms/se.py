@@ -1,7 +1,7 @@
-"""Closed forms of Speculative Ensemble (Fu et al., seed 002) and exact long-run dynamic
+"""Closed forms of Speculative Ensemble (Fu et al., ICML 2025) and exact long-run dynamic
 programs over Markov chains.
 
-The paper's formulas (CLAIMS section 1; TV with the ½, seed 002's D_TV = Σ|·| is 2·TV):
+The paper's formulas (claims ``se.*``; TV with the ½, the paper's D_TV = Σ|·| is 2·TV):
 
 ``acceptance``              se.acceptance  α = 1 − ½ D_TV(q, r) = 1 − TV(q, r) = Σ min(q, r)  (Eq. 7/11)
 ``expected_tokens``         se.thm3_1      (1 − α^γ)/(1 − α) tokens per cycle, no bonus (Eq. 12)

@@ -5,22 +5,29 @@ Five lines::
     from spectheory import conformance as sc
     def verify(p, q, draft, rng): ...          # your sampler: (γ+1,V), (γ,V), γ ids, rng -> tokens
     report = sc.check_block_verifier(verify)   # adapter="logits", dtype="float32", batched=True, ...
-    sc.print_report(report)                    # verdict per check with p-values and power
+    sc.print_report(report)                    # lossless? standard? then every check with p-values and power
 
-See docs/conformance.md. The checks compare the sampler's output with the exact theory of
-standard speculative sampling (Leviathan et al. 2023, Alg. 1) on the built-in Markov instances;
-spectheory's broken rules run through the same pipeline as negative controls.
+See docs/conformance.md. Two verdicts: *lossless* (what any lossless verifier must satisfy,
+whatever its rule) and *matches standard speculative sampling* (Leviathan et al. 2023, Alg. 1;
+for multi-draft and tree verifiers, the named rule's exact engine). spectheory's broken rules
+run through the same pipeline as negative controls; every random source the sampler draws from
+is routed through the checker's or flagged; a trial call turns usage mistakes into a
+:class:`ConformanceUsageError` with a hint.
 """
 from .adapters import ADAPTERS, BlockVerifier, VerifierOutputError, tokens_of
 from .api import (GAMMAS, INSTANCES, check_block_verifier, check_decoding_step,
                   step_from_block_verifier)
 from .checks import CHECKS
 from .fake_lm import MarkovLM, fake_lm, markov_torch_lm
-from .forced import ForcedUniforms, inverse_cdf, torch_uniforms
-from .references import CONTROLS, reference_verifier, rule_verifier
-from .report import print_report, summary_rows
+from .multidraft_api import check_multidraft_verifier
+from .forced import ForcedUniforms, inverse_cdf
+from .references import CONTROLS, accept_p_verifier, reference_verifier, rule_verifier
+from .report import print_report, summary_rows, verdict_lines
+from .sources import RandomSources, torch_uniforms
+from .trial import ConformanceUsageError
 
 __all__ = ["ADAPTERS", "BlockVerifier", "VerifierOutputError", "tokens_of", "GAMMAS", "INSTANCES",
-           "check_block_verifier", "check_decoding_step", "step_from_block_verifier", "CHECKS",
+           "check_block_verifier", "check_decoding_step", "check_multidraft_verifier", "step_from_block_verifier", "CHECKS",
            "MarkovLM", "fake_lm", "markov_torch_lm", "ForcedUniforms", "inverse_cdf", "torch_uniforms",
-           "CONTROLS", "reference_verifier", "rule_verifier", "print_report", "summary_rows"]
+           "CONTROLS", "accept_p_verifier", "reference_verifier", "rule_verifier", "print_report", "summary_rows",
+           "verdict_lines", "RandomSources", "ConformanceUsageError"]

@@ -12,16 +12,17 @@ the function expects:
               ``-inf`` masking), computed in ``dtype`` (float64, float32, float16);
 ``batched``   inputs get a leading batch axis of size 1 (``(1, γ+1, V)``, ``(1, γ)``), and a
               ``(1, L)`` output is accepted;
-``framework`` ``"numpy"`` or ``"torch"`` (tensors in, tensors or lists out; the rng is also
-              routed into ``torch.rand``/``rand_like``/``multinomial`` during the call, see
-              :func:`~spectheory.conformance.forced.torch_uniforms`).
+``framework`` ``"numpy"`` or ``"torch"`` (tensors in, tensors or lists out).
+
+Whatever the framework, the global random sources (torch's, NumPy's, Python's ``random``) draw
+from the ``rng`` during the checker's calls, and draws that escape are detected
+(:mod:`spectheory.conformance.sources`; :attr:`BlockVerifier.sources`).
 
 The output must be the emitted tokens of the call: the accepted drafted prefix followed by
 the correction or bonus token (a sequence of ints, 1-D array, or tensor).
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -37,6 +38,11 @@ LOGIT_SHIFT = {"target": 2.5, "draft": -1.25}
 
 class VerifierOutputError(ValueError):
     """The verifier returned something that is not a block of token ids."""
+
+#: What a block verifier must return, said once for every message that needs it.
+OUTPUT_CONTRACT = ("it must return the emitted tokens of the call (the accepted draft prefix, then one "
+                   "correction or bonus token) as a 1-D sequence of integer ids: a list, a NumPy array or "
+                   "a tensor")
 
 
 def _log(rows: np.ndarray) -> np.ndarray:
@@ -70,6 +76,8 @@ class BlockVerifier:
     framework: str = "numpy"
     name: str = ""
     _torch: Any = field(default=None, init=False, repr=False)
+    #: routing of the global random sources and escape detection for this sampler
+    sources: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
         if not callable(self.fn):
@@ -87,6 +95,16 @@ class BlockVerifier:
             self._torch = torch
         if not self.name:
             self.name = getattr(self.fn, "__qualname__", None) or repr(self.fn)
+        from .sources import RandomSources
+        self.sources = RandomSources(self.fn)
+
+    def options(self) -> dict:
+        """The adapter options (as keyword arguments of the check functions)."""
+        return {"adapter": self.adapter, "dtype": self.dtype, "batched": self.batched, "framework": self.framework}
+
+    def with_options(self, **options):
+        """The same function under other adapter options (a fresh instance)."""
+        return type(self)(self.fn, **{**self.options(), **options}, name=self.name)
 
     @property
     def np_dtype(self):
@@ -135,31 +153,47 @@ class BlockVerifier:
         return arr
 
     def __call__(self, p_rep, q_rep, draft, rng) -> tuple:
-        """Call the verifier on represented inputs; return the emitted tokens as a tuple."""
+        """Call the verifier on represented inputs; return the emitted tokens as a tuple. The
+        global random sources draw from ``rng`` while :attr:`sources` is active (the driver and
+        the probes open it around their calls)."""
         p_in = self._to_framework(np.asarray(p_rep))
         q_in = self._to_framework(np.asarray(q_rep))
         d_in = self._to_framework(np.asarray(draft, dtype=np.int64), integer=True)
-        if self.framework == "torch":
-            from .forced import torch_uniforms
-            ctx = torch_uniforms(rng)
-        else:
-            ctx = contextlib.nullcontext()
-        with ctx:
-            out = self.fn(p_in, q_in, d_in, rng)
+        self.sources.current = rng
+        out = self.fn(p_in, q_in, d_in, rng)
         return tokens_of(out, self.batched)
 
 
 def tokens_of(out, batched: bool = False) -> tuple:
     """Normalise a verifier's output (list, array, tensor; (1, L) when batched) to a tuple of
-    ints; raise :class:`VerifierOutputError` for anything else (NaN, floats, wrong shape)."""
+    ints; raise :class:`VerifierOutputError` for anything else (NaN, floats, wrong shape), with
+    what was returned and what is expected."""
+    if out is None:
+        raise VerifierOutputError(f"the function returned None; {OUTPUT_CONTRACT}")
+    if isinstance(out, dict):
+        raise VerifierOutputError(f"the function returned a dict (keys {list(out)[:4]}); {OUTPUT_CONTRACT}")
+    if isinstance(out, (str, bytes)):
+        raise VerifierOutputError(f"the function returned a {type(out).__name__}; {OUTPUT_CONTRACT}")
     if isinstance(out, tuple) and len(out) == 2 and len(getattr(out[0], "shape", ())) >= 1:
         raise VerifierOutputError("the verifier returned a pair (e.g. tokens and a count): return only the "
                                   "emitted tokens (wrap it: lambda *a: fn(*a)[0])")
     if hasattr(out, "detach"):
         out = out.detach().cpu().numpy()
-    arr = np.asarray(out)
+    try:
+        arr = np.asarray(out)
+    except ValueError as err:  # ragged nested sequences
+        raise VerifierOutputError(f"the function returned a ragged nested sequence ({err}); {OUTPUT_CONTRACT}") \
+            from None
+    if arr.dtype == object:
+        raise VerifierOutputError(f"the function returned {type(out).__name__} of non-numeric items; {OUTPUT_CONTRACT}")
     if batched and arr.ndim == 2 and arr.shape[0] == 1:
         arr = arr[0]
+    if arr.ndim == 0:
+        raise VerifierOutputError(f"the function returned shape () (a scalar {arr.dtype}: {arr.item()!r}); "
+                                  f"{OUTPUT_CONTRACT}")
+    if arr.ndim == 2 and arr.shape[0] == 1 and not batched:
+        raise VerifierOutputError(f"expected a 1-D block of token ids, got shape {arr.shape}: a leading batch "
+                                  "axis (run with --batched / batched=True, then inputs get one too)")
     if arr.ndim != 1:
         raise VerifierOutputError(f"expected a 1-D block of token ids, got shape {arr.shape}")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):

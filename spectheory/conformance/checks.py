@@ -1,8 +1,15 @@
 """The statistical checks of a verifier's runs (:class:`~spectheory.conformance.driver.Trace`)
 against the exact theory of standard speculative sampling (Leviathan et al. 2023, Alg. 1 and
-Thm 3.5; CLAIMS ``sd.lossless``, ``sd.acceptance``, ``sd.expected_tokens``).
+Thm 3.5; claim ``sd.lossless``, ``sd.acceptance``, ``sd.expected_tokens``).
 
-Each check turns one trace into :class:`~sims.evidence.Evidence` through :mod:`sims.stats`
+Two groups, two verdicts. **lossless** (``group="lossless"``): what any lossless verifier must
+satisfy whatever its rule — the law of the first N tokens of a run (p^N) and the law of every
+token of each call's block, completed from p, by position and state. **standard**
+(``group="standard"``): what standard speculative sampling (Alg. 1) does besides being lossless —
+the block law of one iteration, the bonus law, acceptance β(s), E[τ] and tokens per call. A
+lossless verifier with another rule holds the first group and fails the second.
+
+Each check turns one trace into :class:`~spectheory.judge.Evidence` through :mod:`spectheory.judge.stats`
 (the statistical method of docs/statistical_method.md). Reading a call's output: ``L`` tokens
 were emitted, ``τ = L − 1`` drafted tokens were accepted (positions 0..τ−1) and the last token
 is the correction (τ < γ) or the bonus (τ = γ). The references are exact: the target's law of
@@ -17,12 +24,14 @@ from typing import Callable
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from scipy import stats as sps
+
+from ..judge import stats
+from ..judge.evidence import Evidence
 
 from ..closed_forms import sd as cf
 from ..exact import sd as exact_sd
-from ..markov import MarkovPair
+from ..markov import MarkovPair, next_state
 from .driver import Trace
 
 #: Deviations that matter (the tolerance each test must be powered for): Cohen's "small"
@@ -87,6 +96,102 @@ def bonus_by_state(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
     return stats.chisquare_gof(label(trace), counts, probs, alpha=alpha, tolerance_w=TOL_W,
                                note=f"{n} bonus tokens over {int((n_s > 0).sum())} states; df counted "
                                     "over the pooled cells (conservative for a stratified sample)")
+
+
+def complete_blocks(trace: Trace, pair: MarkovPair, rng: np.random.Generator) -> np.ndarray:
+    """(C, γ+1) blocks: each call's emitted tokens, then tokens drawn from p (inverse CDF, never
+    a zero-mass token) along the state they reach, up to γ + 1. For a lossless verifier the
+    completed block of a call started in state s has law p^{γ+1}(· | s) given everything
+    before it (the definition of a valid verification: Leviathan et al. 2023, Thm 3.5)."""
+    C, g1 = trace.n_calls, trace.gamma + 1
+    V, S = pair.V, pair.n_states
+    table = pair.target.table
+    cdf = np.cumsum(table, axis=1)
+    last = np.array([int(np.flatnonzero(r)[-1]) for r in table])
+    out = np.empty((C, g1), dtype=np.int64)
+    s = trace.start.copy()
+    for i in range(g1):
+        live = i < trace.length
+        u = rng.random(C) * cdf[s, -1]
+        drawn = np.minimum((cdf[s] <= u[:, None]).sum(axis=1), last[s])
+        out[:, i] = np.where(live, trace.emitted[:, i], drawn)
+        s = next_state(s, out[:, i], V, S)
+    return out
+
+
+def stratified_chisquare(instance: str, strata_counts, strata_probs, *, alpha: float, tolerance_w: float,
+                         test: str, note: str = "") -> Evidence:
+    """Chi-square over strata (cells pooled to ≥ 5 expected within each stratum): statistic
+    Σ_strata Σ_cells (N − n p)²/(n p) on Σ_strata (cells − 1) degrees of freedom, the Markov-chain
+    goodness-of-fit test of Anderson & Goodman (1957) when the strata are the states a token is
+    drawn in (valid with random stratum sizes: each token is a fresh draw given the past). A draw
+    in a zero-probability cell fails at once. ``measured`` = the draw-weighted empirical TV;
+    ``detectable`` = Cohen's w (the root of the draw-weighted mean of the strata's w²)."""
+    stat, df, n_tot, tv, impossible, multi = 0.0, 0, 0, 0.0, 0, 0
+    for counts, probs in zip(strata_counts, strata_probs):
+        counts = np.asarray(counts, dtype=np.float64)
+        probs = np.asarray(probs, dtype=np.float64)
+        n = int(counts.sum())
+        if n == 0:
+            continue
+        n_tot += n
+        tv += 0.5 * np.abs(counts - n * probs).sum()
+        support = probs > 0
+        impossible += int(counts[~support].sum())
+        multi += int(support.sum() > 1)
+        c, p = stats.merge_cells(counts[support], probs[support], n)
+        if len(c) < 2 or (p * n).min() < stats.MIN_EXPECTED:
+            continue
+        stat += float(((c - n * p) ** 2 / (n * p)).sum())
+        df += len(c) - 1
+    measured = tv / n_tot if n_tot else 0.0
+    w_det = stats.chi2_detectable_w(df, n_tot, alpha) if df > 0 else np.inf
+    base = dict(n=n_tot, alpha=alpha, power=stats.POWER, detectable=w_det, tolerance=tolerance_w, note=note)
+    if impossible:
+        return Evidence("mc", instance, 0.0, measured, p_value=0.0, outcome="fail",
+                        test=f"{test}: {impossible} draws in zero-probability cells", **base)
+    if df == 0 and not multi and n_tot:
+        # every stratum has one possible outcome: an exact check (a draw outside failed above);
+        # detectable = the mass outside the support that n_tot draws reveal with probability 0.9
+        base["detectable"] = 1.0 - (1.0 - stats.POWER) ** (1.0 / n_tot)
+        return Evidence("mc", instance, 0.0, measured, p_value=1.0, outcome="pass",
+                        test=f"{test}: single-outcome law in every stratum, exact check (every draw must land in "
+                             "its one cell)", **base)
+    if df == 0:
+        return Evidence("mc", instance, 0.0, measured, p_value=1.0, outcome="underpowered",
+                        test=f"{test}: no stratum with two cells of ≥ {stats.MIN_EXPECTED:g} expected draws", **base)
+    p_value = float(sps.chi2.sf(stat, df))
+    outcome = "fail" if p_value < alpha else ("pass" if w_det <= tolerance_w else "underpowered")
+    return Evidence("mc", instance, 0.0, measured, p_value=p_value, outcome=outcome,
+                    test=f"{test}: stratified chi-square, stat {stat:.1f} on {df} df (cells pooled to "
+                         f"≥{stats.MIN_EXPECTED:g} expected within each stratum); measured = draw-weighted TV; "
+                         "detectable = Cohen's w", **base)
+
+
+def token_law_by_state(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
+    """Every token of every call's completed block (:func:`complete_blocks`) against p(·|s) in
+    the state s it is drawn in, stratified by (position in the block, state): the emitted
+    corrections and bonus tokens, and the draws that complete short blocks, position by
+    position. Necessary for any lossless verifier, whatever its rule."""
+    rng = np.random.default_rng(trace.completion_seed)
+    blocks = complete_blocks(trace, pair, rng)
+    V, S = pair.V, pair.n_states
+    table = pair.target.table
+    counts, probs = [], []
+    s = trace.start.copy()
+    for i in range(trace.gamma + 1):
+        cells = np.bincount(s * V + blocks[:, i], minlength=S * V).reshape(S, V)
+        for st in range(S):
+            if cells[st].sum():
+                counts.append(cells[st])
+                probs.append(table[st])
+        s = next_state(s, blocks[:, i], V, S)
+    return stratified_chisquare(label(trace), counts, probs, alpha=alpha, tolerance_w=TOL_W,
+                                test="law of every token of each call's block completed from p, by (position, "
+                                     "state)",
+                                note=f"{trace.n_calls} calls × {trace.gamma + 1} positions; short blocks completed "
+                                     "with fresh draws from p (seeded), so the law is p(·|s) for any lossless "
+                                     "verifier")
 
 
 def acceptance_by_state(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
@@ -165,29 +270,40 @@ class Check:
     controls: tuple
     #: applies to decoding steps too (no drafts seen)
     for_steps: bool = True
+    #: "lossless" (any lossless verifier must hold it) or "standard" (Alg. 1 besides losslessness)
+    group: str = "standard"
 
 
 def _one(f):
     return lambda t, pair, a: [f(t, pair, a)]
 
 
+#: name of the lossless verifier with another rule (spectheory.conformance.references)
+NONSTANDARD = "lossless:accept=p(x)"
+
 CHECKS = (
     Check("conformance.first_tokens", "The first N emitted tokens are distributed as p^N (lossless).",
-          "Leviathan et al. 2023, Thm 3.5; CLAIMS sd.lossless", _one(first_tokens), 1,
-          ("residual=norm(p)", "accept=min(1,q/p)", "bonus-from-row-γ−1")),
+          "Leviathan et al. 2023, Thm 3.5; claim sd.lossless", _one(first_tokens), 1,
+          ("residual=norm(p)", "accept=min(1,q/p)", "bonus-from-row-γ−1"), group="lossless"),
+    Check("conformance.token_law_by_state", "Every token of a call's block (correction, bonus, or a draw "
+          "from p completing a short block) has law p(·|s) in the state s it is drawn in, at every "
+          "position (lossless).", "Leviathan et al. 2023, Thm 3.5 (a valid verification, call by call)",
+          _one(token_law_by_state), 1, ("residual=norm(p)", "accept=min(1,q/p)", "bonus-from-row-γ−1"),
+          group="lossless"),
     Check("conformance.block_law", "The block emitted by one call has the exact law of one iteration "
           "(enumerated from the rule).", "Leviathan et al. 2023, Alg. 1", _one(block_law), 1,
-          ("residual=norm(p)", "accept=min(1,q/p)", "no-bonus", "bonus-from-row-γ−1")),
+          ("residual=norm(p)", "accept=min(1,q/p)", "no-bonus", "bonus-from-row-γ−1", NONSTANDARD)),
     Check("conformance.bonus_by_state", "After γ accepts, the bonus token is drawn from p(·|s) in the "
           "state s reached by the accepted drafts.", "Leviathan et al. 2023, Alg. 1 (last line)",
           _one(bonus_by_state), 1, ("bonus-from-row-γ−1",)),
     Check("conformance.acceptance_by_state", "Each drafted token is accepted with probability "
-          "β(s) = Σ min(p(·|s), q(·|s)) in its state s.", "Leviathan et al. 2023, Def. 3.1; CLAIMS sd.acceptance",
-          _one(acceptance_by_state), 1, ("accept=min(1,q/p)",)),
+          "β(s) = Σ min(p(·|s), q(·|s)) in its state s.", "Leviathan et al. 2023, Def. 3.1; claim sd.acceptance",
+          _one(acceptance_by_state), 1, ("accept=min(1,q/p)", NONSTANDARD)),
     Check("conformance.expected_tau", "Mean accepted drafts per call equals the chain DP "
-          "E[τ | start state] = Σ_{k=1}^{γ} (A^k 1)[s].", "Leviathan et al. 2023, Eq. 1; CLAIMS sd.expected_tokens",
-          _one(expected_tau), 1, ("accept=min(1,q/p)", "no-bonus")),
+          "E[τ | start state] = Σ_{k=1}^{γ} (A^k 1)[s].", "Leviathan et al. 2023, Eq. 1; claim sd.expected_tokens",
+          _one(expected_tau), 1, ("accept=min(1,q/p)", "no-bonus", NONSTANDARD)),
     Check("conformance.tokens_per_call", "Every call emits the accepted draft prefix plus one "
           "correction or bonus token (γ+1 after all accepts), with the exact law of the count.",
-          "Leviathan et al. 2023, Alg. 1", tokens_per_call, 1, ("no-bonus", "accept=min(1,q/p)")),
+          "Leviathan et al. 2023, Alg. 1", tokens_per_call, 1, ("no-bonus", "accept=min(1,q/p)", NONSTANDARD)),
 )
+GROUPS = ("lossless", "standard")

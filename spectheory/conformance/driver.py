@@ -5,20 +5,81 @@ emitted: draft γ tokens from q along the chain (spectheory draws them), build t
 (γ+1, V) and the draft's (γ, V) rows at the drafted states, call the verifier, append what it
 emitted and move the chain by it. Runs are independent; calls within a run are not (each
 starts where the previous one ended), which the checks take into account.
+
+A runner (:class:`BlockRunner`, :class:`StepRunner`) can be extended run by run, so the
+sequential design of :mod:`spectheory.conformance.sequential` looks at the data after each
+group of runs. Every group of calls runs inside the sampler's
+:meth:`~spectheory.conformance.sources.RandomSources.active` block (global random sources
+routed to the verifier's generator, escaped draws detected). A call that raises, or returns
+something that is not a block, ends the runner with a :class:`VerifierCrash` that says where
+(file:line of the innermost frame of the sampler's own code).
 """
 from __future__ import annotations
 
 import bisect
+import os
+import traceback
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..markov import MarkovPair, next_state
-from .adapters import BlockVerifier, VerifierOutputError
+from .adapters import BlockVerifier, VerifierOutputError, tokens_of
 
 
 class VerifierCrash(RuntimeError):
-    """The verifier raised or returned an invalid block during a statistical run."""
+    """The verifier raised or returned an invalid block during a statistical run.
+
+    ``kind``: ``"exception"`` or ``"invalid output"``; ``location``: ``file:line in function``
+    of the innermost frame of the sampler's own code (None for invalid output); ``exception``:
+    ``"Type: message"``; ``context``: where in the run it happened."""
+
+    def __init__(self, message: str, *, kind: str = "exception", location: str | None = None,
+                 exception: str = "", context: str = ""):
+        super().__init__(message)
+        self.kind, self.location, self.exception, self.context = kind, location, exception, context
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "location": self.location, "exception": self.exception,
+                "context": self.context, "message": str(self)}
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_LIBRARY_PARTS = (os.sep + "numpy" + os.sep, os.sep + "torch" + os.sep, os.sep + "scipy" + os.sep)
+
+
+def _library_frame(filename: str) -> bool:
+    f = os.path.abspath(filename)
+    if f.startswith(_HERE + os.sep) or any(part in f for part in _LIBRARY_PARTS):
+        return True
+    return f.startswith(os.path.dirname(os.__file__) + os.sep) and "site-packages" not in f
+
+
+def crash_location(err: BaseException) -> str | None:
+    """``file:line in function`` of the innermost traceback frame outside spectheory's
+    conformance package, NumPy, SciPy, torch and the standard library (the sampler's own code);
+    the innermost frame when every frame is library code."""
+    frames = traceback.extract_tb(err.__traceback__)
+    if not frames:
+        return None
+    own = [f for f in frames if not _library_frame(f.filename)]
+    f = (own or frames)[-1]
+    return f"{f.filename}:{f.lineno} in {f.name}"
+
+
+def describe(err: BaseException) -> str:
+    msg = str(err).splitlines()[0] if str(err) else ""
+    return f"{type(err).__name__}: {msg}" if msg else type(err).__name__
+
+
+def crash_from(err: BaseException, name: str, context: str) -> VerifierCrash:
+    """A :class:`VerifierCrash` for an exception raised by the sampler (or its invalid output)."""
+    if isinstance(err, VerifierOutputError):
+        return VerifierCrash(f"{name}: invalid output: {err} ({context})", kind="invalid output",
+                             exception=describe(err), context=context)
+    loc = crash_location(err)
+    return VerifierCrash(f"{name}: the sampler raised {describe(err)} at {loc} ({context})", location=loc,
+                         exception=describe(err), context=context)
 
 
 @dataclass
@@ -27,8 +88,9 @@ class Trace:
 
     start: (C,) state at the start of each call; first: (C,) whether the call opened its run;
     emitted: (C, γ+1) tokens, −1 padded; length: (C,) number emitted; draft: (C, γ) drafted
-    tokens (None for decoding steps, which draft by themselves); run_tokens: (R, N) the first
-    N tokens of each run.
+    tokens (None for decoding steps, which draft by themselves; (C, K, γ) for multi-draft
+    verifiers); run_tokens: (R, N) the first N tokens of each run; completion_seed: seeds the
+    draws from p that complete short blocks (``checks.complete_blocks``).
     """
 
     instance: str
@@ -41,10 +103,15 @@ class Trace:
     length: np.ndarray
     draft: np.ndarray | None
     run_tokens: np.ndarray
+    completion_seed: object = 0
 
     @property
     def n_calls(self) -> int:
         return int(self.start.shape[0])
+
+    @property
+    def n_runs(self) -> int:
+        return int(self.run_tokens.shape[0])
 
     def states_along(self) -> np.ndarray:
         """(C, γ+1) state before each emitted position (−1 past the call's length)."""
@@ -59,112 +126,208 @@ class Trace:
 
 
 class _Recorder:
-    def __init__(self, pair, gamma, n_runs, n_tokens, with_draft):
+    def __init__(self, pair, gamma, n_tokens, with_draft):
         self.pair, self.gamma, self.n_tokens = pair, gamma, n_tokens
         self.start, self.first, self.emitted, self.draft = [], [], [], []
         self.with_draft = with_draft
-        self.run_tokens = np.empty((n_runs, n_tokens), dtype=np.int64)
+        self.run_tokens = []
 
-    def record(self, s, first, out, draft=None):
+    def check(self, out):
         g = self.gamma
         if not 1 <= len(out) <= g + 1:
             raise VerifierOutputError(f"a call emitted {len(out)} tokens; γ = {g} allows 1..{g + 1}")
         V = self.pair.V
         if min(out) < 0 or max(out) >= V:
             raise VerifierOutputError(f"emitted token ids {out} outside the vocabulary [0, {V})")
-        row = np.full(g + 1, -1, dtype=np.int64)
-        row[:len(out)] = out
+
+    def record(self, s, first, out, draft=None):
+        row = list(out) + [-1] * (self.gamma + 1 - len(out))
         self.start.append(s)
         self.first.append(first)
         self.emitted.append(row)
         if self.with_draft:
             self.draft.append(draft)
 
-    def trace(self, name):
+    def trace(self, name, completion_seed=0):
         pair = self.pair
+        em = np.asarray(self.emitted, dtype=np.int64).reshape(-1, self.gamma + 1)
+        draft = None
+        if self.with_draft:
+            draft = np.asarray(self.draft, dtype=np.int64)
+            draft = draft.reshape((-1,) + draft.shape[1:]) if draft.size else draft.reshape(0, self.gamma)
         return Trace(name, self.gamma, pair.V, pair.n_states, np.asarray(self.start, dtype=np.int64),
-                     np.asarray(self.first, dtype=bool), np.asarray(self.emitted, dtype=np.int64).reshape(-1, self.gamma + 1),
-                     (np.asarray(self.emitted).reshape(-1, self.gamma + 1) >= 0).sum(axis=1),
-                     np.asarray(self.draft, dtype=np.int64).reshape(-1, self.gamma) if self.with_draft else None,
-                     self.run_tokens)
+                     np.asarray(self.first, dtype=bool), em, (em >= 0).sum(axis=1), draft,
+                     np.asarray(self.run_tokens, dtype=np.int64).reshape(-1, self.n_tokens), completion_seed)
+
+
+def _spawn(seed, k):
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return ss.spawn(k)
+
+
+class BlockRunner:
+    """Independent runs of a block verifier from state 0 on one (pair, γ), extendable.
+
+    ``seed`` (int or SeedSequence) spawns three independent streams: the drafting, the
+    verifier's own Generator, and the completion draws of the checks."""
+
+    def __init__(self, verifier: BlockVerifier, pair: MarkovPair, gamma: int, n_tokens: int, seed,
+                 name: str = "", advance=None):
+        draft_ss, verifier_ss, completion_ss = _spawn(seed, 3)
+        self.draft_rng = np.random.default_rng(draft_ss)
+        self.verifier_rng = np.random.default_rng(verifier_ss)
+        verifier.sources.own(self.draft_rng, self.verifier_rng)
+        self.completion_seed = completion_ss
+        self.verifier, self.pair, self.gamma, self.n_tokens = verifier, pair, gamma, n_tokens
+        self.name, self.advance = name or pair.name, advance
+        q_tab = pair.draft.table
+        q_cdf = np.cumsum(q_tab, axis=1)
+        q_cdf /= q_cdf[:, -1:]
+        self.q_cdf = q_cdf.tolist()
+        self.last = [int(np.flatnonzero(row)[-1]) for row in q_tab]  # never draft a zero-mass token
+        self.p_rep = verifier.represent(pair.target.table, "target")
+        self.q_rep = verifier.represent(q_tab, "draft")
+        self.rec = _Recorder(pair, gamma, n_tokens, with_draft=True)
+        self.crash: VerifierCrash | None = None
+        self.calls = 0
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.rec.run_tokens)
+
+    def extend(self, n_runs: int) -> None:
+        """Run until ``n_runs`` runs are recorded in all (or the verifier crashes)."""
+        if self.crash is not None or self.n_runs >= n_runs:
+            return
+        v = self.verifier
+        with v.sources.active(f"{self.name} γ={self.gamma}"):
+            self._extend(n_runs)
+
+    def _extend(self, n_runs):
+        gamma, V, S = self.gamma, self.pair.V, self.pair.n_states
+        q_cdf, last, p_rep, q_rep = self.q_cdf, self.last, self.p_rep, self.q_rep
+        rec, verifier, rng, draft_rng = self.rec, self.verifier, self.verifier_rng, self.draft_rng
+        while self.n_runs < n_runs:
+            s, got, first = 0, [], True
+            while len(got) < self.n_tokens:
+                u = draft_rng.random(gamma).tolist()
+                states = [s]
+                draft = []
+                st = s
+                for i in range(gamma):
+                    x = min(bisect.bisect_right(q_cdf[st], u[i]), last[st])
+                    draft.append(x)
+                    st = (st * V + x) % S
+                    states.append(st)
+                self.calls += 1
+                try:
+                    out = verifier(p_rep[states], q_rep[states[:gamma]], draft, rng)
+                    rec.check(out)
+                except Exception as err:  # noqa: BLE001  (any crash of user code is a finding)
+                    self.crash = crash_from(err, f"{self.name} γ={gamma}",
+                                            f"call {self.calls}, run {self.n_runs + 1}, start state {s}, "
+                                            f"draft {draft}")
+                    return
+                rec.record(s, first, out, draft)
+                first = False
+                got.extend(out)
+                for t in out:
+                    s = (s * V + t) % S
+            rec.run_tokens.append(got[:self.n_tokens])
+            if self.advance is not None:
+                self.advance(1)
+
+    def trace(self) -> Trace:
+        return self.rec.trace(self.name, self.completion_seed)
 
 
 def run_block_verifier(verifier: BlockVerifier, pair: MarkovPair, gamma: int, n_runs: int,
                        n_tokens: int, seed, name: str = "", advance=None) -> Trace:
     """``n_runs`` independent runs of the block verifier from state 0 (see module docstring).
-    ``seed`` drives the drafting; the verifier gets its own independent Generator."""
-    draft_rng, verifier_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2)) \
-        if not isinstance(seed, np.random.SeedSequence) else (np.random.default_rng(s) for s in seed.spawn(2))
-    V, S = pair.V, pair.n_states
-    p_tab, q_tab = pair.target.table, pair.draft.table
-    q_cdf = np.cumsum(q_tab, axis=1)
-    q_cdf /= q_cdf[:, -1:]
-    q_cdf = q_cdf.tolist()
-    last = [int(np.flatnonzero(row)[-1]) for row in q_tab]  # never draft a zero-mass token
-    p_rep = verifier.represent(p_tab, "target")
-    q_rep = verifier.represent(q_tab, "draft")
-    rec = _Recorder(pair, gamma, n_runs, n_tokens, with_draft=True)
-    for r in range(n_runs):
-        s, got, first = 0, [], True
-        while len(got) < n_tokens:
-            u = draft_rng.random(gamma).tolist()
-            states = [s]
-            draft = []
-            st = s
-            for i in range(gamma):
-                x = min(bisect.bisect_right(q_cdf[st], u[i]), last[st])
-                draft.append(x)
-                st = (st * V + x) % S
-                states.append(st)
-            try:
-                out = verifier(p_rep[states], q_rep[states[:gamma]], draft, verifier_rng)
-            except Exception as err:  # noqa: BLE001  (any crash of user code is a finding)
-                raise VerifierCrash(f"{name} γ={gamma}: the verifier raised {type(err).__name__}: {err} "
-                                    f"(start state {s}, draft {draft})") from err
-            try:
-                rec.record(s, first, out, draft)
-            except VerifierOutputError as err:
-                raise VerifierCrash(f"{name} γ={gamma}: {err} (start state {s}, draft {draft})") from err
-            first = False
-            got.extend(out)
-            for t in out:
-                s = (s * V + t) % S
-        rec.run_tokens[r] = got[:n_tokens]
-        if advance is not None:
-            advance(1)
-    return rec.trace(name)
+    ``seed`` drives the drafting; the verifier gets its own independent Generator. Raises
+    :class:`VerifierCrash` if the verifier crashes."""
+    runner = BlockRunner(verifier, pair, gamma, n_tokens, seed, name, advance)
+    runner.extend(n_runs)
+    if runner.crash is not None:
+        raise runner.crash
+    return runner.trace()
+
+
+class StepRunner:
+    """Independent runs of a decoding step built by ``make_step(target_lm, draft_lm, gamma,
+    rng)``; each call ``step(context) -> emitted tokens`` extends the context (a list of token
+    ids, starting as ``[0] * max(order, 1)``, i.e. state 0)."""
+
+    def __init__(self, make_step, pair: MarkovPair, gamma: int, n_tokens: int, seed, name: str = "",
+                 lm: str = "callable", dtype: str = "float32", advance=None, sources=None):
+        from .fake_lm import fake_lm
+        from .sources import RandomSources
+        step_ss, completion_ss = _spawn(seed, 2)
+        self.rng = np.random.default_rng(step_ss)
+        self.completion_seed = completion_ss
+        self.sources = sources if sources is not None else RandomSources(make_step)
+        self.sources.own(self.rng)
+        self.pair, self.gamma, self.n_tokens = pair, gamma, n_tokens
+        self.name, self.advance = name or pair.name, advance
+        target_lm = fake_lm(pair.target, lm=lm, dtype=dtype)
+        draft_lm = fake_lm(pair.draft, lm=lm, dtype=dtype)
+        self.sources.current = self.rng
+        self.crash: VerifierCrash | None = None
+        self.rec = _Recorder(pair, gamma, n_tokens, with_draft=False)
+        self.prefix = [0] * max(pair.target.order, 1)
+        self.calls = 0
+        try:
+            with self.sources.active(f"{self.name} γ={gamma}"):
+                self.step = make_step(target_lm, draft_lm, gamma, self.rng)
+        except Exception as err:  # noqa: BLE001
+            self.crash = crash_from(err, f"{self.name} γ={gamma}", "make_step(target_lm, draft_lm, gamma, rng)")
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.rec.run_tokens)
+
+    def extend(self, n_runs: int) -> None:
+        if self.crash is not None or self.n_runs >= n_runs:
+            return
+        self.sources.current = self.rng
+        with self.sources.active(f"{self.name} γ={self.gamma}"):
+            self._extend(n_runs)
+
+    def _extend(self, n_runs):
+        V, S = self.pair.V, self.pair.n_states
+        rec = self.rec
+        while self.n_runs < n_runs:
+            s, got, first = 0, [], True
+            context = list(self.prefix)
+            while len(got) < self.n_tokens:
+                self.calls += 1
+                try:
+                    out = tokens_of(self.step(list(context)), batched=True)
+                    rec.check(out)
+                except Exception as err:  # noqa: BLE001
+                    self.crash = crash_from(err, f"{self.name} γ={self.gamma}",
+                                            f"call {self.calls}, run {self.n_runs + 1}, context {context}")
+                    return
+                rec.record(s, first, out)
+                first = False
+                got.extend(out)
+                context.extend(out)
+                for t in out:
+                    s = int(next_state(s, t, V, S))
+            rec.run_tokens.append(got[:self.n_tokens])
+            if self.advance is not None:
+                self.advance(1)
+
+    def trace(self) -> Trace:
+        return self.rec.trace(self.name, self.completion_seed)
 
 
 def run_decoding_step(make_step, pair: MarkovPair, gamma: int, n_runs: int, n_tokens: int, seed,
                       name: str = "", lm: str = "callable", dtype: str = "float32", advance=None) -> Trace:
-    """``n_runs`` independent runs of a decoding step built by ``make_step(target_lm, draft_lm,
-    gamma, rng)``; each call ``step(context) -> emitted tokens`` extends the context (a list of
-    token ids, starting as ``[0] * max(order, 1)``, i.e. state 0)."""
-    from .fake_lm import fake_lm
-    rng = np.random.default_rng(seed)
-    target_lm = fake_lm(pair.target, lm=lm, dtype=dtype)
-    draft_lm = fake_lm(pair.draft, lm=lm, dtype=dtype)
-    step = make_step(target_lm, draft_lm, gamma, rng)
-    V, S = pair.V, pair.n_states
-    rec = _Recorder(pair, gamma, n_runs, n_tokens, with_draft=False)
-    prefix = [0] * max(pair.target.order, 1)
-    from .adapters import tokens_of
-    for r in range(n_runs):
-        s, got, first = 0, [], True
-        context = list(prefix)
-        while len(got) < n_tokens:
-            try:
-                out = tokens_of(step(list(context)), batched=True)
-                rec.record(s, first, out)
-            except Exception as err:  # noqa: BLE001
-                raise VerifierCrash(f"{name} γ={gamma}: the decoding step failed: {type(err).__name__}: {err} "
-                                    f"(context {context})") from err
-            first = False
-            got.extend(out)
-            context.extend(out)
-            for t in out:
-                s = int(next_state(s, t, V, S))
-        rec.run_tokens[r] = got[:n_tokens]
-        if advance is not None:
-            advance(1)
-    return rec.trace(name)
+    """``n_runs`` independent runs of a decoding step (see :class:`StepRunner`); raises
+    :class:`VerifierCrash` if the step crashes."""
+    runner = StepRunner(make_step, pair, gamma, n_tokens, seed, name, lm, dtype, advance)
+    runner.extend(n_runs)
+    if runner.crash is not None:
+        raise runner.crash
+    return runner.trace()

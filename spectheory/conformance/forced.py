@@ -3,17 +3,15 @@
 :class:`ForcedUniforms` stands in for ``numpy.random.Generator`` with every uniform forced to
 one value (0, the largest float below 1 in the consumer's dtype, or an exact ratio), so that
 the boundary probes (:mod:`spectheory.conformance.probes`) can run a verifier at the extremes
-of its random source. :func:`torch_uniforms` routes ``torch.rand``, ``torch.rand_like`` and
-``torch.multinomial`` through such a source (or a real Generator) for code that draws its own
-uniforms with torch, as Hugging Face ``transformers``' sampler does.
+of its random source. :func:`.sources.torch_uniforms` routes torch's (and NumPy's and Python's) global
+random functions through such a source (or a real Generator) for code that draws its own
+uniforms, as Hugging Face ``transformers``' sampler does (:mod:`.sources` does the routing).
 
 Inverse-CDF sampling here returns the smallest index whose cumulative mass exceeds ``u``
 (never a zero-mass token, at u = 0 included) and validates its weights as NumPy/torch do
 (NaN, negative or zero-sum weights raise).
 """
 from __future__ import annotations
-
-import contextlib
 
 import numpy as np
 
@@ -50,7 +48,8 @@ class ForcedSourceUnsupported(NotImplementedError):
     """The verifier asked the forced source for a draw it cannot force (e.g. ``normal``)."""
 
 
-_FORCED_METHODS = {"random", "uniform", "integers", "choice", "uniform_value", "value", "draws"}
+_FORCED_METHODS = {"random", "uniform", "integers", "choice", "exponential", "standard_exponential",
+                   "uniform_value", "value", "draws"}
 
 
 class ForcedUniforms(np.random.Generator):
@@ -60,7 +59,7 @@ class ForcedUniforms(np.random.Generator):
     value: a float in [0, 1), or ``"zero"``/``"max"`` (the largest float below 1 *in the dtype
     the caller asks for*, so a float32 consumer sees 1 − 2⁻²⁴ and a float64 one 1 − 2⁻⁵³).
     Supports ``random``, ``uniform``, ``choice`` (inverse CDF at the forced value, NumPy's
-    argument checks) and ``integers``; any other sampling method raises
+    argument checks), ``integers`` and ``exponential`` (inverse CDF); any other sampling method raises
     :class:`ForcedSourceUnsupported` (the probe is then reported as not applied, never as
     passed). ``draws`` counts the uniforms handed out.
     """
@@ -69,7 +68,7 @@ class ForcedUniforms(np.random.Generator):
         if not name.startswith("_") and name not in _FORCED_METHODS and name != "bit_generator" \
                 and callable(getattr(np.random.Generator, name, None)):
             raise ForcedSourceUnsupported(f"the forced random source supports random/uniform/integers/"
-                                          f"choice only, not {name}()")
+                                          f"choice/exponential only, not {name}()")
         return super().__getattribute__(name)
 
     def __init__(self, value):
@@ -114,6 +113,14 @@ class ForcedUniforms(np.random.Generator):
         u = self.random(size)
         return (low + np.floor(np.asarray(u) * span)).astype(dtype) if size is not None else int(low + np.floor(u * span))
 
+    def exponential(self, scale=1.0, size=None):
+        """Exp(scale) by inverse CDF at the forced uniform: −scale·log(1 − u)."""
+        return scale * -np.log1p(-np.asarray(self.random(size), dtype=np.float64)) if size is not None \
+            else scale * -float(np.log1p(-self.random()))
+
+    def standard_exponential(self, size=None, dtype=np.float64, method="zig", out=None):
+        return self.exponential(1.0, size)
+
     def choice(self, a, size=None, replace=True, p=None, axis=0, shuffle=True):
         pop = np.arange(a) if isinstance(a, (int, np.integer)) else np.asarray(a)
         n = len(pop)
@@ -133,66 +140,3 @@ class ForcedUniforms(np.random.Generator):
         m = int(np.prod(size))
         self.draws += m
         return np.full(size, pop[inverse_cdf(w, self.uniform_value())])
-
-
-def _uniform_array(rng, shape, np_dtype):
-    """Uniforms in [0, 1) of ``np_dtype`` from a Generator or a ForcedUniforms."""
-    if isinstance(rng, ForcedUniforms):
-        return rng.random(shape, dtype=np_dtype)
-    if np_dtype in (np.float32, np.float64):
-        return rng.random(shape, dtype=np_dtype)
-    # float16/bfloat16: multiples of 2^-11 below 1 (as torch.rand's 11-bit mantissa draws)
-    return (rng.integers(0, 2 ** 11, size=shape) * 2.0 ** -11).astype(np.float32)
-
-
-def torch_uniforms(rng):
-    """Within the block, ``torch.rand``, ``torch.rand_like`` and ``torch.multinomial`` draw from
-    ``rng`` (a NumPy Generator or :class:`ForcedUniforms`). ``torch.multinomial`` keeps torch's
-    checks (NaN/inf/negative or zero-sum weights raise ``RuntimeError``) and samples by inverse
-    CDF; only ``num_samples=1`` is supported."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy Generator or ForcedUniforms, got {type(rng).__name__}")
-    return _torch_uniforms(rng)
-
-
-@contextlib.contextmanager
-def _torch_uniforms(rng):
-    import torch
-
-    np_of = {torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16,
-             torch.bfloat16: np.float16}
-
-    def _rand_tensor(shape, dtype, device=None):
-        dtype = dtype or torch.get_default_dtype()
-        u = _uniform_array(rng, tuple(shape), np_of.get(dtype, np.float32))
-        return torch.as_tensor(np.asarray(u, dtype=np.float64)).to(dtype=dtype, device=device)
-
-    def rand(*size, dtype=None, device=None, generator=None, **kw):
-        if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
-            size = tuple(size[0])
-        return _rand_tensor(size, dtype, device)
-
-    def rand_like(t, dtype=None, device=None, **kw):
-        return _rand_tensor(t.shape, dtype or t.dtype, device or t.device)
-
-    def multinomial(input, num_samples, replacement=False, generator=None, out=None):
-        if num_samples != 1:
-            raise NotImplementedError("the forced random source supports num_samples=1 only")
-        w = input.detach().to("cpu", torch.float64).numpy()
-        rows = np.atleast_2d(w)
-        picks = []
-        for row in rows:
-            if not np.isfinite(row).all() or (row < 0).any():
-                raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-            if row.sum() <= 0:
-                raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-            picks.append(inverse_cdf(row, float(_uniform_array(rng, (), np.float64))))
-        res = torch.tensor(picks, dtype=torch.long, device=input.device).reshape(-1, 1)
-        return res if input.dim() == 2 else res.reshape(1)
-
-    saved = (torch.rand, torch.rand_like, torch.multinomial)
-    torch.rand, torch.rand_like, torch.multinomial = rand, rand_like, multinomial
-    try:
-        yield rng
-    finally:
-        torch.rand, torch.rand_like, torch.multinomial = saved

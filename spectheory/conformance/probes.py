@@ -7,10 +7,17 @@ not accept it: ``u ≤ ratio`` does; an inverse CDF searched with ``side="left"`
 the correction), disjoint supports, a one-token vocabulary, p ≥ q at the drafted token (u =
 1−ulp must accept), and p = q in exact arithmetic but not after the softmax in the verifier's
 dtype, with p ≤ q at every token after rounding (a rejection at u = 1−ulp meets a residual of
-zero mass: it must not crash or return NaN). Every probe is graded by
-:func:`sims.stats.exact_equal` on its number of violations (claimed 0): the output must be a
-block of valid ids, the drafted prefix plus one token, every token in the support of the
-target row it was drawn from, and the probe's own requirement.
+zero mass: it must not crash or return NaN).
+
+Each probe call is graded twice by :func:`spectheory.judge.stats.exact_equal` on a number of violations
+(claimed 0): **support** (any lossless verifier: no crash, a block of 1..γ+1 valid ids, every
+token in the support of the target row it is drawn from) and **standard** (Alg. 1 at that u:
+the drafted prefix, the rejection or acceptance the probe requires, the one possible output).
+
+A probe is **applied** only if its forced value reached the sampler: the sampler drew from the
+forced source (directly or through a routed global source, :mod:`.sources`) and no draw
+escaped it during the call. Otherwise both rows are ``info`` ("not applied"), never a pass; a
+violation found anyway (a p = 0 token emitted, a crash) still fails.
 """
 from __future__ import annotations
 
@@ -18,10 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sims import stats
-from sims.evidence import Evidence
+from ..judge import stats
+from ..judge.evidence import Evidence
 
-from .adapters import BlockVerifier
+from .adapters import BlockVerifier, VerifierOutputError
 from .forced import ForcedSourceUnsupported, ForcedUniforms
 
 
@@ -106,57 +113,92 @@ def zero_mass_probes(verifier: BlockVerifier, max_cases: int = 4, seed: int = 20
     return out
 
 
-def violations(probe: Probe, out: tuple, exact_p: np.ndarray) -> list[str]:
-    """What the output ``out`` of a probe call breaks."""
+def violations(probe: Probe, out: tuple, exact_p: np.ndarray) -> tuple[list[str], list[str]]:
+    """What the output ``out`` of a probe call breaks: (support violations, standard violations)."""
     g, V = len(probe.draft), probe.p.shape[1]
-    v = []
     if not 1 <= len(out) <= g + 1:
-        return [f"emitted {len(out)} tokens (γ = {g} allows 1..{g + 1})"]
+        return [f"emitted {len(out)} tokens (γ = {g} allows 1..{g + 1})"], []
     if min(out) < 0 or max(out) >= V:
-        return [f"token id outside [0, {V}): {out}"]
+        return [f"token id outside [0, {V}): {out}"], []
+    support, standard = [], []
     tau = len(out) - 1
-    if tuple(out[:tau]) != tuple(probe.draft[:tau]):
-        v.append(f"emitted prefix {out[:tau]} is not the draft prefix {probe.draft[:tau]}")
+    # rows are known along the drafted prefix: check each token up to the first divergence
     for i, t in enumerate(out):
         if exact_p[i, t] <= 0:
-            v.append(f"position {i}: emitted token {t} has p = 0")
+            support.append(f"position {i}: emitted token {t} has p = 0")
+        if i >= g or t != probe.draft[i]:
+            break
+    if tuple(out[:tau]) != tuple(probe.draft[:tau]):
+        standard.append(f"emitted prefix {out[:tau]} is not the draft prefix {probe.draft[:tau]}")
     if probe.must_reject and tau > 0:
-        v.append(f"accepted {tau} draft(s) where every draft must be rejected")
+        standard.append(f"accepted {tau} draft(s) where every draft must be rejected")
     if tau < probe.must_accept:
-        v.append(f"accepted {tau} draft(s); {probe.must_accept} must be accepted at this u")
+        standard.append(f"accepted {tau} draft(s); {probe.must_accept} must be accepted at this u")
     if probe.exact_output is not None and tuple(out) != probe.exact_output:
-        v.append(f"emitted {out}; the only possible output is {probe.exact_output}")
-    return v
+        standard.append(f"emitted {out}; the only possible output is {probe.exact_output}")
+    return support, standard
 
 
-def run_probe(verifier: BlockVerifier, probe: Probe) -> Evidence:
+TEST = "boundary probe (forced uniforms)"
+
+
+def run_probe(verifier: BlockVerifier, probe: Probe) -> tuple[Evidence, Evidence]:
+    """(support evidence, standard evidence) of one probe call (see module docstring)."""
     rng = ForcedUniforms(probe.forced)
     if probe.logits is not None:
         p_in, q_in = verifier.from_logits(probe.logits[0]), verifier.from_logits(probe.logits[1])
     else:
         p_in, q_in = verifier.represent(probe.p, "target"), verifier.represent(probe.q, "draft")
     exact_p = np.maximum(probe.p, 0.0)
-    try:
-        out = verifier(p_in, q_in, list(probe.draft), rng)
-    except ForcedSourceUnsupported as err:
-        return stats.info("exact", probe.name, 0.0, None, test="boundary probe (forced uniforms)",
-                          note=f"{probe.what}. Probe not applied: {err}")
-    except Exception as err:  # noqa: BLE001  (a crash is the finding)
-        found = [f"raised {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"]
-        out = None
+    label = f"probe: {probe.name}"
+    out, unsupported = None, None
+    with verifier.sources.active(label):
+        try:
+            out = verifier(p_in, q_in, list(probe.draft), rng)
+        except ForcedSourceUnsupported as err:
+            unsupported = err
+        except VerifierOutputError as err:
+            crash = f"returned an invalid block: {err}"
+        except Exception as err:  # noqa: BLE001  (a crash is the finding)
+            from .driver import crash_location, describe
+            crash = f"raised {describe(err)} at {crash_location(err)}"
+    escaped = verifier.sources.escaped_in(label)
+    if unsupported is not None:
+        reason = f"the sampler asked the forced source for a draw it cannot force: {unsupported}"
+        return _not_applied(probe, reason), _not_applied(probe, reason)
+    if out is None:
+        support, standard = [crash], []
     else:
-        found = violations(probe, out, exact_p)
+        support, standard = violations(probe, out, exact_p)
     note = f"{probe.what}. Output: {out if out is not None else '—'}"
-    if found:
-        note += "; VIOLATION: " + "; ".join(found)
-    elif rng.draws == 0:
-        return stats.info("exact", probe.name, 0.0, 0.0, test="boundary probe (forced uniforms)",
-                          note=note + "; the verifier drew no uniform from the forced source: probe not applied")
-    elif probe.forced == 0.5 and out is not None:
+    reasons = []
+    if rng.draws == 0:
+        reasons.append("the sampler drew no uniform from the forced source")
+    if escaped:
+        reasons.append("draws escaped the forced source: " + ", ".join(escaped))
+    applied = not reasons
+    if probe.forced == 0.5 and out is not None and applied:
         note += f"; tie {'accepted' if len(out) > 1 else 'rejected'}"
-    return stats.exact_equal(probe.name, 0, len(found), what="violations (forced uniforms)", note=note)
+    if not applied:
+        note += "; probe not applied (" + "; ".join(reasons) + ")"
+    rows = []
+    for found in (support, standard):
+        if found:
+            rows.append(stats.exact_equal(probe.name, 0, len(found), what="violations (forced uniforms)",
+                                          note=note + "; VIOLATION: " + "; ".join(found)))
+        elif not applied:
+            rows.append(stats.info("exact", probe.name, 0.0, 0.0, test=TEST, note=note))
+        else:
+            rows.append(stats.exact_equal(probe.name, 0, 0, what="violations (forced uniforms)", note=note))
+    return rows[0], rows[1]
 
 
-def run_probes(verifier: BlockVerifier) -> list[Evidence]:
+def _not_applied(probe, reason):
+    return stats.info("exact", probe.name, 0.0, None, test=TEST, note=f"{probe.what}. Probe not applied: {reason}")
+
+
+def run_probes(verifier: BlockVerifier) -> tuple[list[Evidence], list[Evidence]]:
+    """(support evidence, standard evidence) of every probe."""
     probes = base_probes() + zero_mass_probes(verifier)
-    return [run_probe(verifier, pr) for pr in probes]
+    rows = [run_probe(verifier, pr) for pr in probes]
+    return [r[0] for r in rows], [r[1] for r in rows]

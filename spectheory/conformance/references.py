@@ -8,6 +8,13 @@ rejection has probability 0 in exact arithmetic), inverse-CDF draws that never r
 zero-mass token. :func:`rule_verifier` wraps the rules of :mod:`spectheory.rules.sd` (the
 broken ones are the negative controls), and the functions below are three further bugs seen
 in real implementations; the conformance checks must reject every one of them.
+
+:func:`accept_p_verifier` is a *lossless* verifier that is not Alg. 1: it treats the drafted
+token as if it were deterministic — accept x with probability p(x), else emit a draw from p
+without x. Position by position the emitted token has law q(y)p(y) + Σ_{x≠y} q(x)(1 − p(x))·
+p(y)/(1 − p(x)) = p(y), so it holds every lossless check (tests/test_conformance_groups.py checks
+it by exact enumeration) and fails the block law, acceptance β(s), E[τ] and tokens per call: the
+negative control of the "matches standard speculative sampling" checks.
 """
 from __future__ import annotations
 
@@ -67,6 +74,23 @@ def rule_verifier(rule: SDRule = STANDARD, *, strict: bool = True, bonus_row: in
 
 reference_verifier = rule_verifier(STANDARD, name="reference_verifier")
 
+
+def accept_p_verifier(p, q, draft, rng):
+    """Lossless, not Alg. 1: accept the drafted x with probability p(x) (u < p(x)); on a
+    rejection emit a draw from p with x removed (renormalised); after γ accepts, a bonus from
+    the last row. Rejecting x is only possible when p(x) < 1, so p without x has mass."""
+    p = np.asarray(p, dtype=np.float64)
+    draft = [int(x) for x in draft]
+    for i, x in enumerate(draft):
+        if rng.random() < p[i, x]:
+            continue
+        rest = p[i].copy()
+        rest[x] = 0.0
+        if rest.sum() <= 0:  # p(x) = 1 up to rounding and u landed above it: emit x's only option
+            rest = p[i]
+        return draft[:i] + [inverse_cdf(rest, rng.random())]
+    return draft + [inverse_cdf(p[len(draft)], rng.random())]
+
 #: Negative controls: (name, callable, description).
 CONTROLS = (
     ("residual=norm(p)", rule_verifier(BROKEN_RESIDUAL_P), BROKEN_RESIDUAL_P.description),
@@ -80,4 +104,7 @@ CONTROLS = (
     ("unguarded-residual", rule_verifier(guard_residual=False, name="unguarded-residual"),
      "negative control: the residual max(p−q,0) divided by its sum without a guard: NaN when "
      "rounding makes p ≤ q everywhere and the draft is rejected"),
+    ("lossless:accept=p(x)", accept_p_verifier,
+     "negative control of the standard-SD checks (lossless, not Alg. 1): accept the draft x with "
+     "probability p(x), else a draw from p without x"),
 )

@@ -1,4 +1,4 @@
-"""Exact engines for GSD and ERSD on small instances (seed 004, Alg. 2, 4, 5).
+"""Exact engines for GSD and ERSD on small instances (Kobus & Gündüz, Alg. 2, 4, 5).
 
 The core object is, at one context with target ``p`` and draft ``q``, the law of the pair
 (acceptance index I, emitted token X) — computed from the algorithm itself:
@@ -43,7 +43,7 @@ def _check_pq(p, q):
     return p, q
 
 
-# --- GSD (seed Alg. 4) --------------------------------------------------------------------------
+# --- GSD (the paper's Alg. 4) --------------------------------------------------------------------------
 
 def gsd_outcomes(p, q, m: int, rule: GSDRule = GSD) -> tuple[np.ndarray, np.ndarray]:
     """Exact outcome law of GSD batch verification with ``m`` alternatives drawn from q without
@@ -103,7 +103,7 @@ def gsd_index_law(p, q, rule: GSDRule = GSD) -> np.ndarray:
     return J
 
 
-# --- ERSD (seed Alg. 2, Alg. 5) ----------------------------------------------------------------
+# --- ERSD (the paper's Alg. 2, Alg. 5) ----------------------------------------------------------------
 
 def _race_rank_law(x: int, a_ratio: np.ndarray | None, b_ratio: np.ndarray) -> np.ndarray:
     """∫_0^∞ e^{−e} [z^j] Π_{y≠x} f_y(e, z) de for j = 0..V−1, where (target condition
@@ -320,14 +320,14 @@ def acceptance_function(pair: MarkovPair, rule, start=0):
 
 
 def vertex_acceptance(pair: MarkovPair, rule, tree: Tree, start=0) -> dict:
-    """Exact P(v accepted) for every vertex of ``tree`` (seed Eq. 3)."""
+    """Exact P(v accepted) for every vertex of ``tree`` (the paper's Eq. 3)."""
     f = acceptance_function(pair, rule, start)
     check_type(tree, Tree, "tree", " (spectheory.trees)")
     return {v: f(v) for v in tree.vertices}
 
 
 def expected_generated(pair: MarkovPair, rule, tree: Tree, start=0) -> float:
-    """Exact ``1 + Σ_v P(v accepted)`` (seed Eq. 4) from a start state or distribution."""
+    """Exact ``1 + Σ_v P(v accepted)`` (the paper's Eq. 4) from a start state or distribution."""
     return 1.0 + sum(vertex_acceptance(pair, rule, tree, start).values())
 
 

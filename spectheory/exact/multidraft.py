@@ -1,4 +1,4 @@
-"""Exact law of multi-draft verification (seed 003: SpecTr-GBV, GBV; SpecTr's K-SEQ).
+"""Exact law of multi-draft verification (Lin et al. 2026: SpecTr-GBV, GBV; SpecTr's K-SEQ).
 
 One iteration: every draft outcome is summed over (K i.i.d. blocks from q) and every
 uniform acceptance test is integrated analytically (a test ``η < h`` is a branch of weight
@@ -57,7 +57,7 @@ def spectr_gbv_accept_law(tree: cf.BlockTree, K: int, rule: MultiDraftRule = SPE
     _check_tree_rule(tree, rule, "spectr_gbv")
     K = check_int(K, "K", min=1)
     V, g = tree.V, tree.gamma
-    h = cf.h_tables(tree, K, rule.h_form, rule.power)
+    h = cf.h_tables(tree, K, rule.h_form, rule.power, rule.h_scale)
     leaves = np.flatnonzero(tree.Q[g] > 0)
     pw = [V ** (g - i) for i in range(g + 1)]
     states = {(0, 0, frozenset()): 1.0}
@@ -154,8 +154,8 @@ def modification(tree: cf.BlockTree, tau: int, tcode: int, y: int, K: int,
 # --- K-SEQ -----------------------------------------------------------------------------------
 
 def _kseq_rho(rule: MultiDraftRule, p, q, n_alive: int, K: int) -> float:
-    if rule.rho == "one":
-        return 1.0
+    if rule.rho != "solve":
+        return 1.0 if rule.rho == "one" else float(n_alive)
     return cf.kseq_rho(p, q, K if rule.rho_k == "initial" else n_alive)
 
 

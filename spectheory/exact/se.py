@@ -1,4 +1,4 @@
-"""Exact engines for Speculative Ensemble (Fu et al., seed 002) on small Markov instances.
+"""Exact engines for Speculative Ensemble (Fu et al., ICML 2025) on small Markov instances.
 
 Three algorithms, each written as one *step* of its loop, exactly as printed:
 
@@ -21,10 +21,10 @@ the law of the emitted tokens, the next configuration and the model invocations 
 are exact. Two uses:
 
 * :func:`first_tokens_distribution`: the law of the first N emitted tokens over as many
-  steps as it takes (compare with ``r.sequence_probs(N)``, CLAIMS ``se.lossless``);
+  steps as it takes (compare with ``r.sequence_probs(N)``, claim ``se.lossless``);
 * :func:`long_run`: renewal–reward over the process's configurations (the alternation's
   state, the cache, the chain state): stationary law of the configuration chain, then
-  tokens per unit time = Σν·E[tokens] / Σν·E[time] (CLAIMS ``se.thm3_6``).
+  tokens per unit time = Σν·E[tokens] / Σν·E[time] (claim ``se.thm3_6``).
 
 Members are indexed as given; for two models the convention is ``(q, p)``: 0 proposes by
 default. Costs: Propose of k tokens = k calls of the proposer, Score = one call.

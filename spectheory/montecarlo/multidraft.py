@@ -1,4 +1,4 @@
-"""Monte Carlo of multi-draft verification on Markov pairs (seed 003; K-SEQ).
+"""Monte Carlo of multi-draft verification on Markov pairs (SpecTr-GBV, GBV; K-SEQ).
 
 The public functions validate arguments, build the kernels' tables (alias tables of the
 draft rows, ρ and residuals of K-SEQ per state and number of drafts alive) and split the
@@ -49,7 +49,7 @@ def _tables(pair: MarkovPair, gamma: int, K: int, rule: MultiDraftRule):
         for s in range(S):
             p, q = pair.target.conditional(s), pair.draft.conditional(s)
             for n in range(1, K + 1):
-                r = 1.0 if rule.rho == "one" else cf.kseq_rho(p, q, K if rule.rho_k == "initial" else n)
+                r = {"one": 1.0, "K": float(n)}.get(rule.rho) or cf.kseq_rho(p, q, K if rule.rho_k == "initial" else n)
                 rho[s, n] = r
                 res[s, n] = p if rule.residual == "p" else cf.kseq_residual(p, q, r)
         return _k.KSeqTables(rho=rho, res_w=res, **common)
@@ -59,7 +59,8 @@ def _tables(pair: MarkovPair, gamma: int, K: int, rule: MultiDraftRule):
     off = np.zeros(gamma + 2, dtype=np.int64)
     for d in range(1, gamma + 2):
         off[d] = off[d - 1] + V ** (d - 1)
-    return _k.GBVTables(expo=rule.exponent(K), residual_p=rule.residual == "p", modify=bool(rule.modify),
+    return _k.GBVTables(expo=rule.exponent(K), h_scale=float(rule.h_scale), residual_p=rule.residual == "p",
+                        modify=bool(rule.modify),
                         ignore_H=rule.h_in_H == "ignore_H",
                         h_mode={"eq2": 0, "sec3.3": 1, "one": 2}[rule.h_form], off=off, **common)
 

@@ -227,7 +227,7 @@ def sample_first_tokens(pair: MarkovPair, gamma: int, n_tokens: int, n_runs: int
                         method: str = "fast", prepared: Prepared | None = None) -> np.ndarray:
     """``n_runs`` independent runs from ``start_state``; returns the first ``n_tokens`` emitted
     tokens of each, shape (n_runs, n_tokens). Their law is p^{n_tokens} iff the rule is
-    lossless (CLAIMS sd.lossless). The fast method runs blocks of :data:`RUN_BLOCK` runs as
+    lossless (claim sd.lossless). The fast method runs blocks of :data:`RUN_BLOCK` runs as
     independent streams in parallel."""
     gamma, start_state = _check_run_args(pair, gamma, start_state, rule)
     n_tokens = check_int(n_tokens, "n_tokens", min=1)

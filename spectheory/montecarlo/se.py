@@ -1,11 +1,11 @@
-"""Monte Carlo of Speculative Ensemble (Fu et al., seed 002) on Markov sources.
+"""Monte Carlo of Speculative Ensemble (Fu et al., ICML 2025) on Markov sources.
 
 Public wrapper of :mod:`spectheory._kernels.se`: validates arguments, builds the alias
 tables once (:func:`prepare`), seeds one xoshiro256++ stream per run
 (:func:`spectheory.rng.stream_states`, so results do not depend on the thread count) and
 returns per-run / per-stream outcomes:
 
-* :func:`sample_first_tokens` — first N emitted tokens of independent runs (CLAIMS
+* :func:`sample_first_tokens` — first N emitted tokens of independent runs (claim
   ``se.lossless``: their law must be r^N);
 * :func:`simulate_streams` — long streams counting tokens, steps, Score calls, calls per
   member and verification attempts/acceptances per proposing member; the cost model turns

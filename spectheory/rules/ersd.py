@@ -1,15 +1,15 @@
-"""Verification rules and drafting strategies of seed 004 (Kobus & Gündüz, "Speculative
+"""Verification rules and drafting strategies of Kobus & Gündüz (Kobus & Gündüz, "Speculative
 Decoding via Exponential Races"), as data, with the broken variants the checks must reject.
 
 Two methods decide, at one context, which drafted alternative (if any) is accepted:
 
-* **GSD** (greedy speculative decoding, seed §2 and Alg. 4): the drafted alternatives
+* **GSD** (greedy speculative decoding, the paper's §2 and Alg. 4): the drafted alternatives
   x_1, x_2, … are drawn from q *without replacement* (equivalently, the first arrivals of an
   exponential race under q, App. A); alternative i is accepted with probability
   ``min(1, r_i(x_i)/q_i(x_i))`` where ``q_i`` is q with x_1..x_{i−1} removed and renormalised and
   ``r_1 = p``, ``r_{i+1} = norm(max(r_i − q_i, 0))`` (recursive rejection, Jeon et al. 2024). If
   every alternative is rejected, the emitted token is drawn from the last residual.
-* **ERSD** (seed §3, Alg. 2 and Alg. 5): one exponential ``E_y ~ Exp(1)`` per token y, shared by
+* **ERSD** (the paper's §3, Alg. 2 and Alg. 5): one exponential ``E_y ~ Exp(1)`` per token y, shared by
   both races. The draft's alternatives are the first arrivals ``argsort_y E_y/q(y)``; the target's
   winner ``X_p = argmin_y E_y/p(y)`` is always the emitted token, and it is *accepted* iff it is
   among the drafted alternatives.
@@ -42,7 +42,7 @@ ON_REJECT_RESAMPLE = 1       # emit a fresh draw from p (broken: p conditioned o
 
 @dataclass(frozen=True)
 class GSDRule:
-    """Greedy speculative decoding with recursive rejection (seed Alg. 4).
+    """Greedy speculative decoding with recursive rejection (the paper's Alg. 4).
 
     q_update: ``"without_replacement"`` (correct) or ``"none"`` (the verifier keeps using the
     original q for every alternative although the drafts were drawn without replacement).
@@ -53,7 +53,7 @@ class GSDRule:
     name: str
     q_update: str = "without_replacement"
     accept: str = "recursive"
-    description: str = "GSD: drafts without replacement, recursive rejection (seed Alg. 4)"
+    description: str = "GSD: drafts without replacement, recursive rejection (the paper's Alg. 4)"
     method: str = "gsd"
 
     def __post_init__(self):
@@ -77,7 +77,7 @@ class GSDRule:
 
 @dataclass(frozen=True)
 class ERSDRule:
-    """Exponential-race speculative decoding (seed Alg. 2, Alg. 5).
+    """Exponential-race speculative decoding (the paper's Alg. 2, Alg. 5).
 
     shared: the draft's and the target's races use the same exponentials (correct); ``False``
     gives the two races independent exponentials (broken: still lossless, far lower acceptance).
@@ -87,7 +87,7 @@ class ERSDRule:
     name: str
     shared: bool = True
     on_reject: str = "target_winner"
-    description: str = "ERSD: shared exponential races (seed Alg. 2 / Alg. 5)"
+    description: str = "ERSD: shared exponential races (the paper's Alg. 2 / Alg. 5)"
     method: str = "ersd"
 
     def __post_init__(self):

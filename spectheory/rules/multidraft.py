@@ -1,19 +1,19 @@
-"""Multi-draft and block verification rules of seed 003 (Lin et al. 2026), as data.
+"""Multi-draft and block verification rules of SpecTr-GBV (Lin et al. 2026), as data.
 
-Notation: ``p`` target, ``q`` draft (the seed swaps them; see spectheory.closed_forms.multidraft).
+Notation: ``p`` target, ``q`` draft (the paper swaps them; see spectheory.closed_forms.multidraft).
 
 * ``spectr_gbv`` — Alg. 1 (verification), Eq. 2/3 (sub-block and full-block acceptance
   ``h``), Eq. 4 (residual) and Alg. 2 (distribution modification), combined as Alg. 3.
 * ``gbv`` — greedy block verification, single draft (Sec. 3.3). **Interpretation**: the
-  seed's Sec. 3.3 prints ``α(x^i) = Σ max(ν_i p − q, 0)/Σ max(q − ν_i p, 0)`` with an
+  paper's Sec. 3.3 prints ``α(x^i) = Σ max(ν_i p − q, 0)/Σ max(q − ν_i p, 0)`` with an
   unclipped ν, which is Sun et al. 2024b's (non-greedy) block verification; the catalog's
-  ``gbv.optimal`` value ``Σ min(p(x^i), q(x^i))`` and the seed's Remark 5.2 ("Bound(1) ...
+  ``gbv.optimal`` value ``Σ min(p(x^i), q(x^i))`` and the paper's Remark 5.2 ("Bound(1) ...
   corresponds exactly to GBV") identify GBV with SpecTr-GBV at K = 1 (Sun et al. 2024c), so
   that is the default (``h_form="eq2"``); ``h_form="sec3.3"`` is the printed formula, a switch.
-* ``kseq`` — SpecTr's K-SEQ (Sun et al. 2023; seed Sec. 3.2): per position, candidates
+* ``kseq`` — SpecTr's K-SEQ (Sun et al. 2023; Lin et al. Sec. 3.2): per position, candidates
   tried in order, each accepted w.p. ``min(1, p(x)/(ρ q(x)))``; first accepted emitted and
   the drafts carrying it retained; none → residual ``norm(max(p − ρq, 0))``. **Interpretation**:
-  the seed does not say which K the ρ equation uses after drafts are dropped; default
+  the paper does not say which K the ρ equation uses after drafts are dropped; default
   ``rho_k="retained"`` (ρ solved for the number of drafts still alive, as in SpecTr's
   draft-tree form); ``rho_k="initial"`` keeps the initial K (a switch).
 
@@ -40,7 +40,10 @@ class MultiDraftRule:
     modify: apply Alg. 2's distribution modification before the next iteration.
     h_in_H: ``"reject"`` (Alg. 1 line 5 as printed) or ``"ignore_H"``.
     power: exponent used for K in ``(1 − m)^K`` (None → K; a broken variant fixes it to 1).
-    rho: ``"solve"`` (K-SEQ ρ from the equation) or ``"one"`` (broken: ρ = 1).
+    h_scale: factor applied to every sub-block acceptance h (1 for the correct rule; a broken
+    variant with a wrong constant changes it).
+    rho: ``"solve"`` (K-SEQ ρ from the equation), ``"one"`` (broken: ρ = 1) or ``"K"`` (broken:
+    ρ = the number of drafts, the top of the bracket).
     rho_k: ``"retained"`` or ``"initial"`` (K-SEQ, see module docstring).
     """
 
@@ -51,6 +54,7 @@ class MultiDraftRule:
     modify: bool = True
     h_in_H: str = "reject"
     power: int | None = None
+    h_scale: float = 1.0
     rho: str = "solve"
     rho_k: str = "retained"
     description: str = ""
@@ -58,13 +62,15 @@ class MultiDraftRule:
     def __post_init__(self):
         for attr, ok in (("algorithm", ("spectr_gbv", "kseq")), ("h_form", ("eq2", "sec3.3", "one")),
                          ("residual", ("eq4", "p")), ("h_in_H", ("reject", "ignore_H")),
-                         ("rho", ("solve", "one")), ("rho_k", ("retained", "initial"))):
+                         ("rho", ("solve", "one", "K")), ("rho_k", ("retained", "initial"))):
             if getattr(self, attr) not in ok:
                 raise ValueError(f"{attr} must be one of {ok}, got {getattr(self, attr)!r}")
         if not isinstance(self.modify, bool):
             raise TypeError(f"modify must be a bool, got {self.modify!r}")
         if self.power is not None:
             check_int(self.power, "power", min=1)
+        if not (isinstance(self.h_scale, (int, float)) and 0.0 <= self.h_scale <= 1.0):
+            raise ValueError(f"h_scale must be a number in [0, 1], got {self.h_scale!r}")
 
     def exponent(self, K: int) -> int:
         K = check_int(K, "K", min=1)
@@ -96,6 +102,13 @@ BROKEN_ACCEPT_ALL = MultiDraftRule(
 KSEQ_RHO_ONE = MultiDraftRule(
     "broken:kseq-rho=1", algorithm="kseq", modify=False, rho="one",
     description="negative control: K-SEQ with ρ fixed to 1 (plain SD test on every candidate)")
+KSEQ_RHO_K = MultiDraftRule(
+    "broken:kseq-rho=K", algorithm="kseq", modify=False, rho="K",
+    description="negative control: K-SEQ with ρ fixed to the number of drafts (the top of [1, K]) instead "
+                "of the root of the ρ equation")
+BROKEN_HALF_H = MultiDraftRule(
+    "broken:h/2", h_scale=0.5,
+    description="negative control: accepts each sub-block with half of Eq. 2/3's probability (a wrong constant)")
 KSEQ_RHO_INITIAL = MultiDraftRule(
     "variant:kseq-rho(K initial)", algorithm="kseq", modify=False, rho_k="initial",
     description="K-SEQ with ρ solved for the initial K even after drafts are dropped")

@@ -1,4 +1,4 @@
-"""Verification rules of Speculative Ensemble (Fu et al., seed 002), correct and broken.
+"""Verification rules of Speculative Ensemble (Fu et al., ICML 2025), correct and broken.
 
 The correct rule (Sec. 3.2, Eq. 6): a token x proposed by member k (distribution q_k) is
 accepted with probability ``min(1, r(x)/q_k(x))``, r the ensemble distribution at that
@@ -16,7 +16,7 @@ Broken variants (negative controls):
 * ``residual="drop"``: a rejected token is discarded and nothing is resampled (the
   correction token lost), so a cycle can emit no token at all;
 * ``bonus="unchecked"``: after all proposals are accepted, the verifier's bonus token is
-  appended to the output without being checked against r (the seed warns against it,
+  appended to the output without being checked against r (the paper warns against it,
   Sec. 1 and Sec. 3.3), and a new default cycle starts.
 
 "The other member" for a proposal of member k: for two models the member that did not
@@ -108,4 +108,4 @@ BROKEN_DROP_CORRECTION = SERule(
 BROKEN_BONUS_UNCHECKED = SERule(
     "broken:bonus-unchecked", bonus="unchecked",
     description="negative control: the verifier's bonus token appended without checking it "
-                "against r (seed 002 Sec. 1 warns against it)")
+                "against r (the paper's Sec. 1 warns against it)")

@@ -1,4 +1,4 @@
-"""One batch verification of GSD or ERSD on explicit distributions (seed 004; real logits).
+"""One batch verification of GSD or ERSD on explicit distributions (Kobus & Gündüz; real logits).
 
 ``ersd_verify`` draws the exponential race itself (the draft's k first arrivals are the drafted
 alternatives; Alg. 2 / Alg. 5 at one vertex). ``gsd_verify`` takes alternatives the caller drew

@@ -1,4 +1,4 @@
-"""One SpecTr-GBV verification (seed 003, Alg. 1 with Eq. 2-4) on explicit distributions,
+"""One SpecTr-GBV verification (Lin et al. 2026, Alg. 1 with Eq. 2-4) on explicit distributions,
 for real model outputs.
 
 The caller supplies, for each of the K drafts ``drafts[k] = x_k^γ``, the target's

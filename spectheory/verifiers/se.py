@@ -1,4 +1,4 @@
-"""One Speculative Ensemble verification on explicit distributions (Fu et al., seed 002,
+"""One Speculative Ensemble verification on explicit distributions (Fu et al., ICML 2025,
 Sec. 3.2 Eq. 6), for real model outputs.
 
 The caller gives every member's next-token distributions at the proposed positions

@@ -1,6 +1,8 @@
 """Bad-input rows of the conformance tester (``spectheory.conformance``: API, adapters, forced
-random sources, fake LMs, references, reports) and of ``spectheory conformance``. Every row is
-refused by the argument checks before a sampler is run."""
+random sources, fake LMs, references, reports, multi-draft and tree verifiers, the sequential
+design, the trial call) and of ``spectheory conformance``. Every row is refused by the argument
+checks or by the trial call (a :class:`ConformanceUsageError`, a ValueError) before any
+statistics are run."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +10,13 @@ import numpy as np
 from spectheory import conformance as sc
 from spectheory.conformance.adapters import BlockVerifier, VerifierOutputError, tokens_of
 from spectheory.conformance.fake_lm import MarkovLM, fake_lm, markov_torch_lm
-from spectheory.conformance.forced import ForcedUniforms, inverse_cdf, torch_uniforms
+from spectheory.conformance.forced import ForcedUniforms, inverse_cdf
+from spectheory.conformance.sources import torch_uniforms
+from spectheory.conformance import multidraft as md
+from spectheory.conformance.multidraft_api import check_multidraft_verifier
+from spectheory.conformance import sequential
 from spectheory.conformance.references import rule_verifier
+from spectheory.conformance.trial import ConformanceUsageError
 from spectheory.pairs import dirichlet_source
 
 from . import CLIError, bad, run_cli
@@ -24,6 +31,14 @@ TARGET = "spectheory.conformance:reference_verifier"
 
 def _cbv(**kw):
     return sc.check_block_verifier(REF, **{**QUICK, **kw})
+
+
+def _cmd(fn=md.specinfer_verifier, **kw):
+    return check_multidraft_verifier(fn, **{**QUICK, **kw})
+
+
+def _sd(p, q, draft, rng):
+    return sc.reference_verifier(p, q, draft, rng)
 
 
 def _cds(**kw):
@@ -107,6 +122,67 @@ ROWS = [
     bad("conformance.summary_rows not a report", sc.summary_rows, {}, match="report must be a conformance report dict"),
     bad("conformance.summary_rows str", sc.summary_rows, "x", match="report must be a conformance report dict"),
     bad("conformance.print_report no run", sc.print_report, {"claims": []}, match="with 'claims' and 'run'"),
+    # --- the trial call: usage errors (ConformanceUsageError, a ValueError) ---
+    bad("conformance.block arity 3", sc.check_block_verifier, lambda p, q, d: [0], **QUICK,
+        exc=ConformanceUsageError, match=r"cannot be called as fn\(p, q, draft_tokens, rng\)"),
+    bad("conformance.block returns None", sc.check_block_verifier, lambda p, q, d, rng: None, **QUICK,
+        exc=ConformanceUsageError, match="the function returned None"),
+    bad("conformance.block returns dict", sc.check_block_verifier, lambda p, q, d, rng: {"t": [0]}, **QUICK,
+        exc=ConformanceUsageError, match="the function returned a dict"),
+    bad("conformance.block returns float", sc.check_block_verifier, lambda p, q, d, rng: 0.5, **QUICK,
+        exc=ConformanceUsageError, match=r"returned shape \(\)"),
+    bad("conformance.block returns str", sc.check_block_verifier, lambda p, q, d, rng: "0", **QUICK,
+        exc=ConformanceUsageError, match="the function returned a str"),
+    bad("conformance.block needs batched", sc.check_block_verifier,
+        lambda p, q, d, rng: [_sd(p[0], q[0], list(d[0]), rng)], **QUICK, exc=ConformanceUsageError,
+        match="could not be run as configured"),
+    bad("conformance.block out of range", sc.check_block_verifier, lambda p, q, d, rng: [7], **QUICK,
+        exc=ConformanceUsageError, match=r"ids in \[0, 3\)"),
+    bad("conformance.block too many tokens", sc.check_block_verifier, lambda p, q, d, rng: [0, 0, 0, 0], **QUICK,
+        exc=ConformanceUsageError, match=r"1\.\.γ\+1 = 1\.\.2"),
+    bad("conformance.step arity 3", sc.check_decoding_step, lambda t, d, g: None, n=100, instances=("iid-V1",),
+        gammas=(1,), controls=False, exc=ConformanceUsageError, match="cannot be called as make_step"),
+    bad("conformance.step not a function", sc.check_decoding_step, lambda t, d, g, rng: 3, n=100,
+        instances=("iid-V1",), gammas=(1,), controls=False, exc=ConformanceUsageError,
+        match="make_step returned int, not a function"),
+    # --- multi-draft and tree verifiers (spectheory.conformance.multidraft) ---
+    bad("conformance.multidraft K=0", _cmd, K=0, match=r"K \(number of drafts\) must be ≥ 1"),
+    bad("conformance.multidraft K=5", _cmd, K=5, match=r"K \(number of drafts\) must be ≤ 4"),
+    bad("conformance.multidraft K=1.5", _cmd, K=1.5, match="must be an integer"),
+    bad("conformance.multidraft tree str", _cmd, md.specinfer_tree_verifier, tree="2,2", exc=TypeError,
+        match="tree must be a sequence of branching factors"),
+    bad("conformance.multidraft tree 0", _cmd, md.specinfer_tree_verifier, tree=(0, 2),
+        match="branching factor must be ≥ 1"),
+    bad("conformance.multidraft tree depth 4", _cmd, md.specinfer_tree_verifier, tree=(1, 1, 1, 1),
+        match="tree depth must be 1..3"),
+    bad("conformance.multidraft tree too big", _cmd, md.specinfer_tree_verifier, tree=(8, 8),
+        match="has 72 nodes; at most 64"),
+    bad("conformance.multidraft rule", _cmd, rule="spectr", match="rule must be one of"),
+    bad("conformance.multidraft rule on a tree", _cmd, md.specinfer_tree_verifier, tree=(2,), rule="kseq",
+        match="a tree verifier can be matched with rule='specinfer' only"),
+    bad("conformance.multidraft gbv K=2", _cmd, rule="gbv", K=2, match="GBV verifies a single draft"),
+    bad("conformance.multidraft gamma=4", _cmd, gammas=(4,), match="gamma must be ≤ 3"),
+    bad("conformance.multidraft V=50", _cmd, instances=("markov1-V50-strong",), match="the exact engines need V ≤ 4"),
+    bad("conformance.multidraft n=10", _cmd, n=10, match="n must be ≥ 50"),
+    bad("conformance.multidraft alpha=1", _cmd, alpha=1.0, match=r"alpha must lie in \(0, 1\)"),
+    bad("conformance.multidraft fn not callable", check_multidraft_verifier, 3, exc=TypeError,
+        match="the verifier must be callable"),
+    bad("conformance.multidraft arity 5 without a tree", _cmd, md.specinfer_tree_verifier, exc=ConformanceUsageError,
+        match=r"cannot be called as fn\(p, q, drafts, rng\)"),
+    bad("conformance.multidraft arity 4 with a tree", _cmd, md.specinfer_verifier, tree=(2,),
+        exc=ConformanceUsageError, match=r"cannot be called as fn\(p, q, tokens, parents, rng\)"),
+    bad("conformance.MultiDraftVerifier K=0", md.MultiDraftVerifier, md.specinfer_verifier, K=0,
+        match=r"K \(number of drafts\) must be ≥ 1"),
+    bad("conformance.specinfer_drafts_law V=50", md.specinfer_drafts_law, __import__("spectheory.instances").instances.get(
+        "markov1-V50-strong"), 1, 2, match="V ≤ 4"),
+    bad("conformance.specinfer_drafts_law pair", md.specinfer_drafts_law, "pair", 1, 2, exc=TypeError,
+        match="pair must be a MarkovPair"),
+    bad("conformance.specinfer_drafts_law state", md.specinfer_drafts_law,
+        __import__("spectheory.instances").instances.get("iid-V1"), 1, 2, 3, match="state must be ≤ 0"),
+    bad("conformance.specinfer_tree_law tree", md.specinfer_tree_law,
+        __import__("spectheory.instances").instances.get("iid-V1"), (0,), match="branching factor must be ≥ 1"),
+    bad("conformance.sequential.design n=0", sequential.design, 0, match="n must be ≥ 1"),
+    bad("conformance.verdict_lines not a report", sc.verdict_lines, [], match="report must be a conformance report"),
     # --- command line: spectheory conformance ---
     bad("conformance.cli no colon", run_cli, "conformance", "spectheory", exc=CLIError,
         match="TARGET: expected MODULE:FUNCTION"),
@@ -119,7 +195,18 @@ ROWS = [
     bad("conformance.cli missing file", run_cli, "conformance", "/nonexistent/x.py:fn", exc=CLIError,
         match="cannot import '/nonexistent/x.py'"),
     bad("conformance.cli kind", run_cli, "conformance", TARGET, "--kind", "x", exc=CLIError,
-        match="--kind: kind must be 'block' or 'step'"),
+        match="--kind: kind must be 'block', 'step' or 'multidraft'"),
+    bad("conformance.cli usage error", run_cli, "conformance", "spectheory.conformance:CONTROLS", exc=CLIError,
+        match="is not callable"),
+    bad("conformance.cli trial usage error", run_cli, "conformance", TARGET, "--batched", exc=CLIError,
+        match=r"exit 2: usage error: .* hint: it runs correctly on the trial inputs with --unbatched"),
+    bad("conformance.cli K=0", run_cli, "conformance", "spectheory.conformance.multidraft:specinfer_verifier",
+        "--kind", "multidraft", "--K", "0", exc=CLIError, match=r"K \(number of drafts\) must be ≥ 1"),
+    bad("conformance.cli tree not ints", run_cli, "conformance",
+        "spectheory.conformance.multidraft:specinfer_tree_verifier", "--kind", "multidraft", "--tree", "a", exc=CLIError,
+        match="--tree: expected comma-separated integers"),
+    bad("conformance.cli rule", run_cli, "conformance", "spectheory.conformance.multidraft:specinfer_verifier",
+        "--kind", "multidraft", "--rule", "nope", exc=CLIError, match="rule must be one of"),
     bad("conformance.cli gammas not ints", run_cli, "conformance", TARGET, "--gammas", "a,b", exc=CLIError,
         match="--gammas: expected comma-separated integers"),
     bad("conformance.cli gammas=0", run_cli, "conformance", TARGET, "--gammas", "0", exc=CLIError,

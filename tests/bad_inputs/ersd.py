@@ -1,4 +1,4 @@
-"""Bad-input rows of the exponential-race family (Kobus & Gündüz, seed 004): drafting trees
+"""Bad-input rows of the exponential-race family (Kobus & Gündüz, Kobus & Gündüz): drafting trees
 (``spectheory.trees``), closed forms, rules, exact engines, Monte Carlo and the verifiers."""
 from __future__ import annotations
 
@@ -51,6 +51,10 @@ ROWS = [
     bad("ersd.optimal_tree n_indices=0", T.optimal_tree, F, 2, 0, match="n_indices must be ≥ 1"),
     bad("ersd.optimal_tree f str", T.optimal_tree, "f", 2, 3, exc=TypeError, match="f .*must be callable"),
     bad("ersd.breadth_first_tree k=1.5", T.breadth_first_tree, F, 1.5, 3, match="k must be an integer"),
+    bad("ersd.sequence_builder k=0", T.sequence_builder, F, 0, 3, match="k must be ≥ 1"),
+    bad("ersd.sequence_builder f str", T.sequence_builder, "f", 2, 3, exc=TypeError, match="f .*must be callable"),
+    bad("ersd.random_monotone seed=-1", T.random_monotone, -1, 3, match="seed must be ≥ 0"),
+    bad("ersd.random_monotone n_indices=0", T.random_monotone, 0, 0, match="n_indices must be ≥ 1"),
     bad("ersd.breadth_first_tree f None", T.breadth_first_tree, None, 2, 3, exc=TypeError,
         match="f .*must be callable"),
     bad("ersd.all_trees k=-1", lambda: list(T.all_trees(-1, 2)), match="k must be ≥ 0"),
@@ -74,6 +78,13 @@ ROWS = [
     bad("ersd.tunstall base=0", cf.tunstall_bound, [0.5, 0.5], 2, 0.0, match=r"base must lie in \(0"),
     bad("ersd.tunstall base=NaN", cf.tunstall_bound, [0.5, 0.5], 2, NAN, match="base must be finite"),
     bad("ersd.tunstall k=-1", cf.tunstall_bound, [0.5, 0.5], -1, match="k must be ≥ 0"),
+    bad("ersd.tunstall_bound_mixed_bases k=-1", cf.tunstall_bound_mixed_bases, [0.5, 0.5], -1, match="k must be ≥ 0"),
+    bad("ersd.tunstall_bound_mixed_bases a negative", cf.tunstall_bound_mixed_bases, [1.5, -0.5], 2,
+        match="must be ≥ 0"),
+    bad("ersd.lemma42_no_extra_alphabet M=0", cf.lemma42_min_bound_no_extra_alphabet, [0.5, 0.3, 0.2], 2, 0,
+        match="M must be ≥ 1"),
+    bad("ersd.lemma42_no_extra_alphabet n_max=0", cf.lemma42_min_bound_no_extra_alphabet, [0.5, 0.3, 0.2], 2, 1,
+        n_max=0, match="n_max must be ≥ 1"),
     bad("ersd.tunstall alphabet=0", cf.tunstall_bound, [0.5, 0.5], 2, alphabet=0, match="alphabet must be ≥ 1"),
     bad("ersd.tunstall a not normalised", cf.tunstall_bound, [0.5, 0.6], 2, exc=DistributionError,
         match="a does not sum to 1"),
@@ -176,6 +187,16 @@ ROWS = [
     bad("ersd.index_stream burn_in=1.5", mc.index_stream, PAIR, GSD, 10, burn_in=1.5,
         match="burn_in must be an integer"),
     bad("ersd.index_stream pair str", mc.index_stream, "p", GSD, 10, exc=TypeError, match="pair must be a MarkovPair"),
+    bad("ersd.batch_means NaN", mc.batch_means, np.full((2, 10), NAN), match="must be finite"),
+    bad("ersd.batch_means n_batches=1", mc.batch_means, np.ones((2, 10)), 1, match="n_batches must be ≥ 2"),
+    bad("ersd.batch_means empty", mc.batch_means, np.ones((2, 0)), match="non-empty"),
+    bad("ersd.plugin_entropy index 0", mc.plugin_entropy, IDX * 0, 3, match="must be ≥ 1"),
+    bad("ersd.plugin_entropy too few cells", mc.plugin_entropy, IDX * 3, 2, match="n_cells must be ≥ 3"),
+    bad("ersd.plugin_entropy base=1", mc.plugin_entropy, IDX, 3, 1.0, match="base must not be 1"),
+    bad("ersd.block_zero_order_gaps tree str", mc.block_zero_order_gaps, IDX, "t", 2, exc=TypeError,
+        match="tree must be a Tree"),
+    bad("ersd.block_zero_order_gaps n_batches=0", mc.block_zero_order_gaps, IDX, TREE, 0,
+        match="n_batches must be ≥ 1"),
     bad("ersd.tree_outcomes_from_stream tree str", mc.tree_outcomes_from_stream, IDX, "t", exc=TypeError,
         match="tree must be a Tree"),
     bad("ersd.tree_outcomes_from_stream too short", mc.tree_outcomes_from_stream, IDX[:, :1], T.sequence_tree(3),

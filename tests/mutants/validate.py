@@ -36,7 +36,7 @@ MUTANTS = [
          new="        ks = [k for k in range(min(gamma, t)) if k == 0 or t - k <= last_start]",
          why="replay: depth t of the iteration starting at 0 never drawn (off by one)",
          tests="tests/test_validate.py tests/test_validate_models.py"),
-    dict(path="sims/stats.py",
+    dict(path="spectheory/judge/stats.py",
          old="    return float(np.sqrt(np.sum(p * (1.0 - p)) / int(n_each)) / p.size)",
          new="    return float(np.sqrt(np.sum(p * (1.0 - p)) / int(n_each) / p.size))",
          why="null standard error of a pooled (replayed) acceptance divided by √T instead of T",

@@ -6,6 +6,7 @@
                                    the report (RUN_DIR/report.md, report.json, plots).
 ``spectheory validate install``    only fetch, verify and cache the default Qwen pair.
 ``spectheory validate report DIR`` re-render the report of an existing run.
+``spectheory validate cache``      list the model cache (``--clear`` deletes it).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from .cli import app
+from .app import app
 
 validate_app = typer.Typer(add_completion=False, invoke_without_command=True,
                            help="Real-model validation: capture, real speculative decoding, theory vs measured.")
@@ -109,7 +110,20 @@ def validate(
         for name in names:
             check_prompt_set(name)
     except PromptSetError as e:
-        raise typer.BadParameter(str(e), param_hint="--prompts") from None
+        import difflib
+
+        from validate.prompts import ALIASES, PROMPT_SETS
+        close = difflib.get_close_matches(name, [*PROMPT_SETS, *ALIASES], n=1, cutoff=0.6)
+        hint = f" (did you mean {ALIASES.get(close[0], close[0])!r}?)" if close else ""
+        raise typer.BadParameter(f"{e}{hint}", param_hint="--prompts") from None
+    _check_run_dir(out)
+    _check_device(device)
+    for opt, path in (("--target", target), ("--draft", draft)):
+        if path is not None and (path.endswith(".gguf") or path.startswith((".", "/", "~"))) \
+                and not Path(path).expanduser().exists():
+            _fail(f"{opt}: {path} does not exist (a local directory, a .gguf file, or a hub id)")
+    import warnings
+    warnings.simplefilter("ignore", FutureWarning)  # libraries' deprecation notices are not the user's concern
     try:
         _run(target, draft, prompts, n, g, max_new_tokens, temperature, top_k, top_p, seed, out, device,
              threads, slice_k, sd, chat, progress, probe_every, batch=batch, dtype=dtype, capture_n=capture_n,
@@ -125,6 +139,29 @@ def validate(
         _fail(f"{e} (install the extra: pip install 'spectheory[validate]')")
     except MemoryError:
         _fail("ran out of memory: close other programs, lower --max-new-tokens, or use a smaller pair")
+
+
+def _check_run_dir(out: Path) -> None:
+    """The run directory can be created (or resumed) and written, checked before any model
+    loads; nothing is created here."""
+    if out.exists() and not out.is_dir():
+        raise typer.BadParameter(f"{out} is a file, not a run directory", param_hint="--out")
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise typer.BadParameter(f"cannot create {out}: {probe} is a file, not a folder", param_hint="--out")
+    import tempfile
+    try:  # a folder made and removed in the nearest existing ancestor: nothing is left behind
+        Path(tempfile.mkdtemp(prefix=".spectheory-probe-", dir=probe)).rmdir()
+    except OSError as err:
+        raise typer.BadParameter(f"cannot write {out}: {err.strerror or err} in {probe}", param_hint="--out") from None
+
+
+def _check_device(device: str | None) -> None:
+    import re
+    if device is not None and not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
+        raise typer.BadParameter(f"device must be cpu, cuda, cuda:N or mps, got {device!r}", param_hint="--device")
 
 
 def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, top_p, seed, out, device,
@@ -190,3 +227,51 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory written by 
         write_report(run_dir)
     except (FileNotFoundError, ValueError) as e:
         _fail(str(e))
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
+@validate_app.command("cache")
+def cache(clear: bool = typer.Option(False, "--clear", help="Delete the cache (asks first unless --yes)."),
+          yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before --clear deletes.")):
+    """List the model cache ($SPECTHEORY_CACHE, default ~/.cache/spectheory; about 11 GB with the default
+    pair) and its size; --clear deletes it."""
+    import os
+    import shutil
+    root = Path(os.environ.get("SPECTHEORY_CACHE", Path.home() / ".cache" / "spectheory"))
+    if not root.exists():
+        typer.echo(f"{root}: empty (nothing cached)")
+        return
+    if not root.is_dir():
+        _fail(f"{root} is not a folder (set $SPECTHEORY_CACHE to a folder)")
+    entries = []
+    for sub in sorted(p for p in root.iterdir()):
+        items = sorted(sub.iterdir()) if sub.is_dir() else [sub]
+        for item in items:
+            entries.append((item, _size(item)))
+    total = sum(n for _, n in entries)
+    typer.echo(f"{root}  {_human(total)}")
+    for item, n in entries:
+        typer.echo(f"  {_human(n):>9}  {item.relative_to(root)}")
+    if not clear:
+        if entries:
+            typer.echo("delete it with `spectheory validate cache --clear` (the default pair is fetched again "
+                       "by the next `spectheory validate`)")
+        return
+    if not yes and not typer.confirm(f"delete {root} ({_human(total)})?", default=False):
+        typer.echo("kept")
+        raise typer.Exit(1)
+    shutil.rmtree(root)
+    typer.echo(f"deleted {root} ({_human(total)})")

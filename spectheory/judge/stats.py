@@ -1,6 +1,6 @@
 """The statistical method, written down once (see docs/statistical_method.md).
 
-Every check in the registry turns its comparisons into :class:`~sims.evidence.Evidence`
+Every check in the registry turns its comparisons into :class:`~spectheory.judge.evidence.Evidence`
 through these functions, so every verdict is reached the same way:
 
 * **exact** comparisons: the claimed and the exactly computed value agree within a float
@@ -272,7 +272,7 @@ def scaling_exponent(instance: str, sizes, times, *, claimed: float, tolerance: 
                      note: str = "", mode: str = "mc") -> Evidence:
     """Least-squares slope of log(time) against log(size), graded against a claimed exponent
     within ``tolerance`` (a timing claim: no p-value; measured = fitted exponent, CI = ±2 s.e.
-    of the slope). Added for seed 003's cost claim."""
+    of the slope). Added for SpecTr-GBV's cost claim (Lin et al. 2026)."""
     x = np.log(np.asarray(sizes, dtype=np.float64))
     y = np.log(np.asarray(times, dtype=np.float64))
     A = np.vstack([x, np.ones_like(x)]).T

@@ -1,6 +1,8 @@
-"""Evidence records and verdicts: the stable vocabulary of a report (schema spectheory.report/1)."""
+"""Evidence records and verdicts: the stable vocabulary of every report (verify, conformance, validate)."""
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -11,6 +13,22 @@ MODES = ("exact", "mc", "logits")
 #: fail (the claim is rejected), underpowered (not rejected, but the test could not see the
 #: deviation that matters), info (reported, does not enter the verdict).
 OUTCOMES = ("pass", "fail", "underpowered", "info")
+
+
+#: the part of a claim being checked (set by :func:`tagging`): evidence created while it is set,
+#: and naming no part itself, bears on that part
+_CURRENT_PART: ContextVar[str | None] = ContextVar("spectheory_current_part", default=None)
+
+
+@contextlib.contextmanager
+def tagging(part: str):
+    """Inside ``with tagging("iid"):`` every :class:`Evidence` created without a ``part`` gets
+    ``part="iid"`` (what ``ctx.part("iid")`` of the claim registry uses)."""
+    token = _CURRENT_PART.set(part)
+    try:
+        yield
+    finally:
+        _CURRENT_PART.reset(token)
 
 
 def _num(x):
@@ -31,6 +49,11 @@ class Evidence:
     ``detectable`` the deviation the test catches with probability ``power`` (the power
     statement), ``tolerance`` the deviation that matters for this claim (a test whose
     ``detectable`` exceeds it is ``underpowered``).
+
+    ``part``: the id of the part of the claim this evidence bears on (registry v2; the runner
+    tags evidence of a one-part claim with its only part). ``points``: for evidence graded at
+    the worst point of a sweep, every point of the sweep (``{settings..., "claimed",
+    "measured", "outcome"}``), so a curve can be drawn and any point re-read.
     """
 
     mode: str
@@ -48,8 +71,12 @@ class Evidence:
     tolerance: float | None = None
     outcome: str = "info"
     note: str = ""
+    part: str | None = None
+    points: list | None = None
 
     def __post_init__(self):
+        if self.part is None:
+            self.part = _CURRENT_PART.get()
         if self.mode not in MODES:
             raise ValueError(f"unknown evidence mode {self.mode!r}")
         if self.outcome not in OUTCOMES:
@@ -61,6 +88,11 @@ class Evidence:
                   "detectable", "tolerance"):
             d[k] = _num(d[k])
         d["n"] = None if self.n is None else int(self.n)
+        if self.points is None:
+            del d["points"]
+        else:
+            d["points"] = [{k: (_num(v) if isinstance(v, (float, np.floating, np.integer)) else v)
+                            for k, v in pt.items()} for pt in self.points]
         return d
 
 

@@ -1,5 +1,10 @@
 """``spectheory conformance MODULE:FUNCTION``: test a user's speculative sampler for
-losslessness (spectheory.conformance; docs/conformance.md)."""
+losslessness (spectheory.conformance; docs/conformance.md).
+
+Exit status: 0 after a report (whatever its verdicts, unless ``--strict``); 1 with ``--strict``
+when the sampler is not shown lossless (``--strict-standard``: or not standard speculative
+sampling / the named rule); 2 for a usage error (bad option, a sampler that cannot be run as
+configured: the message names the problem and a hint)."""
 from __future__ import annotations
 
 import importlib
@@ -8,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from .cli import app
+from .app import app
 
 
 def load_target(target: str):
@@ -48,14 +53,21 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 def conformance(
     target: str = typer.Argument(..., help="MODULE:FUNCTION (or path/file.py:FUNCTION) of the sampler under test."),
     kind: str = typer.Option("block", "--kind", help="'block': fn(p, q, draft_tokens, rng) -> tokens; "
-                             "'step': make_step(target_lm, draft_lm, gamma, rng) -> step(context) -> tokens."),
+                             "'step': make_step(target_lm, draft_lm, gamma, rng) -> step(context) -> tokens; "
+                             "'multidraft': fn(p, q, drafts, rng) (K drafts) or, with --tree, "
+                             "fn(p, q, tokens, parents, rng)."),
+    k_drafts: int = typer.Option(2, "--K", help="Multi-draft: number of independent drafts (1..4)."),
+    tree: str = typer.Option("", "--tree", help="Multi-draft: a static token tree, branching factors per depth "
+                             "(e.g. 2,2)."),
+    rule: str = typer.Option("", "--rule", help="Multi-draft: also match this rule's exact engine: kseq, gbv, "
+                             "spectr-gbv or specinfer."),
     adapter: str = typer.Option("probs", "--adapter", help="Block verifiers: inputs as 'probs', 'logprobs' or 'logits' (-inf masked)."),
     dtype: str = typer.Option("float64", "--dtype", help="float64, float32 or float16 inputs (fake LM logits for steps)."),
     batched: bool = typer.Option(False, "--batched/--unbatched", help="Inputs with a leading batch axis of size 1."),
     framework: str = typer.Option("numpy", "--framework", help="'numpy' arrays or 'torch' tensors."),
     lm: str = typer.Option("callable", "--lm", help="Steps: fake LMs as 'callable' or 'torch' (nn.Module with .logits)."),
     n: int = typer.Option(10_000, "--n", help="Independent runs per instance and γ."),
-    gammas: str = typer.Option("1,3", "--gammas", help="Draft lengths, comma-separated (1..4)."),
+    gammas: str = typer.Option("", "--gammas", help="Draft lengths, comma-separated (default 1,3; multi-draft 1,2)."),
     instances: str = typer.Option("", "--instances", help="Built-in instances, comma-separated (default: Markov pairs and edge cases)."),
     seed: int = typer.Option(0, "--seed"),
     alpha: float = typer.Option(0.01, "--alpha", help="Family-wise error rate over the sampler's tests."),
@@ -64,15 +76,23 @@ def conformance(
     json_path: Path = typer.Option(Path("reports/conformance.json"), "--json", help="Where to write the JSON report."),
     md_path: Path = typer.Option(Path("reports/conformance.md"), "--markdown", help="Where to write the Markdown report."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
-    strict: bool = typer.Option(False, "--strict", help="Exit with status 1 unless every check holds."),
+    strict: bool = typer.Option(False, "--strict", help="Exit with status 1 unless the sampler is shown lossless."),
+    strict_standard: bool = typer.Option(False, "--strict-standard", help="Exit with status 1 unless it is shown "
+                                         "lossless and standard speculative sampling (or the --rule)."),
 ):
     """Test a speculative-sampling implementation for losslessness against the exact theory."""
     from spectheory import conformance as sc
+    from spectheory.conformance import multidraft as md
+    from spectheory.conformance.multidraft_api import check_multidraft_verifier
 
-    from .report import to_markdown, write_json
+    from sims.report import to_markdown
+    from spectheory.judge.format import write_json
     fn = load_target(target)
-    g = _ints(gammas, "--gammas")
-    inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or sc.INSTANCES
+    if kind not in ("block", "step", "multidraft"):
+        raise typer.BadParameter("kind must be 'block', 'step' or 'multidraft'", param_hint="--kind")
+    g = _ints(gammas, "--gammas") or (md.GAMMAS if kind == "multidraft" else sc.GAMMAS)
+    inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or \
+        (md.INSTANCES if kind == "multidraft" else sc.INSTANCES)
     try:
         if kind == "block":
             report = sc.check_block_verifier(fn, adapter=adapter, dtype=dtype, batched=batched, framework=framework,
@@ -82,7 +102,15 @@ def conformance(
             report = sc.check_decoding_step(fn, lm=lm, dtype=dtype, n=n, gammas=g, instances=inst, seed=seed,
                                             alpha=alpha, controls=controls, progress=progress, name=target)
         else:
-            raise typer.BadParameter("kind must be 'block' or 'step'", param_hint="--kind")
+            report = check_multidraft_verifier(
+                fn, K=k_drafts, tree=_ints(tree, "--tree") or None, rule=rule or None, adapter=adapter, dtype=dtype,
+                batched=batched, framework=framework, n=n, gammas=g, instances=inst, seed=seed, alpha=alpha,
+                controls=controls, probes=probes, progress=progress, name=target)
+    except sc.ConformanceUsageError as err:
+        typer.echo(f"usage error: {err.problem}", err=True)
+        if err.hint:
+            typer.echo(f"hint: {err.hint}", err=True)
+        raise typer.Exit(2) from None
     except (ValueError, TypeError, KeyError) as err:
         raise typer.BadParameter(str(err.args[0] if err.args else err)) from None
     except ImportError as err:
@@ -90,8 +118,12 @@ def conformance(
     sc.print_report(report)
     write_json(report, json_path)
     md_path.parent.mkdir(parents=True, exist_ok=True)
+    top = "\n".join(f"- **{line}**" if i < 2 else f"- {line}" for i, line in enumerate(sc.verdict_lines(report)))
     md_path.write_text(to_markdown(report).replace("# spectheory verification report",
-                                                   f"# spectheory conformance report: `{target}`", 1))
+                                                   f"# spectheory conformance report: `{target}`\n\n{top}", 1))
     typer.echo(f"wrote {json_path} and {md_path}")
-    if strict and any(c["verdict"] != "holds" for c in report["claims"]):
+    v = report["verdicts"]
+    if (strict or strict_standard) and v["lossless"]["verdict"] != "holds":
+        raise typer.Exit(1)
+    if strict_standard and v["standard"]["verdict"] != "holds":
         raise typer.Exit(1)

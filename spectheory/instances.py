@@ -10,8 +10,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from spectheory.markov import MarkovPair, MarkovSource
-from spectheory.pairs import (aligned_pair, ngram_pair, pair_from_tables, perturbed_pair,
+from .markov import MarkovPair, MarkovSource
+from .pairs import (aligned_pair, ngram_pair, pair_from_tables, perturbed_pair,
                               random_pair, dirichlet_source)
 
 

@@ -1,0 +1,1175 @@
+"""Claims ``ecsv.*``: error-correcting speculative decoding by branch voting ("Error-Correcting
+Speculative Decoding via Branch Voting" (ECSV), anonymous manuscript under revision, 2026).
+
+Notation: ``p`` target (the verifier), ``q`` draft (the drafter), ``B`` branches of depth ``k``.
+Two models are kept apart (docs/ecsv.md): the paper's *channel model* (branch b reports the
+true symbol with probability 1 − ε_b, else a uniform other token) where ``ecsv.map`` and the
+majority sentences live, and the *drafting model* (branches are drafts from q, the verifier
+samples from p independently), where speculative decoding lives.
+
+Each check takes the subject under test; the negative controls are broken versions of it that
+run through exactly the same comparisons. Monte Carlo evidence uses the Numba kernels of
+:mod:`spectheory.montecarlo.ecsv` (or, for the channel model, draws from the exact joint law);
+every statistical comparison states its test, n, α (the report's per-test level, split further
+where one evidence item makes several comparisons) and power.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats as _st
+
+from spectheory.closed_forms import ecsv as cf
+from spectheory.exact import ecsv as ex
+from spectheory.judge import stats
+from spectheory.judge.evidence import Evidence
+from spectheory.montecarlo import ecsv as mc
+from spectheory.pairs import perturbed_pair
+from spectheory.rules import ecsv as R
+
+from ..registry import Control, Part, register
+from ..shapes import grid, label, least_slack, mc_bound, mc_law, mc_mean, sweep
+from ..slack import exhaustive
+
+PAPER = "ecsv2026"
+
+
+# --- shared instances ------------------------------------------------------------------------------
+
+def small_source(eps: float, seed: int = 11):
+    """A V = 3, order-1 source for exact enumeration: a peaked Dirichlet(0.3) target, the draft
+    mixed with noise of weight ε."""
+    return perturbed_pair(3, 1, concentration=0.3, how="mix", strength=eps, seed=seed,
+                          name=f"mix{eps:g}-V3-o1-c0.3-s{seed}")
+
+
+#: small sources of the exact harness (alignment levels as in the Monte Carlo harness)
+SMALL = {"aligned": (0.1, 11), "medium": (0.4, 11), "weak": (0.7, 11)}
+
+
+@lru_cache(maxsize=None)
+def small_sources() -> dict:
+    return {name: small_source(eps, seed) for name, (eps, seed) in SMALL.items()}
+
+
+@lru_cache(maxsize=None)
+def harness_sources() -> dict:
+    return mc.default_sources()
+
+
+@lru_cache(maxsize=None)
+def held_out_sources() -> dict:
+    return mc.default_sources(seed=999)
+
+
+def _z_level(alpha: float, n_comparisons: int) -> float:
+    return float(_st.norm.isf(alpha / max(1, n_comparisons)))
+
+
+@lru_cache(maxsize=8192)
+def _step_law(pair, method: R.Method, B: int, k: int, state: int = 0, drafter: R.Drafter = R.CLEAN):
+    """Cached exact step law (pairs, methods and drafters are immutable; the runner runs a family's
+    subject and controls in one process, so they share it)."""
+    return ex.step_law(R.Setup(pair, method, B, k, drafter), state)
+
+
+@lru_cache(maxsize=8192)
+def _long_run(pair, method: R.Method, B: int, k: int, drafter: R.Drafter = R.CLEAN) -> dict:
+    return ex.long_run(R.Setup(pair, method, B, k, drafter))
+
+
+# =================================================================================================
+# ecsv.map
+# =================================================================================================
+
+@dataclass(frozen=True)
+class Weighting:
+    """A rule for the voting weights from the branches' error rates: ``weights(ε, V)``."""
+
+    name: str
+    kind: str  # "map": log((1−ε)(V−1)/ε); "binary": log((1−ε)/ε); "uniform": 1
+
+    def weights(self, eps, V: int) -> np.ndarray:
+        if self.kind == "map":
+            return cf.map_weights(eps, V)
+        if self.kind == "binary":
+            return cf.binary_weights(eps)
+        return np.ones(np.size(eps))
+
+
+MAP_WEIGHTS = Weighting("log((1−ε)(V−1)/ε)", "map")
+BINARY_WEIGHTS = Weighting("log((1−ε)/ε)", "binary")
+UNIFORM_WEIGHTS = Weighting("uniform", "uniform")
+
+
+def _map_grid() -> list[dict]:
+    rng = np.random.default_rng(2026)
+    pts = []
+    for V in (2, 3, 5):
+        for B in (1, 2, 3, 4):
+            if V ** (B + 1) > 4000:
+                continue
+            for _ in range(4):
+                pts.append({"V": V, "eps": tuple(np.round(rng.uniform(0.02, 0.9, B), 3).tolist())})
+    pts += [{"V": 6, "eps": (0.3, 0.6, 0.6, 0.6)}, {"V": 5, "eps": (0.1, 0.3, 0.45)}, {"V": 4, "eps": (0.2, 0.45, 0.45)}]
+    for p in pts:
+        p["eps"] = list(p["eps"])
+    return pts
+
+
+#: a non-uniform prior per V for the printed (prior-free) reading
+def _prior(V: int) -> tuple:
+    return (0.6,) + (0.4 / (V - 1),) * (V - 1)
+
+
+def map_mismatch(weighting: Weighting, V: int, eps, prior=None):
+    """(0, the number of observation tuples where the weighted vote's argmax set differs from
+    the brute-force posterior's) under the channel model with ``prior`` (None: uniform)."""
+    r = cf.map_vote_mismatch(eps, V, prior=prior, weights=weighting.weights(eps, V))
+    return 0.0, float(r["n_mismatch"]), r
+
+
+#: Monte Carlo instance: V = 6, four branches of heterogeneous reliability
+MAP_MC = {"V": 6, "eps": (0.3, 0.6, 0.6, 0.6)}
+
+
+def _channel_draws(law: np.ndarray, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    V = law.shape[0]
+    B = law.ndim - 1
+    idx = rng.choice(law.size, size=n, p=law.ravel() / law.sum())
+    digits = np.array(np.unravel_index(idx, law.shape)).T
+    return digits[:, 0], digits[:, 1:].reshape(n, B) if B else np.zeros((n, 0), dtype=int)
+
+
+def vote_correct(weights, V: int, y, obs) -> np.ndarray:
+    """Per draw, P(the weighted vote equals y) with ties broken uniformly at random (the
+    conditional expectation of the 0/1 outcome: unbiased for the accuracy, less variance)."""
+    w = np.asarray(weights, dtype=np.float64)
+    scores = (w[None, :, None] * (obs[:, :, None] == np.arange(V))).sum(axis=1)
+    m = scores.max(axis=1, keepdims=True)
+    sets = scores >= m - cf.TIE_TOL * np.maximum(1.0, np.abs(m))
+    return sets[np.arange(y.size), y] / sets.sum(axis=1)
+
+
+def check_map(ctx, weighting: Weighting):
+    ev = []
+    with ctx.part("uniform-prior"):
+        ev.append(sweep(lambda pt: label("channel model", V=pt["V"], ε=pt["eps"]), _map_grid(),
+                        lambda V, eps: map_mismatch(weighting, V, eps)[:2],
+                        what="observation tuples where the vote's argmax set ≠ the posterior's (uniform prior)"))
+    with ctx.part("printed"):
+        ev.append(sweep(lambda pt: label("channel model", V=pt["V"], ε=pt["eps"], prior=_prior(pt["V"])),
+                        [p for p in _map_grid() if p["V"] in (2, 3)],
+                        lambda V, eps: map_mismatch(weighting, V, eps, _prior(V))[:2],
+                        what="observation tuples where the vote's argmax set ≠ the posterior's (prior 0.6, rest equal)"))
+    n = ctx.size(200_000, 40_000)
+    V, eps = MAP_MC["V"], MAP_MC["eps"]
+    for part, prior in (("uniform-prior", None), ("printed", _prior(V))):
+        law = cf.channel_law(eps, V, prior)
+        y, obs = _channel_draws(law, n, ctx.rng("map", part))
+        ok = vote_correct(weighting.weights(eps, V), V, y, obs)
+        bayes = cf.bayes_accuracy(eps, V, prior)
+        ev.append(mc_mean(ctx, label("channel model draws", V=V, ε=eps, prior="uniform" if prior is None else prior),
+                          bayes, ok, tolerance=0.02, what="accuracy of the weighted vote (claimed: MAP's exact accuracy)",
+                          note=f"{n} draws (y, t̂) from the exact joint law; ties broken uniformly", part=part))
+    return ev
+
+
+def shrink_map(ctx, weighting: Weighting):
+    """Smallest (V, B, ε, prior) where the prior-free reading fails, on a grid in size order."""
+    for V in (2, 3):
+        for B in (1, 2):
+            for e in (0.1, 0.2, 0.3, 0.4):
+                for pr in ((0.6, 0.4), (0.7, 0.3), (0.8, 0.2)) if V == 2 else (_prior(V),):
+                    eps = (e,) * B
+                    _, measured, r = map_mismatch(weighting, V, eps, pr)
+                    if measured > 0 and r["max_gap"] > 1e-12:  # a strict loss, not a tie
+                        return {"part": "printed", "V": V, "B": B, "eps": list(eps), "prior": list(pr),
+                                "observation": list(r["worst"][0]), "map": list(r["worst"][1]),
+                                "vote": list(r["worst"][2]), "claimed": 0.0, "measured": measured,
+                                "source": "the channel model of the paper (independent symmetric branch noise)",
+                                "call": f"import spectheory.closed_forms.ecsv; spectheory.closed_forms.ecsv."
+                                        f"map_vote_mismatch({list(eps)!r}, {V}, prior={list(pr)!r})['n_mismatch']"}
+    return None
+
+
+register(
+    id="ecsv.map", paper=PAPER, reference="Method, 'Coding-theoretic view'",
+    statement="Under independent branch noise with known ε_{b,j} and a uniform error over the other V−1 tokens, "
+              "MAP decoding of the true token equals the weighted vote with weights log((1−ε)(V−1)/ε).",
+    interpretation="The channel model: y drawn from a prior; branch b reports y w.p. 1 − ε_b, else a token uniform "
+                   "over the other V − 1; branches independent given y. The paper states no prior; the log-"
+                   "likelihood identity makes MAP = weighted vote exactly when the prior is uniform (part "
+                   "'uniform-prior'); read literally for any prior (part 'printed') it fails. Exact: the argmax "
+                   "set of the brute-force posterior against the vote's on every observation tuple. MC: draws "
+                   "from the joint law, the vote's accuracy against MAP's exact accuracy.",
+    parts=(Part("uniform-prior", "With a uniform prior on y, the MAP token set equals the weighted vote's argmax "
+                                 "set with w_b = log((1−ε_b)(V−1)/ε_b), on every observation tuple.", relation="="),
+           Part("printed", "As printed (no prior stated): MAP = the weighted vote for any prior on y.",
+                relation="=")),
+    check=check_map, subject=MAP_WEIGHTS, mc_tests=2, shrink=shrink_map,
+    controls=(Control("binary weights log((1−ε)/ε)", BINARY_WEIGHTS,
+                      "negative control: the two-symbol weights, without the (V − 1) factor"),
+              Control("uniform weights", UNIFORM_WEIGHTS,
+                      "negative control: weights that ignore the branches' reliability")))
+
+
+# =================================================================================================
+# ecsv.majority
+# =================================================================================================
+
+@dataclass(frozen=True)
+class Voter:
+    """How fused tokens are chosen from scores: ``pick`` "max" (the fusion rule) or "min" (the
+    least-supported voted token: a broken control); ``weights`` of the channel model ("map" or
+    "uniform")."""
+
+    name: str
+    pick: str = "max"
+    weights: str = "map"
+
+
+FUSION = Voter("weighted vote (argmax of the fusion score)")
+MINORITY = Voter("minority vote", pick="min")
+UNWEIGHTED = Voter("unweighted vote", weights="uniform")
+
+
+def _decide_sets(voter: Voter, scores: np.ndarray, voted: np.ndarray) -> np.ndarray:
+    """Argmax (or argmin over voted tokens) sets of score rows."""
+    if voter.pick == "max":
+        m = scores.max(axis=-1, keepdims=True)
+        return scores >= m - cf.TIE_TOL * np.maximum(1.0, np.abs(m))
+    s = np.where(voted, scores, np.inf)
+    m = s.min(axis=-1, keepdims=True)
+    return voted & (s <= m + cf.TIE_TOL * np.maximum(1.0, np.abs(m)))
+
+
+def voter_accuracy(voter: Voter, eps, V: int, law=None) -> float:
+    """Accuracy of the voter under the channel law (default independent, uniform prior)."""
+    law = cf.channel_law(eps, V) if law is None else law
+    w = cf.map_weights(eps, V) if voter.weights == "map" else np.ones(len(eps))
+    scores = cf.vote_scores(w, V)
+    obs = cf._obs_index(V, len(eps))
+    voted = (obs[:, :, None] == np.arange(V)).any(axis=1)
+    return cf.accuracy(law, _decide_sets(voter, scores, voted))
+
+
+def share_violations(voter: Voter, B: int, V: int) -> tuple:
+    """(0, number of configurations where more than half of the weight is on y but the voter's
+    fused token is not y), over every token tuple of B branches and every weight vector on the
+    grid {0.5, 1, 2}^B (hard vote)."""
+    import itertools
+    toks = np.array(list(itertools.product(range(V), repeat=B)), dtype=np.int64).reshape(-1, B)
+    ws = np.array(list(itertools.product((0.5, 1.0, 2.0), repeat=B)))
+    onehot = toks[:, None, :, None] == np.arange(V)                       # (T, 1, B, V)
+    scores = (ws[None, :, :, None] * onehot).sum(axis=2)                  # (T, W, V)
+    voted = np.broadcast_to(onehot.any(axis=2), scores.shape)
+    fused = np.argmax(_decide_sets(voter, scores, voted), axis=-1)        # (T, W)
+    major = scores > ws.sum(axis=1)[None, :, None] / 2                    # (T, W, V): y with > ½
+    bad = major & (fused[..., None] != np.arange(V))
+    return 0.0, float(bad.sum()), {"configurations": int(major.sum())}
+
+
+#: channel-model settings for the probabilistic readings
+PROB_GRID = [{"V": V, "eps": list(e)} for V in (2, 3) for e in ((0.1, 0.3), (0.2, 0.2), (0.05, 0.45), (0.1, 0.3, 0.3),
+                                                          (0.01, 0.4, 0.4), (0.3, 0.3, 0.3), (0.2, 0.35, 0.45, 0.3))]
+#: "weakly informative, diverse" independent binary branches with mean ε < 1/2 (B = 2: unequal ε)
+S2_GRID = [{"eps": list(e)} for e in ((0.1, 0.3), (0.05, 0.45), (0.3, 0.3, 0.3), (0.45, 0.45, 0.45), (0.49, 0.49, 0.49),
+                                 (0.1, 0.3, 0.3), (0.05, 0.7, 0.7), (0.2, 0.35, 0.45, 0.3), (0.4, 0.4, 0.4, 0.4, 0.4))]
+
+
+def prob_vs_best(voter: Voter, V: int, eps):
+    """(max_b P(t̂_b = y), P(vote = y)) under the independent channel model."""
+    return 1.0 - min(eps), voter_accuracy(voter, eps, V)
+
+
+def best_branch_slack(voter: Voter, V: int, eps) -> float:
+    """P(vote = y) − max_b P(t̂_b = y) (≥ 0: the vote is at least as good as every branch)."""
+    best, acc = prob_vs_best(voter, V, eps)
+    return acc - best
+
+
+def mean_branch_slack(voter: Voter, eps) -> float:
+    """P(vote = y) − mean_b P(t̂_b = y), independent binary branches."""
+    mean, acc = s2_vs_mean(voter, eps)
+    return acc - mean
+
+
+def s2_vs_mean(voter: Voter, eps):
+    """(mean_b P(t̂_b = y), P(vote = y)), independent binary branches (V = 2)."""
+    return 1.0 - float(np.mean(eps)), voter_accuracy(voter, eps, 2)
+
+
+def correlated_vs_branch(voter: Voter):
+    """(a single branch's accuracy, the vote's), coalescing errors (closed_forms.ecsv.coalescing_counterexample)."""
+    c = cf.coalescing_counterexample()
+    return float(c["branch_accuracy"].max()), voter_accuracy(voter, (0.3, 0.3, 0.3), 2, law=c["law"])
+
+
+def drafting_vs_branch(voter: Voter, pair, B: int, state: int):
+    """(P(one draft = the verifier's sample), P(the fused token of B drafts = it)) in a state of a
+    Markov pair — the drafting model: drafts never see the verifier's sample. The plurality
+    (ties: larger q, then smaller id) by :func:`spectheory.closed_forms.ecsv.vote_match_iid`; the
+    minority control (the least-voted drafted token; ties: smaller q, then larger id) by the same
+    enumeration over vote counts."""
+    p, q = pair.target.conditional(state), pair.draft.conditional(state)
+    single = cf.single_branch_match(p, q)
+    if voter.pick == "max":
+        return single, cf.vote_match_iid(p, q, B)
+    V = p.size
+    c = cf.compositions(B, V)
+    lp = cf._multinomial_logp(c, q)
+    order = sorted(range(V), key=lambda t: (q[t], -t))
+    pref = np.empty(V, dtype=np.int64)
+    pref[order] = np.arange(V)
+    key = np.where(c > 0, c * V + pref[None, :], np.iinfo(np.int64).max)
+    win = np.argmin(key, axis=1)
+    keep = np.isfinite(lp)
+    return single, float((np.exp(lp[keep]) * p[win[keep]]).sum())
+
+
+def check_majority(ctx, voter: Voter):
+    ev = []
+    strict = dict(grade="bound", side="ge")
+    with ctx.part("s1-share"):
+        ev.append(sweep(lambda pt: label("fusion at one position, every token tuple, weights in {0.5,1,2}",
+                                         B=pt["B"], V=pt["V"]),
+                        grid(B=(1, 2, 3, 4), V=(2, 3)), lambda B, V: share_violations(voter, B, V),
+                        what="configurations with > ½ of the weight on y where the fused token ≠ y"))
+        n = ctx.size(100_000, 20_000)
+        rng = ctx.rng("share")
+        B, V = 5, 4
+        toks = rng.integers(0, V, size=(n, B))
+        w = rng.exponential(1.0, size=(n, B))
+        y = rng.integers(0, V, size=n)
+        onehot = toks[:, :, None] == np.arange(V)
+        scores = (w[:, :, None] * onehot).sum(axis=1)
+        sets = _decide_sets(voter, scores, onehot.any(axis=1))
+        fused = np.argmax(sets, axis=1)
+        major = np.take_along_axis(scores, y[:, None], 1)[:, 0] > w.sum(axis=1) / 2
+        viol = (major & (fused != y)).astype(float)
+        ev.append(mc_mean(ctx, label("random fusions", B=B, V=V, weights="Exp(1)"), 0.0, mean=float(viol.mean()),
+                          se=float(max(viol.std(ddof=1), 1e-12) / np.sqrt(n)) if viol.any() else 0.0, n=n,
+                          tolerance=1e-3, what="rate of majority-weight violations",
+                          note=f"{n} random (tokens, weights, y); {int(major.sum())} with a weighted majority on y"))
+    with ctx.part("s1-soft"):
+        c = cf.soft_majority_counterexample()
+        s = cf.position_scores(c["tokens"], c["weights"], c["q_rows"], c["lam"])
+        voted = np.ones(3, dtype=bool)
+        fused = int(np.flatnonzero(_decide_sets(voter, s[None], voted[None])[0])[0])
+        ev.append(stats.exact_equal("soft vote λ = 0.5, B = 3 equal weights, votes (0, 0, 1), q = (0.05, 0.9, 0.05)",
+                                    0.0, float(fused != c["truth"]), what="fused token ≠ y despite 2/3 of the weight",
+                                    note=f"scores {np.round(s, 3).tolist()}"))
+    with ctx.part("s1-prob"):
+        ev.append(sweep(lambda pt: label("independent channel", V=pt["V"], ε=pt["eps"]), PROB_GRID,
+                        lambda V, eps: prob_vs_best(voter, V, eps), judge=_strict, **strict,
+                        what="P(vote = y) > max_b P(t̂_b = y)"))
+    with ctx.part("s1-weak"):
+        ev.append(sweep(lambda pt: label("independent channel", V=pt["V"], ε=pt["eps"]), PROB_GRID,
+                        lambda V, eps: prob_vs_best(voter, V, eps), **strict,
+                        what="P(vote = y) ≥ max_b P(t̂_b = y)"))
+        ev.append(least_slack(ctx, "s1-weak", lambda: exhaustive(
+            lambda V, e1, e2, e3: best_branch_slack(voter, V, (e1, e2, e3)),
+            grid(V=(2, 3), e1=(0.05, 0.2, 0.45), e2=(0.05, 0.3, 0.49), e3=(0.1, 0.4)),
+            call=lambda V, e1, e2, e3: f"import sims.claims.ecsv; sims.claims.ecsv.best_branch_slack("
+                                       f"sims.claims.ecsv.{_voter_name(voter)}, {V}, ({e1}, {e2}, {e3}))")))
+    with ctx.part("s2-independent"):
+        ev.append(sweep(lambda pt: label("independent binary branches, mean ε < ½", ε=pt["eps"]), S2_GRID,
+                        lambda eps: s2_vs_mean(voter, eps), judge=_strict, **strict,
+                        what="P(vote = y) > mean_b P(t̂_b = y)"))
+        ev.append(least_slack(ctx, "s2-independent", lambda: exhaustive(
+            lambda e: mean_branch_slack(voter, (e, e, e)), grid(e=(0.3, 0.4, 0.45, 0.49, 0.499)),
+            call=lambda e: f"import sims.claims.ecsv; sims.claims.ecsv.mean_branch_slack(sims.claims.ecsv."
+                           f"{_voter_name(voter)}, ({e}, {e}, {e}))")))
+        n = ctx.size(200_000, 40_000)
+        eps = (0.3, 0.3, 0.3)
+        y, obs = _channel_draws(cf.channel_law(eps, 2), n, ctx.rng("s2"))
+        w = cf.map_weights(eps, 2) if voter.weights == "map" else np.ones(3)
+        ok = vote_correct(w, 2, y, obs) if voter.pick == "max" else _minority_correct(w, 2, y, obs)
+        ev.append(mc_bound(ctx, label("independent binary branches", ε=eps), 0.7, ok, side="ge", tolerance=0.02,
+                           what="accuracy of the vote ≥ mean branch accuracy 0.7",
+                           note=f"{n} draws; exact vote accuracy {voter_accuracy(voter, eps, 2):.4f}"))
+    with ctx.part("s2-correlated"):
+        c = cf.coalescing_counterexample()
+        ev.append(sweep("coalescing errors: B = 3, each ε = 0.3, errors in pairs on a common wrong token",
+                        [{}], lambda: correlated_vs_branch(voter), judge=_strict, **strict,
+                        what="P(vote = y) > a single branch's P(t̂ = y)"))
+        n = ctx.size(200_000, 40_000)
+        y, obs = _channel_draws(c["law"], n, ctx.rng("coalesce"))
+        ok = vote_correct(np.ones(3), 2, y, obs) if voter.pick == "max" else _minority_correct(np.ones(3), 2, y, obs)
+        ev.append(mc_bound(ctx, "coalescing errors (draws)", 0.7, ok, side="ge", tolerance=0.02,
+                           what="vote accuracy ≥ a single branch's 0.7", note=f"{n} draws from the exact joint law"))
+    with ctx.part("drafting"):
+        for name, pair in harness_sources().items():
+            ev.append(sweep(lambda pt, name=name: label(f"{name} source (V = 8) rows", B=pt["B"], state=pt["state"]),
+                            grid(B=(3, 5), state=range(pair.n_states)),
+                            lambda B, state, pair=pair: drafting_vs_branch(voter, pair, B, state), judge=_strict,
+                            **strict,
+                            what="P(plurality of B drafts = verifier's sample) > P(one draft = it)"))
+    return ev
+
+
+def _strict(instance, claimed, measured, note):
+    """Exact strict inequality ``measured > claimed`` (by more than 1e-12)."""
+    ok = measured > claimed + 1e-12
+    return Evidence("exact", instance, float(claimed), float(measured),
+                    test="exact strict inequality measured > claimed (margin 1e-12)",
+                    tolerance=1e-12, outcome="pass" if ok else "fail", note=note)
+
+
+def _minority_correct(w, V, y, obs):
+    scores = (np.asarray(w)[None, :, None] * (obs[:, :, None] == np.arange(V))).sum(axis=1)
+    voted = (obs[:, :, None] == np.arange(V)).any(axis=1)
+    sets = _decide_sets(MINORITY, scores, voted)
+    return sets[np.arange(y.size), y] / sets.sum(axis=1)
+
+
+def _voter_name(voter: Voter) -> str:
+    return {FUSION: "FUSION", MINORITY: "MINORITY", UNWEIGHTED: "UNWEIGHTED"}.get(voter, "FUSION")
+
+
+def shrink_majority(ctx, voter: Voter):
+    """The smallest strict failure of 'P(fused = y) > every branch': B = 2 (the vote follows the
+    better branch)."""
+    for V in (2, 3):
+        for eps in ((0.1, 0.3), (0.2, 0.2)):
+            best, acc = prob_vs_best(voter, V, eps)
+            if not acc > best + 1e-12:
+                return {"part": "s1-prob", "V": V, "B": 2, "eps": list(eps), "claimed": best, "measured": acc,
+                        "source": "independent symmetric channel, uniform prior",
+                        "call": f"import sims.claims.ecsv; sims.claims.ecsv.prob_vs_best(sims.claims.ecsv."
+                                f"{_voter_name(voter)}, {V}, {tuple(eps)!r})"}
+    return None
+
+
+register(
+    id="ecsv.majority", paper=PAPER, reference="'Why it should work', majority-decoding bound",
+    statement="\"If more than half of the total reliability weight favors the true token, the fused token matches "
+              "with probability greater than any single branch\"; \"with weakly informative, diverse branches "
+              "(average ε < 0.5), reliability-weighted votes strictly improve correctness\".",
+    interpretation="Sentence 1 read three ways: (s1-share) deterministically — a weight share > ½ on y makes the hard "
+                   "vote output y; (s1-soft) the same for ECSV-soft's score (λ = 0.5); (s1-prob) probabilistically "
+                   "under the independent channel model with MAP weights, P(vote = y) > every branch's accuracy "
+                   "(and its weak form s1-weak, ≥). Sentence 2: (s2-independent) independent binary branches, mean "
+                   "ε < ½, unequal ε when B = 2 ('diverse'): P(vote = y) > the mean branch accuracy; (s2-correlated) "
+                   "the same with correlated branches whose errors coalesce; (drafting) in speculative decoding's "
+                   "own model, where drafts are independent of the verifier's sample, the B-draft plurality matches "
+                   "the verifier more often than one draft (per state of the harness sources; with --logits, on "
+                   "the real pair's captured rows at depth 1).",
+    parts=(Part("s1-share", "If more than half of the total weight is on y, the hard weighted vote outputs y.",
+                relation="=", modes=("exact", "mc")),
+           Part("s1-soft", "The same for the soft vote S(t) = Σ w 1[t̂=t] + λ Σ w q_b(t), λ = 0.5.", relation="=",
+                modes=("exact",)),
+           Part("s1-prob", "Independent channel, MAP weights: P(vote = y) > max_b P(t̂_b = y).", relation=">",
+                modes=("exact",)),
+           Part("s1-weak", "Independent channel, MAP weights: P(vote = y) ≥ max_b P(t̂_b = y).", relation="≥",
+                modes=("exact",)),
+           Part("s2-independent", "Independent binary branches, mean ε < ½ (diverse): P(vote = y) > mean_b "
+                                  "P(t̂_b = y).", relation=">", modes=("exact", "mc")),
+           Part("s2-correlated", "Correlated branches (errors coalescing on a common wrong token), each ε < ½: "
+                                 "P(vote = y) > a single branch's accuracy.", relation=">", modes=("exact", "mc")),
+           Part("drafting", "Drafting model (drafts independent of the verifier's sample): the plurality of B "
+                            "drafts matches the verifier's sample more often than one draft.", relation=">",
+                modes=("exact", "logits"))),
+    modes=("exact", "mc", "logits"),
+    check=check_majority, subject=FUSION, mc_tests=3, shrink=shrink_majority,
+    controls=(Control("minority vote", MINORITY, "negative control: the least-supported voted token is fused",
+                      parts=("s1-share", "s1-soft", "s1-prob", "s1-weak", "s2-independent", "drafting")),
+              Control("unweighted vote", UNWEIGHTED, "negative control: weights that ignore reliability (under "
+                      "coalescing errors the minority vote is right, so this control covers that part)",
+                      parts=("s1-prob", "s1-weak", "s2-correlated"))))
+
+
+# =================================================================================================
+# ecsv.prefix_length
+# =================================================================================================
+
+@dataclass(frozen=True)
+class PrefixFormula:
+    """E[accepted prefix] from per-position match probabilities a_1..a_k: ``"paper"`` Σ_j Π_{i≤j} a_i;
+    ``"off-by-one"`` 1 + Σ_{j<k} Π_{i≤j} a_i (counts the correction/bonus token: a slip)."""
+
+    name: str
+    kind: str = "paper"
+
+    def __call__(self, a) -> float:
+        a = np.asarray(a, dtype=np.float64)
+        if self.kind == "paper":
+            return float(cf.prefix_length(a))
+        return float(1.0 + cf.prefix_length(a[:-1])) if a.size > 1 else 1.0
+
+
+PREFIX = PrefixFormula("Σ_j Π_{i≤j} a_i")
+PREFIX_OFF = PrefixFormula("1 + Σ_{j<k} Π_{i≤j} a_i", "off-by-one")
+
+PREFIX_METHODS = (R.SD_1, R.ECSV_LITE, R.ECSV_BRANCHWISE, R.ECSV_LITE_RS, R.SD_MULTI, R.ecsv_spot(1), R.VOTE_UNIF)
+#: methods by name (sweep points carry names: they go into the report's JSON)
+METHODS = {m.name: m for m in PREFIX_METHODS}
+
+
+def chain_rule(pair, formula: PrefixFormula, method: R.Method, B: int, k: int, state: int = 0):
+    """(formula at a_j = P(match j | matches before), the exact E[τ] of one step)."""
+    law = _step_law(pair, method, B, k, state)
+    return formula(np.nan_to_num(law.match_conditional())), law.accepted
+
+
+def marginal_formula(pair, formula: PrefixFormula, method: R.Method, B: int, k: int, state: int = 0):
+    """(formula at the marginal match probabilities a_j, the exact E[τ])."""
+    law = _step_law(pair, method, B, k, state)
+    return formula(law.match_marginal), law.accepted
+
+
+def multiplicative_slack(a1: float, a2: float, a3: float, delta: float, formula: PrefixFormula = PREFIX) -> float:
+    """formula((1+δ)a) − (1+δ) formula(a) (≥ 0: raising every a_i by (1+δ) raises the prefix by
+    at least that factor); +inf where (1+δ)a leaves [0, 1]."""
+    a = np.array([a1, a2, a3])
+    if ((1 + delta) * a > 1).any():
+        return float("inf")
+    return formula((1 + delta) * a) - (1 + delta) * formula(a)
+
+
+def check_prefix(ctx, formula: PrefixFormula):
+    ev = []
+    srcs = small_sources()
+    with ctx.part("chain-rule"):
+        for name, pair in srcs.items():
+            ev.append(sweep(lambda pt, name=name: label(f"{name} source (V = 3)", method=pt["method"],
+                                                        B=pt["B"], k=pt["k"]),
+                            grid(method=list(METHODS), B=(2,), k=(2, 3) if not ctx.quick else (3,), state=(0, 1)),
+                            lambda method, B, k, state, pair=pair: chain_rule(pair, formula, METHODS[method], B, k,
+                                                                              state),
+                            what="formula at the conditional a_j vs the exact E[τ]"))
+        pair = srcs["medium"]
+        setup = R.Setup(pair, R.ECSV_LITE, 2, 3)
+        n = ctx.size(600_000, 150_000)
+        res = _chain_stream(setup, n, int(ctx.seed))
+        K, laws = _kernel_laws(setup.pair, 2, 3)
+        occ = _occupation(K, res.per)
+        claimed = float(occ @ np.array([formula(np.nan_to_num(lw.match_conditional())) for lw in laws]))
+        e = res.estimates()["accepted_length"]
+        ev.append(mc_mean(ctx, label("medium source (V = 3)", method="ECSV-lite", B=2, k=3), claimed,
+                          mean=e.value, se=e.se, n=e.n, tolerance=0.03, what="accepted length per step",
+                          note=f"{n} steps of the Numba kernel ({mc.N_STREAMS} chains); claimed: the formula at "
+                               "each step-start state's conditional a_j, averaged over the chains' state occupation"))
+    with ctx.part("independent"):
+        iid = perturbed_pair(3, 0, concentration=0.3, how="mix", strength=0.4, seed=11, name="mix0.4-V3-o0")
+        ev.append(sweep(lambda pt: label("order-0 source (V = 3)", method=pt["method"], B=pt["B"], k=pt["k"]),
+                        grid(method=("SD-1", "ECSV-lite", "Vote-unif", "ECSV-lite [rs]"), B=(2, 3), k=(2,)),
+                        lambda method, B, k: marginal_formula(iid, formula, METHODS[method], B, k),
+                        what="formula at the marginal a_j vs the exact E[τ] (independent positions)"))
+    with ctx.part("markov-marginal"):
+        for name, pair in srcs.items():
+            for m in (R.SD_1, R.ECSV_LITE, R.ECSV_BRANCHWISE):
+                c, m_ = marginal_formula(pair, formula, m, 2, 3)
+                ev.append(stats.info("exact", label(f"{name} source (V = 3)", method=m.name, B=2, k=3), c, m_,
+                                     test="formula at the marginal a_j vs the exact E[τ] on a Markov source",
+                                     note=f"off by {c - m_:+.4f} ({100 * (c - m_) / m_:+.1f}%); outside the "
+                                          "independence the marginal reading needs: reported, not graded"))
+    with ctx.part("monotone"):
+        ev.append(least_slack(ctx, "monotone", lambda: exhaustive(
+            lambda a1, a2, a3, delta: multiplicative_slack(a1, a2, a3, delta, formula),
+            grid(a1=(0.2, 0.5, 0.8), a2=(0.0, 0.3, 0.9), a3=(0.0, 0.5, 0.9), delta=(0.05, 0.1, 0.2)),
+            call=lambda a1, a2, a3, delta: f"import sims.claims.ecsv; sims.claims.ecsv.multiplicative_slack("
+                                           f"{a1}, {a2}, {a3}, {delta}, sims.claims.ecsv."
+                                           f"{'PREFIX' if formula.kind == 'paper' else 'PREFIX_OFF'})"),
+            what="formula((1+δ)a) − (1+δ)·formula(a)"))
+    with ctx.part("monotone-dependent"):
+        c = cf.dependent_monotonicity_counterexample()
+        ev.append(stats.exact_bound("two laws of k = 2 dependent match indicators, marginals (0.5, 0.5) → (0.6, 0.6)",
+                                    c["prefix_A"], c["prefix_B"], side="ge",
+                                    what="E[accepted prefix] after raising every marginal a_i",
+                                    note=f"formula at the marginals: {formula(c['marginals_A']):.3f} → "
+                                         f"{formula(c['marginals_B']):.3f}; exact prefix {c['prefix_A']:.2f} → "
+                                         f"{c['prefix_B']:.2f}"))
+    return ev
+
+
+@lru_cache(maxsize=None)
+def _chain_stream(setup, n: int, seed: int):
+    from spectheory.rng import derive_seed
+    return mc.simulate(setup, n, seed=derive_seed(seed, "ecsv.prefix_length", "chain"))
+
+
+@lru_cache(maxsize=None)
+def _kernel_laws(pair, B: int, k: int):
+    return ex.step_kernel(R.Setup(pair, R.ECSV_LITE, B, k))
+
+
+def _occupation(K: np.ndarray, n: int, start: int = 0) -> np.ndarray:
+    dist = np.zeros(K.shape[0])
+    dist[start] = 1.0
+    occ = np.zeros_like(dist)
+    for t in range(n):
+        occ += dist
+        nxt = dist @ K
+        if np.abs(nxt - dist).max() < 1e-15:
+            occ += (n - t - 1) * nxt
+            break
+        dist = nxt
+    return occ / occ.sum()
+
+
+def shrink_prefix(ctx, formula: PrefixFormula):
+    c = cf.dependent_monotonicity_counterexample()
+    return {"part": "monotone-dependent", "k": 2, "marginals_A": c["marginals_A"].tolist(),
+            "marginals_B": c["marginals_B"].tolist(), "claimed": c["prefix_A"], "measured": c["prefix_B"],
+            "source": "joint laws of two match indicators: A = perfectly correlated, B = P(both) 0.2",
+            "call": "import spectheory.closed_forms.ecsv; "
+                    "(lambda c: (c['prefix_A'], c['prefix_B']))(spectheory.closed_forms.ecsv."
+                    "dependent_monotonicity_counterexample())"}
+
+
+register(
+    id="ecsv.prefix_length", paper=PAPER, reference="'Why it should work', acceptance multiplier",
+    statement="Expected accepted prefix = Σ_{j=1}^{k} Π_{i≤j} a_i for per-position match probabilities a_i: raising "
+              "every a_i raises it multiplicatively.",
+    interpretation="With a_j = P(match at j | matches before) the sum is E[τ] for every source (chain rule; part "
+                   "'chain-rule', exact on every method and the kernel's streams). With a_j the marginal match "
+                   "probability it needs independent positions ('independent': an order-0 source with positionwise "
+                   "fusion); on Markov sources it is off (info). 'Multiplicatively': (1+δ)a gives at least (1+δ) "
+                   "times the sum ('monotone', exhaustive least slack). With dependent positions, raising every "
+                   "marginal need not raise E[τ] ('monotone-dependent').",
+    parts=(Part("chain-rule", "E[τ] = Σ_j Π_{i≤j} a_j with a_j = P(match j | matches 1..j−1).", relation="="),
+           Part("independent", "With independent positions, E[τ] = Σ_j Π_{i≤j} a_j for the marginal a_j.",
+                relation="=", modes=("exact",)),
+           Part("markov-marginal", "The marginal reading on a Markov source.", relation="=", checkable=False,
+                reason="outside the independence the marginal reading assumes: the gap is reported as info"),
+           Part("monotone", "Raising every a_i by a factor (1+δ) raises the sum by at least (1+δ).",
+                relation="monotone", modes=("exact",)),
+           Part("monotone-dependent", "With dependent positions, raising every marginal a_i raises E[τ].",
+                relation="monotone", modes=("exact",))),
+    check=check_prefix, subject=PREFIX, mc_tests=1, shrink=shrink_prefix,
+    controls=(Control("off-by-one formula", PREFIX_OFF,
+                      "negative control: 1 + Σ_{j<k} Π_{i≤j} a_i (the correction/bonus token counted)"),))
+
+
+# =================================================================================================
+# ecsv.budget
+# =================================================================================================
+
+@dataclass(frozen=True)
+class BudgetRule:
+    """How ECSV-spot spends the verifier: ``"rule"`` (R_used spot checks + a fused draft of depth
+    k − R_used: SD-1's k + 1 positions per step) or ``"forget_spot"`` (the counter does not charge
+    the spot checks: depth k)."""
+
+    name: str
+    budget: str = "rule"
+
+    def method(self, m: R.Method) -> R.Method:
+        return m if self.budget == "rule" else replace(m, budget="forget_spot", name=m.name + " (spot checks uncharged)")
+
+
+BUDGET_RULE = BudgetRule("|S_pre| + |S_post| ≤ L = k + 1")
+FORGET_RULE = BudgetRule("counter forgets the spot checks", "forget_spot")
+
+BUDGET_METHODS = (R.ECSV_LITE, R.ecsv_spot(1), R.ecsv_spot(2), R.ecsv_spot(3), R.ecsv_spot(4), R.ECSV_SOFT)
+_BM = {m.name: m for m in BUDGET_METHODS}
+
+
+def per_step_cost(pair, rule: BudgetRule, method: str, B: int, k: int, state: int = 0):
+    """(the allowance k + 1, E[verifier positions per step] in one forward), exact."""
+    return float(k + 1), _step_law(pair, rule.method(_BM[method]), B, k, state).cost_parallel
+
+
+def plan_slack(rule: BudgetRule, R_: int, k: int) -> float:
+    """(k + 1) − (R_used + d + 1) under the rule (≥ 0: within the per-step allowance)."""
+    m = rule.method(R.ecsv_spot(R_) if R_ else R.ECSV_LITE)
+    r, d = m.plan(k)
+    return float(k + 1 - (r + d + 1))
+
+
+def per_token(pair, rule: BudgetRule, method: str, B: int, k: int, accounting: str = "parallel", margin: float = 0.01):
+    """((1 + margin) · L_base, the method's verifier positions per output token), exact long run;
+    L_base is SD-1's at the same depth k in the same accounting."""
+    key = f"vtpo_{accounting}"
+    base = _long_run(pair, R.SD_1, B, k)[key]
+    return (1.0 + margin) * base, _long_run(pair, rule.method(_BM[method]), B, k)[key]
+
+
+def check_budget(ctx, rule: BudgetRule):
+    ev = []
+    srcs = small_sources()
+    with ctx.part("per-step"):
+        for name in ("medium",):
+            pair = srcs[name]
+            ev.append(sweep(lambda pt, name=name: label(f"{name} source (V = 3)", method=pt["method"], B=2, k=pt["k"]),
+                            grid(method=[m.name for m in BUDGET_METHODS], k=(2, 3, 4) if not ctx.quick else (2, 4)),
+                            lambda method, k, pair=pair: per_step_cost(pair, rule, method, 2, k),
+                            grade="bound", side="le", what="E[verifier positions per step] ≤ k + 1"))
+        ev.append(least_slack(ctx, "per-step", lambda: exhaustive(
+            lambda R_, k: plan_slack(rule, R_, k), grid(R_=(0, 1, 2, 3, 4), k=(1, 2, 3, 4, 6, 8)),
+            call=lambda R_, k: f"import sims.claims.ecsv; sims.claims.ecsv.plan_slack(sims.claims.ecsv."
+                               f"{'BUDGET_RULE' if rule.budget == 'rule' else 'FORGET_RULE'}, {R_}, {k})"),
+            what="allowance − spend per step"))
+        pair = harness_sources()["medium"]
+        for k in (4, 8):
+            setup = R.Setup(pair, rule.method(R.ecsv_spot(2)), 4, k)
+            res = mc.simulate(setup, ctx.size(40_000, 8_000), seed=ctx.rng("per-step", str(k)))
+            e = res.estimates()["cost_parallel_per_step"]
+            ledger = cf.budget_ledger(res.cost_parallel, setup.allowance)
+            ev.append(mc_bound(ctx, label("medium source (V = 8)", method="ECSV-spot(R=2)", B=4, k=k), float(k + 1),
+                               mean=e.value, se=e.se, n=e.n, side="le", tolerance=0.05,
+                               what="verifier positions per step ≤ k + 1",
+                               note=f"{e.n} steps; the bank Σ(allowance − spend) ends at {ledger[-1]:+.0f} "
+                                    f"(min {ledger.min():+.0f})"))
+    with ctx.part("per-token-parallel"):
+        for name, pair in srcs.items():
+            ev.append(sweep(lambda pt, name=name: label(f"{name} source (V = 3)", method=pt["method"], B=2, k=pt["k"]),
+                            grid(method=["ECSV-lite", "ECSV-spot(R=1)", "ECSV-soft"], k=(2, 3) if not ctx.quick else (2,)),
+                            lambda method, k, pair=pair: per_token(pair, rule, method, 2, k),
+                            grade="bound", side="le",
+                            what="verifier positions per output token ≤ 1.01 · SD-1's (one forward per step)"))
+    with ctx.part("per-token-sequential"):
+        pair = srcs["medium"]
+        ev.append(sweep(lambda pt: label("medium source (V = 3)", method=pt["method"], B=2, k=pt["k"]),
+                        grid(method=["ECSV-lite", "ECSV-spot(R=1)", "ECSV-spot(R=2)"], k=(2, 4) if not ctx.quick else (2,)),
+                        lambda method, k: per_token(pair, rule, method, 2, k, "sequential"),
+                        grade="bound", side="le",
+                        what="verifier positions per output token ≤ 1.01 · SD-1's (= 1.01: up to the first mismatch)"))
+    # Monte Carlo, harness source: ECSV-spot(R=2) against SD-1 per output token, both accountings
+    pair = harness_sources()["medium"]
+    n = ctx.size(40_000, 8_000)
+    sd1 = mc.simulate(R.Setup(pair, R.SD_1, 4, 4), n, seed=_seed(ctx, "budget-sd1")).estimates()
+    spot = mc.simulate(R.Setup(pair, rule.method(R.ecsv_spot(2)), 4, 4), n, seed=ctx.rng("budget-spot")).estimates()
+    for part, key in (("per-token-parallel", "vtpo_parallel"), ("per-token-sequential", "vtpo_sequential")):
+        a, b = spot[key], sd1[key]
+        ev.append(mc_bound(ctx, label("medium source (V = 8)", method="ECSV-spot(R=2)", B=4, k=4, accounting=key[5:]),
+                           0.0, mean=a.value - 1.01 * b.value, se=float(np.hypot(a.se, 1.01 * b.se)), n=a.n,
+                           side="le", tolerance=0.05, what="VTPO(ECSV) − 1.01·VTPO(SD-1)",
+                           note=f"VTPO ECSV-spot {a.value:.4f} ± {a.se:.4f}, SD-1 {b.value:.4f} ± {b.se:.4f}; "
+                                f"accepted length {spot['accepted_length'].value:.3f} vs "
+                                f"{sd1['accepted_length'].value:.3f}", part=part))
+    with ctx.part("every-method"):
+        for m in (R.PLAN if not ctx.quick else (R.SD_1, R.SD_MULTI, R.ORACLE_TOP1, R.ECSV_LITE, R.ecsv_spot(1))):
+            lr = _long_run(srcs["medium"], rule.method(m) if m.R else m, 2, 2)
+            ev.append(stats.info("exact", label("medium source (V = 3)", method=m.name, B=2, k=2),
+                                 lr["vtpo_parallel"], lr["vtpo_sequential"],
+                                 test="verifier positions per output token: claimed = one forward per step, "
+                                      "measured = up to the first mismatch",
+                                 note=f"per step {lr['cost_parallel_per_step']:.3f} (parallel), "
+                                      f"{lr['cost_sequential_per_step']:.3f} (sequential); accepted length "
+                                      f"{lr['accepted_length']:.3f}"))
+    return ev
+
+
+def _seed(ctx, *labels) -> np.random.SeedSequence:
+    """A seed that depends on the run seed and the labels, not on the subject (shared baselines)."""
+    from spectheory.rng import derive_seed
+    return derive_seed(ctx.seed, ctx.claim_id, *labels)
+
+
+def shrink_budget(ctx, rule: BudgetRule):
+    """The smallest per-token failure: V = 2 random pairs, B = 2, k = 1..2, ECSV-lite."""
+    from spectheory.pairs import random_pair
+    for V in (2, 3):
+        for k in (1, 2):
+            for seed in range(10):
+                pair = random_pair(V, 0, seed=seed)
+                claimed, measured = per_token(pair, rule, "ECSV-lite", 2, k)
+                if measured > claimed + 1e-12:
+                    return {"part": "per-token-parallel", "V": V, "order": 0, "B": 2, "k": k, "seed": seed,
+                            "method": "ECSV-lite", "source": f"spectheory.pairs.random_pair({V}, 0, seed={seed})",
+                            "claimed": claimed, "measured": measured,
+                            "call": f"import sims.claims.ecsv, spectheory.pairs; sims.claims.ecsv.per_token("
+                                    f"spectheory.pairs.random_pair({V}, 0, seed={seed}), sims.claims.ecsv."
+                                    f"{'BUDGET_RULE' if rule.budget == 'rule' else 'FORGET_RULE'}, 'ECSV-lite', 2, {k})"}
+    return None
+
+
+register(
+    id="ecsv.budget", paper=PAPER, reference="Method, 'Budget control'; Experiments, 'Verifier budget matching'",
+    statement="The budget rule keeps verifier calls per output token ≤ the SD-1 baseline L_base (±1%).",
+    interpretation="The rule as implemented: SD-1 at depth k scores k + 1 positions per step; ECSV-spot spends "
+                   "R_used = min(R, ⌊k/2⌋) spot checks and verifies a fused draft of depth k − R_used, so "
+                   "|S_pre| + |S_post| = k + 1 (surplus banked). 'per-step': that allowance is kept (exact on "
+                   "every variant, least slack over (R, k); MC: the kernel's streams). Per output token, in two "
+                   "accountings: one forward scores the draft ('per-token-parallel': (k+1)/E[τ+1]) or scoring "
+                   "stops at the first mismatch ('per-token-sequential', the paper's step 5; SD-1's is exactly 1). "
+                   "Verifier positions per output token of every method are reported as info ('every-method').",
+    parts=(Part("per-step", "Spot checks plus acceptance verification ≤ L = k + 1 verifier positions per step.",
+                relation="≤"),
+           Part("per-token-parallel", "Verifier positions per output token ≤ 1.01 · L_base, one forward per step.",
+                relation="≤"),
+           Part("per-token-sequential", "Verifier positions per output token ≤ 1.01 · L_base, scoring up to the "
+                                        "first mismatch.", relation="≤"),
+           Part("every-method", "Verifier positions per output token of every method of the plan.", relation="=",
+                checkable=False, reason="a measurement, reported for every method (no claim to grade)")),
+    check=check_budget, subject=BUDGET_RULE, mc_tests=4, shrink=shrink_budget,
+    controls=(Control("counter forgets spot checks", FORGET_RULE,
+                      "negative control: spot checks not charged, the fused draft keeps depth k"),))
+
+
+# =================================================================================================
+# ecsv.falsification
+# =================================================================================================
+
+@dataclass(frozen=True)
+class Plan:
+    """The ECSV variants under test. ``reading``: how fused drafts are verified where the plan is
+    graded ('lossless'); ``sabotage`` ``"minority"``: every variant fuses the least reliable
+    branch's token (weights exp(−8·(agreement + log q(t̂))): the least agreeing, least probable
+    draft wins; no tie-break by q̄ or the verifier)."""
+
+    name: str
+    reading: str = "match"
+    sabotage: str = ""
+
+
+AS_READ = Plan("ECSV as read: matching verification, α and γ tuned on held-out sources")
+MINORITY_PLAN = Plan("anti-reliability fusion", sabotage="minority")
+RS_PLAN = Plan("fused drafts verified by min(1, p/q̄) ('standard final check')", reading="rs")
+
+BASELINES = (R.SD_1, R.SD_MULTI, R.VOTE_UNIF, R.ORACLE_TOP1)
+LITE_VARIANTS = ("ECSV-lite", "ECSV-soft")
+
+
+def _cfg(quick: bool) -> dict:
+    """The harness grid (the paper's B, k ∈ {2, 4, 8}, clean and noisy drafters; quick: B ∈ {2, 8},
+    k = 4, the clean drafter) and its sizes."""
+    if quick:
+        return dict(Bs=(2, 8), ks=(4, 8), drafters=(R.CLEAN,), n_steps=3_000, tv_runs=10_000,
+                    variants=("ECSV-lite", "ECSV-spot(R=1)", "ECSV-spot(R=2)", "ECSV-soft"),
+                    exact_Bs=(3,), exact_drafters=(R.CLEAN, R.NOISY), exact_low=("ECSV-lite",))
+    return dict(Bs=(2, 4, 8), ks=(4, 8), drafters=(R.CLEAN, R.NOISY), n_steps=5_000,
+                tv_runs=30_000, variants=tuple(m.name for m in R.PLAN if m.kind == "fusion" and m.weights != "uniform"),
+                exact_Bs=(2, 3), exact_drafters=(R.CLEAN, R.NOISY),
+                exact_low=("ECSV-lite", "ECSV-spot(R=1)", "ECSV-soft"))
+
+
+#: the tuning grid and size, the same in both tiers (so both grade the same tuned algorithm)
+TUNE = dict(gammas=(0.0, 1.0, 4.0), signal_alphas=((1.0, 1.0), (0.0, 1.0)), spot_alphas=(1.0, 4.0), n_steps=1_000)
+
+
+@lru_cache(maxsize=None)
+def tuned_variants(reading: str, quick: bool, seed: int) -> tuple:
+    """The ECSV variants with α, γ tuned on the held-out sources (:func:`spectheory.montecarlo.ecsv.tune`,
+    grid :data:`TUNE`) at B = k = 4 under ``reading``; the same in both tiers (quick grades a subset
+    of the variants); cached per run."""
+    base = tuple(m for m in R.PLAN if m.name in _cfg(quick)["variants"])
+    methods, _ = mc.tune_plan(base, held_out_sources(), reading=reading, seed=seed, **TUNE)
+    return methods
+
+
+def plan_variants(plan: Plan, reading: str, quick: bool, seed: int) -> tuple:
+    ms = tuned_variants(reading, quick, seed)
+    if plan.sabotage == "minority":
+        ms = tuple(replace(m, gamma=-8.0, alpha=(0.0, 1.0, 1.0, 0.0), lam=0.0, ties="none") for m in ms)
+    return ms
+
+
+@lru_cache(maxsize=None)
+def _mc_row(source: str, drafter: R.Drafter, B: int, k: int, method: R.Method, reading: str, n_steps: int,
+            seed: int) -> dict:
+    from spectheory.rng import derive_seed
+    m = method.regime("sampling")
+    if m.kind == "fusion":
+        m = m.with_verify(reading)
+    setup = R.Setup(harness_sources()[source], m, B, k, drafter)
+    ss = derive_seed(seed, "ecsv.falsification", source, drafter.name, str(B), str(k), m.name,
+                     repr((m.gamma, m.alpha, m.R)))
+    est = mc.simulate(setup, n_steps, seed=ss).estimates()
+    return {"source": source, "drafter": drafter.name, "B": B, "k": k, "method": method.name, "verify": m.verify,
+            "R_used": setup.R_used, "d": setup.d, **est}
+
+
+def harness_rows(plan: Plan, reading: str, quick: bool, seed: int, with_baselines: bool = True) -> list[dict]:
+    """Monte Carlo harness rows of the plan's variants and the baselines the rules compare with
+    (SD-1, Vote-unif) on the V = 8 sources (SD-multi and Oracle-Top1 are in the sweep job and the
+    figure). Spot variants whose budget plan
+    coincides at this k (R_used = min(R, ⌊k/2⌋)) are simulated once and labelled with each name."""
+    cfg = _cfg(quick)
+    rows = []
+    for src in harness_sources():
+        for dr in cfg["drafters"]:
+            for B in cfg["Bs"]:
+                for k in cfg["ks"]:
+                    ms = ((R.SD_1, R.VOTE_UNIF) if with_baselines else ()) + plan_variants(plan, reading, quick, seed)
+                    for m in ms:
+                        if m.kind == "sd1" and B != cfg["Bs"][0]:
+                            continue
+                        eff = m
+                        if m.R:
+                            r_used = m.plan(k)[0]
+                            eff = replace(m, R=r_used, name=f"ECSV-spot(R={r_used})")
+                        row = dict(_mc_row(src, dr, B, k, eff, reading, cfg["n_steps"], seed))
+                        row["method"] = m.name
+                        rows.append(row)
+    return rows
+
+
+@lru_cache(maxsize=None)
+def _exact_row(source: str, drafter: R.Drafter, B: int, k: int, method: R.Method, reading: str) -> dict:
+    m = method.regime("sampling")
+    if m.kind == "fusion":
+        m = m.with_verify(reading)
+    pair = small_sources()[source]
+    lr = _long_run(pair, m, B, k, drafter)
+    return {"source": source, "drafter": drafter.name, "B": B, "k": k, "method": method.name, "verify": m.verify, **lr}
+
+
+def exact_rows(plan: Plan, reading: str, quick: bool, seed: int, Bs=None, ks=(2,), variants=None) -> list[dict]:
+    cfg = _cfg(quick)
+    rows = []
+    vs = [m for m in plan_variants(plan, reading, quick, seed) if variants is None or m.name in variants]
+    for src in small_sources():
+        for dr in cfg["exact_drafters"]:
+            for B in (Bs or cfg["exact_Bs"]):
+                for k in ks:
+                    for m in (R.SD_1, R.VOTE_UNIF) + tuple(vs):
+                        if m.kind == "sd1" and B != (Bs or cfg["exact_Bs"])[0]:
+                            continue
+                        rows.append(_exact_row(src, dr, B, k, m, reading))
+    return rows
+
+
+def exact_decisions(rows: list[dict], variants, min_datasets: int = 2) -> list[dict]:
+    """Rule 1 on exact rows: ECSV improves on SD-1 at a source when its accepted length is larger
+    and its cross-entropy to p smaller (by more than 1e-9); not rejected when it improves on
+    ``min_datasets`` sources."""
+    out = []
+    keys = sorted({(r["drafter"], r["B"], r["k"], r["method"]) for r in rows if r["method"] in variants})
+    for dr, B, k, meth in keys:
+        n = 0
+        for src in sorted({r["source"] for r in rows}):
+            e = next(r for r in rows if (r["source"], r["drafter"], r["B"], r["k"], r["method"]) == (src, dr, B, k, meth))
+            s1 = next(r for r in rows if (r["source"], r["drafter"], r["k"], r["method"]) == (src, dr, k, "SD-1"))
+            n += (e["accepted_length"] > s1["accepted_length"] + 1e-9) and (e["ce_per_token"] < s1["ce_per_token"] - 1e-9)
+        out.append({"variant": meth, "drafter": dr, "B": B, "k": k, "n_improves": n, "reject": n < min_datasets})
+    return out
+
+
+def exact_vote_decisions(rows: list[dict], variants, margin: float = 0.01, min_datasets: int = 2) -> list[dict]:
+    """Rule 2 on exact rows: ECSV beats Vote-unif at a source when its accepted length exceeds
+    (1 + margin) times the vote's; 'revise' unless it does on ``min_datasets`` sources."""
+    out = []
+    keys = sorted({(r["drafter"], r["B"], r["k"], r["method"]) for r in rows if r["method"] in variants})
+    for dr, B, k, meth in keys:
+        n, ratios = 0, []
+        for src in sorted({r["source"] for r in rows}):
+            e = next(r for r in rows if (r["source"], r["drafter"], r["B"], r["k"], r["method"]) == (src, dr, B, k, meth))
+            v = next(r for r in rows if (r["source"], r["drafter"], r["B"], r["k"], r["method"]) == (src, dr, B, k,
+                                                                                                   "Vote-unif"))
+            ratios.append(round(e["accepted_length"] / v["accepted_length"], 4))
+            n += e["accepted_length"] > (1 + margin) * v["accepted_length"] + 1e-12
+        out.append({"variant": meth, "drafter": dr, "B": B, "k": k, "n_beats": n, "revise": n < min_datasets,
+                    "ratios": ratios})
+    return out
+
+
+def _exists(mode: str, instance: str, count: int, total: int, what: str, note: str = "", alpha=None,
+            undetermined: int = 0) -> Evidence:
+    """An 'exists' part: pass when some configuration passes; fail when every configuration is
+    decided against; underpowered when none passes but some are undetermined (the tests could
+    not decide)."""
+    outcome = "pass" if count >= 1 else ("underpowered" if undetermined else "fail")
+    return Evidence(mode, instance, 1.0, float(count), n=total, alpha=alpha,
+                    test=f"exists: the number of configurations where {what} must be ≥ 1"
+                         + ("" if mode == "exact" else "; each comparison a one-sided z-test at level α / (number of "
+                                                       "comparisons), batch-means standard errors; a configuration "
+                                                       "neither passing nor decided against is undetermined"),
+                    outcome=outcome, note=(note + (f"; {undetermined} of {total} undetermined" if undetermined else "")))
+
+
+def _mc_decisions(ctx, rows, variants):
+    n_cmp = 3 * len(rows)
+    return mc.falsification(rows, alpha=ctx.alpha_test / max(1, n_cmp), variants=tuple(variants))
+
+
+def _best_note(dec) -> str:
+    best = max(dec["configs"], key=lambda c: (c["n_improves"], c["n_accepted_up"]), default=None)
+    if best is None:
+        return ""
+    src = ", ".join(f"{p['source']}: accepted {p['acc_ecsv']:.3f} vs SD-1 {p['acc_sd1']:.3f}, CE {p['ce_ecsv']:.4f} "
+                    f"vs {p['ce_sd1']:.4f}" for p in best["sources"])
+    return f"best configuration {best['variant']}, {best['drafter']}, B={best['B']}, k={best['k']}: {src}"
+
+
+def check_falsification(ctx, plan: Plan):
+    ev = []
+    quick, seed = ctx.quick, ctx.seed
+    cfg = _cfg(quick)
+    names = cfg["variants"]
+    # --- Monte Carlo harness, matching reading (the plan's variants) ----------------------------
+    rows = harness_rows(plan, "match", quick, seed)
+    dec = _mc_decisions(ctx, rows, names)
+    n_cfg = len(dec["configs"])
+    grid_txt = (f"3 sources (V = 8) × {len(cfg['drafters'])} drafter(s) × B ∈ {cfg['Bs']} × k ∈ {cfg['ks']}, "
+                f"{cfg['n_steps']} steps per point")
+    ev.append(ctx.mc(_exists("mc", "harness, matching verification: " + grid_txt, dec["rule1"]["n_survive"],
+                             n_cfg, "ECSV improves both accepted length and cross-entropy to p over SD-1 on ≥ 2 sources",
+                             _best_note(dec), ctx.alpha_test, dec["rule1"]["n_undetermined"])))
+    ev[-1].part = "rule1"
+    beats = [c for c in dec["configs"] if c["rule2"] == "not-revise"]
+    ev.append(ctx.mc(_exists("mc", "harness, matching verification: " + grid_txt, len(beats), n_cfg,
+                             "an ECSV variant's accepted length beats Vote-unif's by > 1% on ≥ 2 sources",
+                             "configurations: " + ", ".join(f"{c['variant']} {c['drafter']} B={c['B']} k={c['k']}"
+                                                            for c in beats[:6]), ctx.alpha_test,
+                             dec["rule2"]["n_undetermined"])))
+    ev[-1].part = "rule2"
+    lite = [c for c in dec["configs"] if c["variant"] in LITE_VARIANTS]
+    ev.append(stats.info("mc", "harness, matching verification, ECSV-lite and ECSV-soft vs Vote-unif", 1.0,
+                         float(sum(c["rule2"] == "not-revise" for c in lite)),
+                         test="configurations where ECSV-lite/soft beat Vote-unif by > 1% on ≥ 2 sources (z-tests); "
+                              "graded exactly on the V = 3 sources",
+                         note=f"{sum(c['rule2'] == 'revise' for c in lite)} decided 'revise', "
+                              f"{sum(c['rule2'] == 'undetermined' for c in lite)} undetermined of {len(lite)}; tuned γ: "
+                              + ", ".join(f"{m.name} γ={m.gamma:g}" for m in plan_variants(plan, "match", quick, seed))))
+    ev[-1].part = "rule2-lite"
+    xr = exact_rows(plan, "match", quick, seed, variants=LITE_VARIANTS)
+    dv = exact_vote_decisions(xr, LITE_VARIANTS)
+    ev.append(_exists("exact", f"exact harness (match): 3 sources (V = 3) × "
+                               f"{', '.join(d.name for d in cfg['exact_drafters'])} drafter × B ∈ {cfg['exact_Bs']} × k = 2",
+                      sum(not d["revise"] for d in dv), len(dv),
+                      "ECSV-lite/soft's accepted length exceeds Vote-unif's by > 1% on ≥ 2 sources",
+                      "; ".join(f"{d['variant']} {d['drafter']} B={d['B']}: ECSV/Vote {d['ratios']}" for d in dv[:4])))
+    ev[-1].part = "rule2-lite"
+    low = [c for c in dec["configs"] if (c["B"], c["k"]) == (2, 4)]
+    ev.append(ctx.mc(_exists("mc", "harness at B = 2, k = 4, matching verification",
+                             sum(c["rule1"] == "survives" for c in low), len(low), "the improvement of rule 1 persists",
+                             alpha=ctx.alpha_test, undetermined=sum(c["rule1"] == "undetermined" for c in low))))
+    ev[-1].part = "rule3"
+    # --- rs reading ---------------------------------------------------------------------------------
+    rows_rs = [r for r in rows if r["method"] == "SD-1"] + harness_rows(plan, "rs", quick, seed, with_baselines=False)
+    dec_rs = _mc_decisions(ctx, rows_rs, names)
+    n_rs = len(dec_rs["configs"])
+    ev.append(ctx.mc(_exists("mc", "harness, verification min(1, p/q̄): " + grid_txt, dec_rs["rule1"]["n_survive"],
+                             n_rs, "ECSV improves both accepted length and cross-entropy to p over SD-1 on ≥ 2 sources",
+                             _best_note(dec_rs), ctx.alpha_test, dec_rs["rule1"]["n_undetermined"])))
+    ev[-1].part = "rule1-rs"
+    # --- exact harness on the V = 3 sources -------------------------------------------------------
+    for part, reading in (("rule1", "match"), ("rule1-rs", "rs")):
+        xr = exact_rows(plan, reading, quick, seed)
+        dd = exact_decisions(xr, names)
+        ev.append(_exists("exact", f"exact harness ({reading}): 3 sources (V = 3) × "
+                                   f"{', '.join(d.name for d in cfg['exact_drafters'])} drafter × B ∈ "
+                                   f"{cfg['exact_Bs']} × k = 2", sum(not d["reject"] for d in dd), len(dd),
+                          "ECSV improves both accepted length and cross-entropy to p over SD-1 on ≥ 2 sources"))
+        ev[-1].part = part
+    xl = exact_rows(plan, "match", quick, seed, Bs=(2,), ks=(4,), variants=cfg["exact_low"])
+    dl = exact_decisions(xl, names)
+    ev.append(_exists("exact", "exact harness at B = 2, k = 4 (V = 3)", sum(not d["reject"] for d in dl), len(dl),
+                      "the improvement of rule 1 persists"))
+    ev[-1].part = "rule3"
+    # --- fidelity: the output law of every method, measured --------------------------------------
+    with ctx.part("lossless"):
+        srcs = small_sources()
+        ms = BASELINES + plan_variants(plan, plan.reading, quick, seed)
+        for name in ("medium", "weak"):
+            pair = srcs[name]
+            pts = [m.name for m in ms]
+            by = {m.name: m for m in ms}
+            ev.append(sweep(lambda pt, name=name: label(f"{name} source (V = 3)", method=pt["method"], B=2, k=2),
+                            grid(method=pts), lambda method, pair=pair: (0.0, _tv(pair, by[method], plan.reading)),
+                            grade="distance", what=f"TV(first 3 emitted tokens, p³), fused drafts verified by "
+                                                   f"{plan.reading}"))
+        for m in plan_variants(AS_READ, "rs", quick, seed) + (R.VOTE_UNIF,):
+            for name in ("aligned", "medium", "weak"):
+                ev.append(stats.info("exact", label(f"{name} source (V = 3)", method=m.name, verify="rs", B=2, k=2),
+                                     0.0, _tv(srcs[name], m, "rs"),
+                                     test="TV(first 3 emitted tokens, p³) of the 'standard final check' reading",
+                                     note="measured distance from p (the paper concedes the output is not p)"))
+        pair = harness_sources()["medium"]
+        ev.append(_lossless_mc(ctx, pair, ms, plan.reading, cfg["tv_runs"]))
+    return ev
+
+
+def _tv(pair, method: R.Method, reading: str) -> float:
+    m = method.regime("sampling")
+    if m.kind == "fusion":
+        m = m.with_verify(reading)
+    return _tv_cached(pair, m)
+
+
+@lru_cache(maxsize=None)
+def _tv_cached(pair, m: R.Method) -> float:
+    return ex.tv_to_target(R.Setup(pair, m, 2, 2), 3)
+
+
+def _lossless_mc(ctx, pair, methods, reading: str, n: int) -> Evidence:
+    """Chi-square of the first 2 emitted tokens against p² for every method (Bonferroni min-p
+    over the methods), with the plug-in TV and its null level as the measured value."""
+    pN = pair.target.sequence_probs(2)
+    worst = (1.0, 0.0, 0.0, "")
+    ps = []
+    for m0 in methods:
+        m = m0.regime("sampling")
+        if m.kind == "fusion":
+            m = m.with_verify(reading)
+        ft = mc.sample_first_tokens(R.Setup(pair, m, 4, 4), n, 2, seed=ctx.rng("lossless", m.name))
+        counts = mc.sequence_counts(ft.tokens, pair.V)
+        p = mc.chi2_pvalue(counts, pN)
+        ps.append(p)
+        tv = mc.plugin_tv(counts, pN)
+        if p <= worst[0]:
+            worst = (p, tv, mc.plugin_tv_null(pN, n), m.name)
+    k = len(ps)
+    p_adj = min(1.0, k * min(ps))
+    df = pair.V ** 2 - 1
+    det = stats.chi2_detectable_w(df, n, ctx.alpha_test / k)
+    outcome = "fail" if p_adj < ctx.alpha_test else ("pass" if det <= 0.1 else "underpowered")
+    return ctx.mc(Evidence("mc", label("medium source (V = 8)", B=4, k=4, verify=reading, methods=k), 0.0,
+                           worst[1], p_value=p_adj, n=n, alpha=ctx.alpha_test, power=stats.POWER, detectable=det,
+                           tolerance=0.1,
+                           test=f"chi-square of the first 2 emitted tokens ({pair.V ** 2} cells) against p² for each "
+                                f"of {k} methods, Bonferroni min-p; measured = plug-in TV of the worst method, "
+                                "detectable in Cohen's w",
+                           outcome=outcome, note=f"worst method {worst[3]}: plug-in TV {worst[1]:.4f} (null level "
+                                                 f"{worst[2]:.4f}), chi-square p {worst[0]:.2e}"))
+
+
+def shrink_falsification(ctx, plan: Plan):
+    """Rule 1 at its smallest: V = 3 source, B = 2, k = 2, ECSV-lite never improves on SD-1
+    (matching verification is lossless, so cross-entropy to p cannot improve)."""
+    src = small_sources()["medium"]
+    lite = plan_variants(plan, "match", ctx.quick, ctx.seed)[0]
+    e = _exact_row("medium", R.CLEAN, 2, 2, lite, "match")
+    s1 = _exact_row("medium", R.CLEAN, 2, 2, R.SD_1, "match")
+    return {"part": "rule1", "V": 3, "order": 1, "B": 2, "k": 2, "method": lite.name,
+            "source": f"spectheory.pairs.perturbed_pair(3, 1, concentration=0.3, how='mix', strength=0.4, seed=11)",
+            "claimed": s1["accepted_length"], "measured": e["accepted_length"],
+            "note": f"cross-entropy to p {e['ce_per_token']:.6f} (ECSV) vs {s1['ce_per_token']:.6f} (SD-1): equal, "
+                    "both emit p; accepted length lower",
+            "call": "import sims.claims.ecsv, spectheory.rules.ecsv; [sims.claims.ecsv._exact_row('medium', "
+                    "spectheory.rules.ecsv.CLEAN, 2, 2, m, 'match')['accepted_length'] for m in "
+                    "(spectheory.rules.ecsv.SD_1, spectheory.rules.ecsv.ECSV_LITE)]", "src": src.name}
+
+
+register(
+    id="ecsv.falsification", paper=PAPER, reference="Experiments, 'Falsification criteria'",
+    statement="The paper's falsification plan run in simulation (and on logits): ECSV-lite, ECSV-spot (R=1..4), "
+              "ECSV-soft against SD-1, SD-multi, Vote-unif and Oracle-Top1 at matched verifier budget, B ∈ {2,4,8}, "
+              "k ∈ {2,4,8}, clean and noisy drafters; accepted length, cross-entropy to p and TV of the output to p; "
+              "its criteria: reject if ECSV fails to beat SD-1 on both; revise if Vote-unif matches ECSV.",
+    interpretation="Matched budget: every method under the rule scores k + 1 verifier positions per step (SD-1's). "
+                   "'Datasets' are Markov sources of three alignment levels. α, γ of every ECSV variant are tuned on "
+                   "held-out sources (γ = 0, the unweighted vote, is in the grid). Each criterion is a part read as "
+                   "'exists' (the most generous reading: the hypothesis survives if any configuration passes): "
+                   "rule1 — some variant improves both accepted length and cross-entropy to p over SD-1 on ≥ 2 "
+                   "sources (matching verification, the paper's step 5); rule1-rs — the same when fused drafts are "
+                   "verified by min(1, p/q̄) (lossy); rule2 — some variant beats Vote-unif by > 1% on ≥ 2 sources "
+                   "(else 'revise'); rule2-lite — the same for weights from drafter signals alone; rule3 — rule 1 "
+                   "survives at B = 2, k = 4; lossless — under matching verification every method emits p (TV "
+                   "measured for every variant, the lossy reading's as info).",
+    parts=(Part("rule1", "Rule 1 does not reject: at matched budget an ECSV variant improves both accepted length "
+                         "and cross-entropy to p over SD-1 on ≥ 2 sources (matching verification).", relation="exists",
+                modes=("exact", "mc", "logits")),
+           Part("rule1-rs", "The same with fused drafts verified by min(1, p/q̄) (the 'standard final check').",
+                relation="exists", modes=("exact", "mc")),
+           Part("rule2", "Rule 2 does not call for revision: an ECSV variant beats Vote-unif by > 1% on ≥ 2 sources.",
+                relation="exists", modes=("mc",)),
+           Part("rule2-lite", "The same for ECSV-lite / ECSV-soft (reliability from drafter signals, no verifier call).",
+                relation="exists", modes=("exact",)),
+           Part("rule3", "Rule 3: the improvement of rule 1 persists at B = 2, k = 4.", relation="exists",
+                modes=("exact", "mc")),
+           Part("lossless", "Under matching verification every method's output law is p.", relation="law",
+                modes=("exact", "mc"))),
+    modes=("exact", "mc", "logits"),
+    check=check_falsification, subject=AS_READ, mc_tests=5, shrink=shrink_falsification,
+    controls=(Control("anti-reliability fusion", MINORITY_PLAN, "negative control: every variant fuses the least "
+                      "agreeing, least probable draft; it must fail every decision rule",
+                      parts=("rule1", "rule1-rs", "rule2", "rule2-lite", "rule3")),
+              Control("lossy reading as lossless", RS_PLAN, "negative control: fused drafts verified against q̄ "
+                      "(the rs reading) and claimed lossless", parts=("lossless",))))

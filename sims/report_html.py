@@ -1,0 +1,407 @@
+"""The HTML report: one self-contained file (inline CSS, plots as inline PNG, no script, no
+network), the same summary and sections as the Markdown report (:mod:`sims.report`), a plot
+for every claim whose evidence is a curve, grid, sweep or set of comparisons, and every
+evidence table folded under its claim.
+
+Plots (matplotlib, drawn off screen):
+
+* **sweeps** (evidence with ``points``, :func:`sims.shapes.sweep`): the claimed value (dashed
+  line) and the measured one (markers) against the sweep's numeric setting (γ, c, k, V, ...),
+  one colour per instance, sweeps of one part over the same setting in one panel; a second
+  varying setting becomes one line per value; failing points are red crosses;
+* **comparisons** (evidence without points): measured against claimed, one marker per
+  comparison (with its confidence interval when Monte Carlo), on the diagonal where they agree;
+  when every claimed value is the same (a distance that must be 0, a bound) the measured values
+  are drawn against the claimed line instead.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+
+from spectheory.judge.format import fmt, interval
+
+from .report import (LEGEND, _num, _parts, _summary, anchor, bound_slack, controls_cell, finding, key_evidence,
+                     part_finding, part_phrase, settings_text, verdict_counts)
+
+#: settings never used as an axis
+_META = ("claimed", "measured", "outcome")
+#: the most panels one claim's figure gets (the rest stay in the evidence tables)
+MAX_PANELS = 4
+_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
+_SYMBOL = {"gamma": "γ", "lam": "λ", "mu": "μ", "alpha": "α", "eps": "ε"}
+
+CSS = """
+body{font:15px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1d232a;margin:0;background:#f6f7f9}
+main{max-width:1180px;margin:0 auto;padding:24px 28px 60px;background:#fff}
+h1{font-size:26px;margin:0 0 6px}h2{font-size:19px;margin:0 0 4px}
+.meta{color:#566;font-size:13px}.counts{font-size:16px;margin:10px 0 16px}
+table{border-collapse:collapse;margin:8px 0 14px;font-size:13.5px}
+th,td{border-bottom:1px solid #e3e6ea;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f0f2f5;font-weight:600}
+table.summary td:nth-child(4){min-width:470px}table.summary td:nth-child(5){white-space:nowrap}
+code,pre{font-family:SFMono-Regular,Consolas,Menlo,monospace;font-size:12.5px}
+pre{background:#f3f4f6;border:1px solid #e1e4e8;padding:8px 10px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
+.badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12.5px;font-weight:600;color:#fff;white-space:nowrap}
+.holds{background:#2e7d32}.fails{background:#c62828}.inconclusive{background:#b26a00}.not-checkable{background:#78828c}
+section.claim{border-top:3px solid #e3e6ea;padding:18px 0 8px;margin-top:18px}
+section.claim.v-fails{border-top-color:#c62828}section.claim.v-holds{border-top-color:#2e7d32}
+section.claim.v-inconclusive{border-top-color:#b26a00}
+blockquote{margin:8px 0;padding:6px 12px;border-left:4px solid #c9d1d9;background:#fafbfc}
+.cite{color:#444;font-style:italic;font-size:13.5px}.rel{font-family:inherit;font-weight:600}
+.finding{margin:6px 0}.cex{background:#fff4f4;border:1px solid #f3c2c2;padding:8px 12px;margin:10px 0}
+figure{margin:10px 0}figure img{max-width:100%;border:1px solid #e3e6ea}
+figcaption{font-size:12.5px;color:#555}
+dl.legend{font-size:13px;display:grid;grid-template-columns:130px 1fr;gap:3px 12px;margin:4px 0 12px}
+dl.legend dt{font-weight:600}dl.legend dd{margin:0}
+details{margin:8px 0}summary{cursor:pointer;color:#0b5cad}
+td.fail{color:#c62828;font-weight:600}td.pass{color:#2e7d32}td.underpowered{color:#b26a00}
+.notes{font-size:13px;color:#555}
+"""
+
+
+def _e(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _badge(verdict: str, text: str | None = None) -> str:
+    return f'<span class="badge {_e(verdict)}">{_e(text or verdict)}</span>'
+
+
+# --- plots -----------------------------------------------------------------------------------------
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
+def _axes_of(points) -> tuple[str | None, list[str]]:
+    """(x setting, other varying settings) of a sweep's points: x is the numeric setting with the
+    most distinct values; None when no setting is numeric."""
+    keys = [k for k in points[0] if k not in _META]
+    varying = [k for k in keys if len({repr(p.get(k)) for p in points}) > 1]
+    numeric = [k for k in varying if all(_is_number(p.get(k)) for p in points)]
+    if not numeric:
+        return None, varying
+    x = max(numeric, key=lambda k: len({p.get(k) for p in points}))
+    return x, [k for k in varying if k != x]
+
+
+def _sweep_groups(claim) -> list[tuple[tuple, list[dict]]]:
+    """Evidence with ≥ 2 points, grouped by (part, x setting, other settings): one panel each,
+    failing groups first, then the largest."""
+    groups: dict = {}
+    for e in claim["evidence"]:
+        pts = e.get("points") or []
+        if len(pts) < 2 or e["outcome"] == "info":
+            continue
+        x, other = _axes_of(pts)
+        groups.setdefault((e.get("part"), x, tuple(other)), []).append(e)
+    return sorted(groups.items(), key=lambda kv: (not any(e["outcome"] == "fail" for e in kv[1]),
+                                                  -sum(len(e["points"]) for e in kv[1])))
+
+
+def _short(label: str, n: int = 28) -> str:
+    return label if len(label) <= n else label[:n - 1] + "…"
+
+
+def _draw_sweep(ax, key, evs, relation):
+    part, x, other = key
+    distance = all(_num(p["claimed"]) == 0 for e in evs for p in e["points"])
+    series = []
+    for e in evs:
+        pts = e["points"]
+        if other:
+            combos = sorted({tuple(repr(p.get(k)) for k in other) for p in pts})
+            if len(combos) > 6:
+                other_use = ()
+            else:
+                other_use = other
+        else:
+            other_use = ()
+        by: dict = {}
+        for i, p in enumerate(pts):
+            by.setdefault(tuple(p.get(k) for k in other_use), []).append((i, p))
+        name = e["instance"].split(" ")[0]
+        for combo, rows in by.items():
+            tag = name + "".join(f", {_SYMBOL.get(k, k)}={v}" for k, v in zip(other_use, combo))
+            series.append((tag, rows))
+    many = len(series) > len(_COLOURS)
+    for j, (tag, rows) in enumerate(series):
+        col = _COLOURS[j % len(_COLOURS)]
+        xs = [(p[x] if x else i) for i, p in rows]
+        order = sorted(range(len(rows)), key=lambda k: xs[k])
+        xs = [xs[k] for k in order]
+        cl = [_num(rows[k][1]["claimed"]) for k in order]
+        me = [_num(rows[k][1]["measured"]) for k in order]
+        if not distance:
+            ax.plot(xs, cl, "--", color=col, lw=1.2, alpha=0.9)
+        ax.plot(xs, me, "o-", color=col, lw=0.8, ms=4, label=None if many else _short(tag))
+        bad = [(xs[k], me[k]) for k, i in enumerate(order) if rows[i][1].get("outcome") == "fail"]
+        if bad:
+            ax.plot(*zip(*bad), "x", color="#c62828", ms=9, mew=2.2, zorder=5)
+    if distance:
+        ax.axhline(0, color="#444", ls="--", lw=1.0)
+        ymax = max((abs(_num(p["measured"]) or 0) for e in evs for p in e["points"]), default=0)
+        if ymax < 1e-9:
+            ax.set_ylim(-1e-9, 1e-9)
+            ax.text(0.5, 0.88, f"all ≤ {ymax:.1e}: zero to rounding", transform=ax.transAxes, ha="center",
+                    fontsize=8, color="#333")
+    ax.set_xlabel(_SYMBOL.get(x, x) if x else "point")
+    if x and all(float(p[x]).is_integer() for e in evs for p in e["points"]):
+        from matplotlib.ticker import MaxNLocator
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("distance" if distance else "value")
+    what = (f"part {part}: " if part and part != "main" else "")
+    ax.set_title(_short(what + (f"{len(evs)} sweeps" if len(evs) > 1 else evs[0]["instance"]), 46), fontsize=9)
+    if many:
+        ax.text(0.02, 0.02, f"{len(series)} series", transform=ax.transAxes, fontsize=7, color="#555")
+
+
+def _marker(e) -> str:
+    """▲ for an exact lower bound (measured must lie on or above claimed), ▼ for an upper bound, ● else."""
+    test = e.get("test") or ""
+    return "^" if "≥ bound" in test else ("v" if "≤ bound" in test else "o")
+
+
+def _draw_comparisons(ax, evs, relation):
+    cl = [_num(e["claimed"]) for e in evs]
+    me = [_num(e["measured"]) for e in evs]
+    bad = [e["outcome"] == "fail" for e in evs]
+    cols = ["#c62828" if b else ("#1f77b4" if e["mode"] == "exact" else "#ff7f0e") for b, e in zip(bad, evs)]
+    marks = [_marker(e) for e in evs]
+    same = max(cl) - min(cl) <= 1e-12 * max(1.0, abs(max(cl)))
+    xs = list(range(len(evs))) if same else cl
+    for i, e in enumerate(evs):
+        lo, hi = _num(e.get("ci_low")), _num(e.get("ci_high"))
+        if lo is not None and hi is not None:
+            ax.plot([xs[i], xs[i]], [lo, hi], color=cols[i], lw=1.0)
+    for m in set(marks):
+        idx = [i for i, k in enumerate(marks) if k == m]
+        ax.scatter([xs[i] for i in idx], [me[i] for i in idx], c=[cols[i] for i in idx], s=18, marker=m, zorder=3)
+    if same:  # a distance that must be 0, a constant bound: measured against the claimed line
+        ax.axhline(cl[0], color="#444", ls="--", lw=1.0)
+        line = f"claimed {fmt(cl[0])}"
+        ax.set_xlabel("comparison (report order)")
+        from matplotlib.ticker import MaxNLocator
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    else:
+        lo_v, hi_v = min(cl + me), max(cl + me)
+        pad = 0.05 * (hi_v - lo_v or 1.0)
+        ax.plot([lo_v - pad, hi_v + pad], [lo_v - pad, hi_v + pad], "--", color="#444", lw=1.0)
+        line = "measured = claimed"
+        ax.set_xlabel("claimed")
+    ax.set_ylabel("measured")
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], ls="--", color="#444", label=line)]
+    handles += [Line2D([], [], marker="o", ls="", color=c, label=t) for c, t in
+                (("#1f77b4", "exact"), ("#ff7f0e", "Monte Carlo (CI)"), ("#c62828", "fails")) if c in cols]
+    handles += [Line2D([], [], marker=m, ls="", color="#555", label=t) for m, t in
+                (("^", "lower bound: on or above"), ("v", "upper bound: on or below")) if m in marks]
+    ax.legend(handles=handles, fontsize=6.5, loc="best", framealpha=0.7)
+    parts = {e.get("part") for e in evs}
+    what = f"part {parts.pop()}: " if len(parts) == 1 and None not in parts and "main" not in parts else ""
+    ax.set_title(f"{what}{len(evs)} comparisons", fontsize=9)
+
+
+def _plain(claim) -> list[dict]:
+    """Graded comparisons that are not sweeps, with finite numbers; a Monte Carlo one only with
+    its confidence interval or when it fails (a law test's empirical distance is sampling noise
+    around 0, its p-value is the evidence)."""
+    return [e for e in claim["evidence"] if e["outcome"] != "info" and len(e.get("points") or []) < 2
+            and _num(e.get("claimed")) is not None and _num(e.get("measured")) is not None
+            and all(math.isfinite(_num(e[k])) for k in ("claimed", "measured"))
+            and (e["mode"] == "exact" or e.get("ci_low") is not None or e["outcome"] == "fail")]
+
+
+def _series_count(key, evs) -> int:
+    other = key[2]
+    if not other:
+        return len(evs)
+    return sum(min(len({tuple(repr(p.get(k)) for k in other) for p in e["points"]}), 7) for e in evs)
+
+
+def _panels(claim) -> tuple[list, int]:
+    """The panels of a claim's figure (at most :data:`MAX_PANELS`) and how many sweep groups
+    did not get one. A group with more lines than colours is drawn instance by instance."""
+    panels, skipped = [], 0
+    for key, evs in _sweep_groups(claim):
+        chunks, cur = [], []
+        for e in evs:  # at most as many lines per panel as there are colours
+            if cur and _series_count(key, cur + [e]) > len(_COLOURS):
+                chunks.append(cur)
+                cur = []
+            cur.append(e)
+        chunks.append(cur)
+        for ch in chunks:
+            if len(panels) < MAX_PANELS:
+                panels.append(("sweep", (key, ch)))
+            else:
+                skipped += 1
+    plain = _plain(claim)
+    if len(plain) >= 2:
+        if len(panels) >= MAX_PANELS:
+            skipped += 1
+            panels[-1] = ("plain", plain)
+        else:
+            panels.append(("plain", plain))
+    return panels, skipped
+
+
+def claim_figure(claim: dict) -> tuple[str, str] | None:
+    """(PNG as base64, caption) of a claim's plot, or None when its evidence has no curve and
+    fewer than two comparisons."""
+    panels, skipped = _panels(claim)
+    if not panels:
+        return None
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    parts = {p["id"]: p["relation"] for p in _parts(claim)}
+    n = len(panels)
+    cols = min(n, 2 if n == 4 else 3)
+    rows = math.ceil(n / cols)
+    w = {1: 6.0, 2: 5.2}.get(cols, 4.3)
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, 3.4 * rows), squeeze=False)
+    for ax, (kind, data) in zip(axes.flat, panels):
+        if kind == "sweep":
+            key, evs = data
+            _draw_sweep(ax, key, evs, parts.get(key[0], claim.get("relation")))
+            handles = ax.get_legend_handles_labels()[0]
+            if handles:
+                ax.legend(fontsize=6.5, loc="best", ncol=2 if len(handles) > 4 else 1, framealpha=0.7)
+        else:
+            _draw_comparisons(ax, data, claim.get("relation"))
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.25)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96)
+    plt.close(fig)
+    cap = []
+    if any(k == "sweep" for k, _ in panels):
+        cap.append("Sweeps: claimed (dashed) and measured (dots) against the setting that varies, one colour per "
+                   "instance; red crosses mark failing points")
+    if any(k == "plain" for k, _ in panels):
+        cap.append("comparisons: measured against claimed (exact in blue, Monte Carlo in orange with its "
+                   "confidence interval, failures in red)")
+    if skipped > 0:
+        cap.append(f"{skipped} more panel(s) not drawn: every number is in the evidence table")
+    return base64.b64encode(buf.getvalue()).decode("ascii"), "; ".join(cap) + "."
+
+
+# --- page --------------------------------------------------------------------------------------------
+
+def _evidence_rows(evidence, parts: bool) -> str:
+    head = ("<th>part</th>" if parts else "") + "".join(
+        f"<th>{h}</th>" for h in ("mode", "instance", "claimed", "measured", "interval", "p", "n", "outcome", "test"))
+    rows = []
+    for e in evidence:
+        rows.append("<tr>" + (f"<td>{_e(e.get('part') or '–')}</td>" if parts else "") + "".join(
+            f"<td>{_e(v)}</td>" for v in (e["mode"], e["instance"], fmt(e["claimed"]), fmt(e["measured"]),
+                                          interval(e), fmt(e["p_value"], 3), fmt(e["n"])))
+            + f'<td class="{_e(e["outcome"])}">{_e(e["outcome"])}</td>'
+            + f"<td>{_e(e['test'] + ('; ' + e['note'] if e['note'] else ''))}</td></tr>")
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _section(c: dict, plots: bool) -> str:
+    parts = _parts(c)
+    multi = len(parts) > 1
+    out = [f'<section class="claim v-{_e(c["verdict"])}" id="{anchor(c["id"])}">',
+           f"<h2><code>{_e(c['id'])}</code> {_badge(c['verdict'], _summary(c))}</h2>",
+           f'<p class="cite">{_e(c.get("paper") or "")}{" · " + _e(c["reference"]) if c.get("reference") else ""}</p>',
+           f"<blockquote>{_e(c['statement'])}</blockquote>"]
+    if c.get("interpretation"):
+        out.append(f"<p><b>Reading.</b> {_e(c['interpretation'])}</p>")
+    if multi:
+        out.append("<table><tr><th>part</th><th>relation</th><th>verdict</th><th>what it says</th>"
+                   "<th>what was found</th></tr>" + "".join(
+                       f"<tr><td><code>{_e(p['id'])}</code></td><td class=rel>{_e(p['relation'])}</td>"
+                       f"<td>{_badge(p['verdict'])}</td><td>{_e(p['statement'])}</td>"
+                       f"<td>{_e(part_finding(c, p))}</td></tr>" for p in parts) + "</table>")
+    else:
+        out.append(f'<p class="finding"><b>Verdict.</b> {_e(part_phrase(c, parts[0]))}.</p>')
+    for p in parts:
+        rec = p.get("least_slack")
+        if rec and rec.get("call"):
+            out.append(f"<p>Least slack{' of <code>' + _e(p['id']) + '</code>' if multi else ''}: "
+                       f"{_e(fmt(rec.get('value')))} ({_e(rec.get('search', ''))}); recompute:</p>"
+                       f"<pre><code>{_e(rec['call'])}</code></pre>")
+    cex = c.get("counterexample")
+    if cex:
+        where = next((p["id"] for p in parts if p.get("counterexample")), None)
+        out.append('<div class="cex"><b>Counterexample</b>'
+                   + (f" (part <code>{_e(where)}</code>)" if multi and where else "")
+                   + f": {_e(settings_text(cex) or 'the instance')}"
+                   + (f", pair <code>{_e(cex['source'])}</code>" if cex.get("source") else "")
+                   + f": claimed <b>{_e(fmt(cex.get('claimed')))}</b>, measured <b>{_e(fmt(cex.get('measured')))}</b>"
+                   + (f" ({_e(cex['what'])})" if cex.get("what") else "") + "."
+                   + (f"<br>Recompute both numbers:<pre><code>{_e(cex['call'])}</code></pre>" if cex.get("call") else "")
+                   + "</div>")
+    if plots:
+        fig = claim_figure(c)
+        if fig:
+            png, cap = fig
+            out.append(f'<figure><img alt="plot of the evidence of {_e(c["id"])}" '
+                       f'src="data:image/png;base64,{png}"><figcaption>{_e(cap)}</figcaption></figure>')
+    key = key_evidence(c)
+    if key:
+        out.append(f"<p><b>Key evidence</b> ({len(key)} of {len(c['evidence'])}):</p>" + _evidence_rows(key, multi))
+    if c.get("controls"):
+        out.append("<p><b>Negative controls</b>:</p><ul>" + "".join(
+            f"<li><code>{_e(k['name'])}</code> "
+            f"{_badge('holds' if k['verdict'] == 'fails' else 'fails', 'rejected' if k['verdict'] == 'fails' else 'not rejected: ' + k['verdict'])}"
+            f" {_e(', '.join(f'{m} {v}' for m, v in (k.get('modes') or {}).items()))}: {_e(k['description'])}</li>"
+            for k in c["controls"]) + "</ul>")
+    if c.get("notes"):
+        out.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in c["notes"]) + "</ul>")
+    out.append(f"<details><summary>All {len(c['evidence'])} evidence items of the claim, and its controls'"
+               f"</summary>{_evidence_rows(c['evidence'], multi)}"
+               + "".join(f"<p>Control <code>{_e(k['name'])}</code>: {_e(k['verdict'])}</p>"
+                         + _evidence_rows(k["evidence"], multi) for k in c.get("controls") or [])
+               + "</details>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verification report") -> str:
+    """The whole report as one self-contained HTML page."""
+    run = report["run"]
+    meta = (f"Seed {run['seed']} · {'quick' if run.get('quick') else 'default'} tier · {run['duration_s']} s · "
+            f"{run.get('started_at', '')} · schema {report['schema']} · family-wise α = {run['alpha_family']} "
+            f"(Bonferroni over {run.get('mc_tests_in_registry', '–')} Monte Carlo tests, α per test "
+            f"{run.get('alpha_per_test', 0):.3g}, power {run.get('power', '–')})")
+    extra = ""
+    if isinstance(run.get("instances"), dict):
+        inst = run["instances"]
+        extra = ("<p class=meta>On the user's pairs from " + _e(inst.get("source") or "the given pairs") + ": "
+                 + _e(", ".join(f"{p['name']} (V={p['V']}, order {p['order']})" for p in inst["pairs"])) + "</p>")
+    rows = "".join(
+        f'<tr><td><a href="#{anchor(c["id"])}"><code>{_e(c["id"])}</code></a></td>'
+        f"<td class=rel>{_e(c.get('relation') or '–')}</td><td>{_badge(c['verdict'], _summary(c))}</td>"
+        f"<td>{_e(finding(c))}</td><td>{_e(controls_cell(c))}</td></tr>" for c in report["claims"])
+    legend = "".join(f"<dt>{_e(k)}</dt><dd>{_e(t)}</dd>" for k, t in LEGEND)
+    body = "\n".join(_section(c, plots) for c in report["claims"])
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"
+            f"<h1>{_e(title)}</h1><p class=meta>{_e(meta)}</p>{extra}"
+            f'<p class="counts"><b>{_e(verdict_counts(report))}.</b></p>'
+            f'<table class="summary"><tr><th>claim</th><th>relation</th><th>verdict</th><th>what was found</th>'
+            f"<th>controls</th></tr>{rows}</table><dl class=legend>{legend}</dl>\n{body}\n"
+            f"</main></body></html>\n")
+
+
+def write_html(report: dict, path, **kw):
+    from pathlib import Path
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(to_html(report, **kw), encoding="utf-8")
+    return path
+
+
+__all__ = ["to_html", "write_html", "claim_figure", "bound_slack"]

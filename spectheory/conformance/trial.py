@@ -1,0 +1,476 @@
+"""The trial call: run the sampler a few times before any statistics, and stop with a usage
+error (and a hint) when it cannot be run as configured.
+
+Checked, in order:
+
+1. **arity**: the function accepts the arguments it will be called with (``fn(p, q,
+   draft_tokens, rng)`` for a block verifier; ``make_step(target_lm, draft_lm, gamma, rng)``
+   returning ``step(context)`` for a decoding step; ``fn(p, q, drafts, rng)`` or ``fn(p, q,
+   tokens, parents, rng)`` for a multi-draft verifier);
+2. **output**: on a few calls of a Markov instance it returns a block of 1..γ+1 integer ids in
+   the vocabulary (not None, a dict, a float, a 2-D array without ``batched`` ...);
+3. **representation**: on target rows that are a point mass (token 5 of V = 8; the drafted
+   token 2 has p = 0) every call emits token 5 first, as any lossless sampler must. Reading
+   probabilities as logits (softmax of rows that sum to 1) or logits as probabilities emits
+   other tokens in most calls;
+4. **first-token law**: the first tokens of 300 calls at γ = 1 from state 0 of the trial
+   instance do not reject p(·|0) (chi-square at level 10⁻⁴): a sampler that survives the point
+   mass under the wrong representation still draws from the wrong law.
+
+When the configured options crash or return something that is not a block (1, 2) and another
+combination of the adapter options (``batched``, ``framework``, ``adapter``; ``lm`` for decoding
+steps) runs and passes (3), the run stops with :class:`ConformanceUsageError` naming the options
+that work. When the configured options run but fail (3), or fail (4) *grossly* (p < 10⁻¹²: what a
+representation mix-up gives; a lossy sampler's moderate deviation is left to the checks), the
+other combination must also pass (4): a lossy sampler that passes the point-mass case under
+another representation by accident is not turned into a usage error. When no combination
+passes: an invalid output is a usage error too (the message says what was returned and what
+is expected); an exception inside the sampler is a *crash*, reported by the checks with its
+location (file:line), not a usage error; a failed representation check is left to the checks.
+"""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import itertools
+import time
+
+import numpy as np
+
+from .adapters import OUTPUT_CONTRACT, VerifierOutputError
+from .driver import crash_location, describe
+
+#: the point-mass case of the representation check
+SANITY_V, SANITY_TOKEN, SANITY_DRAFT, SANITY_CALLS = 8, 5, 2, 12
+TRIAL_INSTANCE = "markov1-V3-mix0.4"
+
+
+class ConformanceUsageError(ValueError):
+    """The sampler cannot be run as configured: a usage error (exit code 2 on the command
+    line). ``problem`` says what happened, ``hint`` what to change."""
+
+    def __init__(self, problem: str, hint: str = ""):
+        self.problem, self.hint = problem, hint
+        super().__init__(problem + (f"\nhint: {hint}" if hint else ""))
+
+
+def cli_flags(options: dict) -> str:
+    """Command-line spelling of adapter options."""
+    out = []
+    for k, v in options.items():
+        if k == "batched":
+            out.append("--batched" if v else "--unbatched")
+        else:
+            out.append(f"--{k} {v}")
+    return " ".join(out)
+
+
+def py_kwargs(options: dict) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in options.items())
+
+
+def check_arity(fn, n_args: int, call: str, hint: str) -> None:
+    """Refuse a callable that cannot take ``n_args`` positional arguments."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins without a signature: let the trial call tell
+        return
+    try:
+        sig.bind(*range(n_args))
+    except TypeError as err:
+        params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        raise ConformanceUsageError(
+            f"{getattr(fn, '__qualname__', fn)!s}{sig} cannot be called as {call} ({err}; it takes "
+            f"{len(params)} positional argument{'s' if len(params) != 1 else ''}, {n_args} are passed)",
+            hint) from None
+
+
+def torch_available() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+class Result:
+    """What a set of trial calls found: ``kind`` is "ok", "exception", "output" or "support"."""
+
+    def __init__(self, kind="ok", message="", location=None, calls=0, seconds=0.0):
+        self.kind, self.message, self.location, self.calls, self.seconds = kind, message, location, calls, seconds
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+def _guard(call, describe_input):
+    """Run one trial call: (output or None, Result or None)."""
+    try:
+        return call(), None
+    except VerifierOutputError as err:
+        return None, Result("output", f"{err} ({describe_input()})")
+    except Exception as err:  # noqa: BLE001
+        loc = crash_location(err)
+        return None, Result("exception", f"it raised {describe(err)} at {loc}", loc)
+
+
+def _block_inputs(opts: dict, g: int, V: int, what: str = "p") -> str:
+    b = "1, " if opts.get("batched") else ""
+    kind = {"probs": "probabilities", "logprobs": "log-probabilities", "logits": "logits"}[opts.get("adapter", "probs")]
+    arr = "tensors" if opts.get("framework") == "torch" else "NumPy arrays"
+    return (f"with {cli_flags(opts)} it receives p: target {kind} of shape ({b}{g + 1}, {V}), q: draft {kind} "
+            f"of shape ({b}{g}, {V}), draft_tokens: ({b}{g},) integer ids, as {arr}, and rng: a numpy Generator")
+
+
+def _sanity_rows(V=SANITY_V, k=SANITY_TOKEN, g=1):
+    p = np.zeros((g + 1, V))
+    p[:, k] = 1.0
+    q = np.full((g, V), 1.0 / V)
+    return p, q, [SANITY_DRAFT] * g
+
+
+def run_block_trial(verifier, gamma: int) -> Result:
+    """Trial calls of a block verifier under its options (see module docstring)."""
+    from .. import instances as inst
+    pair = inst.get(TRIAL_INSTANCE)
+    opts = verifier.options()
+    V, S = pair.V, pair.n_states
+    p_rep = verifier.represent(pair.target.table, "target")
+    q_rep = verifier.represent(pair.draft.table, "draft")
+    drng = np.random.default_rng(7)
+    rng = np.random.default_rng(11)
+    verifier.sources.own(drng, rng)
+    calls, t0 = 0, time.perf_counter()
+    with verifier.sources.active("trial"):
+        for _ in range(3):
+            s, states, draft = 0, [0], []
+            for _i in range(gamma):
+                x = int(drng.choice(V, p=pair.draft.table[s]))
+                draft.append(x)
+                s = (s * V + x) % S
+                states.append(s)
+            out, bad = _guard(lambda: verifier(p_rep[states], q_rep[states[:gamma]], draft, rng),
+                              lambda: _block_inputs(opts, gamma, V))
+            calls += 1
+            if bad is not None:
+                return bad
+            if not 1 <= len(out) <= gamma + 1 or min(out) < 0 or max(out) >= V:
+                return Result("output", f"a call returned {list(out)}: {OUTPUT_CONTRACT}, 1..γ+1 = 1..{gamma + 1} "
+                                        f"ids in [0, {V}) ({_block_inputs(opts, gamma, V)})")
+        p, q, draft = _sanity_rows(g=gamma)
+        p_in, q_in = verifier.represent(p, "target"), verifier.represent(q, "draft")
+        wrong = []
+        for _ in range(SANITY_CALLS):
+            out, bad = _guard(lambda: verifier(p_in, q_in, list(draft), rng),
+                              lambda: _block_inputs(opts, gamma, SANITY_V))
+            calls += 1
+            if bad is not None:
+                return bad
+            if not out or out[0] != SANITY_TOKEN:
+                wrong.append(out)
+    seconds = (time.perf_counter() - t0) / max(calls, 1)
+    if wrong:
+        return Result("support", f"on target rows that are a point mass at token {SANITY_TOKEN} (V = {SANITY_V}; the "
+                                 f"drafted token {SANITY_DRAFT} has p = 0), {len(wrong)} of {SANITY_CALLS} calls "
+                                 f"emitted something else first (e.g. {list(wrong[0])}); any lossless sampler emits "
+                                 f"{SANITY_TOKEN}. A sampler that reads probabilities as logits (or logits as "
+                                 "probabilities) does this", calls=calls, seconds=seconds)
+    return Result(calls=calls, seconds=seconds)
+
+
+LAW_CALLS, LAW_LEVEL, LAW_GROSS = 300, 1e-4, 1e-12
+
+
+def first_token_law_p(call_one, pair) -> float:
+    """``call_one(x, rng)`` runs one γ = 1 call from state 0 with drafted token x and returns the
+    emitted tokens: the chi-square p-value of the first tokens of :data:`LAW_CALLS` calls against
+    p(·|0) (0 when a call raises or returns no valid first token)."""
+    from ..judge import stats
+    # plain constructors: this runs inside the sampler's routing block, where default_rng is routed
+    drng, rng = np.random.Generator(np.random.PCG64(3)), np.random.Generator(np.random.PCG64(4))
+    counts = np.zeros(pair.V)
+    for _ in range(LAW_CALLS):
+        x = int(drng.choice(pair.V, p=pair.draft.table[0]))
+        try:
+            out = call_one(x, rng)
+        except Exception:  # noqa: BLE001  (a crash here is reported by the runs)
+            return 0.0
+        if not out or not 0 <= out[0] < pair.V:
+            return 0.0
+        counts[out[0]] += 1
+    ev = stats.chisquare_gof("trial", counts, pair.target.table[0], alpha=LAW_LEVEL, tolerance_w=1.0)
+    return float(ev.p_value)
+
+
+def block_law_p(verifier) -> float:
+    from .. import instances as inst
+    pair = inst.get(TRIAL_INSTANCE)
+    V, S = pair.V, pair.n_states
+    P, Q = verifier.represent(pair.target.table, "target"), verifier.represent(pair.draft.table, "draft")
+    with verifier.sources.active("trial"):
+        return first_token_law_p(lambda x, rng: verifier(P[[0, (0 * V + x) % S]], Q[[0]], [x], rng), pair)
+
+
+def option_space(configured: dict, choices: dict) -> list[dict]:
+    """Every other combination of the option values, fewest changes first."""
+    keys = list(choices)
+    out = []
+    for values in itertools.product(*(choices[k] for k in keys)):
+        cand = dict(zip(keys, values))
+        if cand == {k: configured[k] for k in keys}:
+            continue
+        out.append({**configured, **cand})
+    out.sort(key=lambda c: sum(c[k] != configured[k] for k in keys))
+    return out
+
+
+def find_options(configured: dict, choices: dict, attempt, law=None) -> dict | None:
+    """The first other option combination for which ``attempt(options)`` passes (and
+    ``law(options)`` is true, the first-token law test, when given)."""
+    import warnings
+    for cand in option_space(configured, choices):
+        try:
+            with warnings.catch_warnings():  # the sampler meets inputs it was not written for
+                warnings.simplefilter("ignore")
+                if attempt(cand).ok and (law is None or law(cand)):
+                    return cand
+        except ConformanceUsageError:
+            continue
+        except Exception:  # noqa: BLE001  (an alternative that cannot even be built)
+            continue
+    return None
+
+
+def adapter_choices() -> dict:
+    """Option values the trial tries (logits before log-probabilities: code that applies a
+    softmax itself is usually written for logits)."""
+    return {"batched": (False, True), "framework": ("numpy", "torch") if torch_available() else ("numpy",),
+            "adapter": ("probs", "logits", "logprobs")}
+
+
+def conclude(res: Result, configured: dict, working: dict | None, call: str, what: str = "sampler") -> dict:
+    """Raise the usage error the trial calls for, or return the trial's summary."""
+    if res.ok:
+        return {"calls": res.calls, "seconds_per_call": res.seconds, "result": "ok"}
+    changed = {k: v for k, v in (working or {}).items() if configured.get(k) != v}
+    if working is not None:
+        raise ConformanceUsageError(
+            f"the {what} could not be run as configured ({cli_flags(configured)}): {res.message}",
+            f"it runs correctly on the trial inputs with {cli_flags(changed)} (Python: {py_kwargs(changed)})")
+    if res.kind == "output":
+        raise ConformanceUsageError(f"the {what} returned something that is not a block: {res.message}",
+                                    f"make {call} return the emitted token ids, e.g. `return accepted + "
+                                    "[next_token]` (a list of ints, a 1-D array or tensor); if it returns more (tokens "
+                                    "and a count, a dict), wrap it: `lambda *args: fn(*args)[0]`")
+    return {"calls": res.calls, "result": res.kind, "message": res.message, "location": res.location}
+
+
+LAW_MESSAGE = (f"the first tokens of {LAW_CALLS} calls at γ = 1 from state 0 of {TRIAL_INSTANCE} reject the "
+               f"target's law (chi-square, level {LAW_LEVEL:g})")
+
+
+def with_law(res: Result, law_p) -> Result:
+    """A passing trial must also pass the first-token law test (else kind "law"; "law-gross"
+    below :data:`LAW_GROSS`, the signature of a representation mix-up)."""
+    if res.ok:
+        pv = law_p()
+        if pv < LAW_LEVEL:
+            return Result("law-gross" if pv < LAW_GROSS else "law",
+                          f"{LAW_MESSAGE} (p = {pv:.2g}): wrong representation of p and q, or a lossy sampler",
+                          calls=res.calls, seconds=res.seconds)
+    return res
+
+
+def settle(res: Result, configured: dict, choices: dict, attempt, law_p, call: str, what: str) -> dict:
+    """Search the other option combinations when the trial failed (see module docstring); raise
+    or summarise."""
+    working = None
+    if not res.ok:
+        if res.kind in ("exception", "output"):
+            working = find_options(configured, choices, attempt)
+        elif res.kind in ("support", "law-gross"):
+            working = find_options(configured, choices, attempt, lambda o: law_p(o) >= LAW_LEVEL)
+        if working is None and res.kind not in ("exception", "output"):
+            return {"calls": res.calls, "result": res.kind, "message": res.message}
+    return conclude(res, configured, working, call, what=what)
+
+
+def trial_block_verifier(verifier, gamma: int) -> dict:
+    """The trial of a block verifier: raises :class:`ConformanceUsageError` or returns a
+    summary (``result`` "ok"; "exception": a crash the run will report; "support" or "law": a
+    failure no other options fix, left to the checks)."""
+    check_arity(verifier.fn, 4, "fn(p, q, draft_tokens, rng)",
+                "a block verifier takes (p, q, draft_tokens, rng) and returns the emitted tokens; decoding code "
+                "that drafts by itself is a decoding step (--kind step: make_step(target_lm, draft_lm, gamma, "
+                "rng) -> step(context)); a verifier of several drafts or a token tree is --kind multidraft")
+    res = with_law(run_block_trial(verifier, gamma), lambda: block_law_p(verifier))
+    return settle(res, verifier.options(), adapter_choices(),
+                  lambda o: run_block_trial(verifier.with_options(**o), gamma),
+                  lambda o: block_law_p(verifier.with_options(**o)),
+                  "a block verifier fn(p, q, draft_tokens, rng)", "sampler")
+
+
+# --- decoding steps --------------------------------------------------------------------------
+
+def run_step_trial(make_step, gamma: int, lm: str, dtype: str, sources) -> Result:
+    from spectheory.pairs import pair_from_tables
+
+    from .. import instances as inst
+
+    from .fake_lm import fake_lm
+    rng = np.random.default_rng(11)
+    sources.current = rng
+    sources.own(rng)
+    calls, t0 = 0, time.perf_counter()
+    point = np.zeros(SANITY_V)
+    point[SANITY_TOKEN] = 1.0
+    cases = [(inst.get(TRIAL_INSTANCE), 3, False), (pair_from_tables(point, np.full(SANITY_V, 1.0 / SANITY_V)),
+                                                    SANITY_CALLS, True)]
+    wrong = []
+    with sources.active("trial"):
+        for pair, n_calls, sanity in cases:
+            tl, dl = fake_lm(pair.target, lm=lm, dtype=dtype), fake_lm(pair.draft, lm=lm, dtype=dtype)
+            step, bad = _guard(lambda: make_step(tl, dl, gamma, rng), lambda: f"--lm {lm}")
+            if bad is not None:
+                return bad
+            if not callable(step):
+                return Result("output", f"make_step returned {type(step).__name__}, not a function step(context) -> "
+                                        "tokens")
+            context = [0] * max(pair.target.order, 1)
+            for _ in range(n_calls):
+                from .adapters import tokens_of
+                out, bad = _guard(lambda: tokens_of(step(list(context)), batched=True),
+                                  lambda: f"with --lm {lm} the step gets a list of token ids and the fake LMs are "
+                                          + ("callables lm(contexts) -> (B, V) logits" if lm == "callable" else
+                                             "torch modules: lm(input_ids).logits of shape (B, T, V)"))
+                calls += 1
+                if bad is not None:
+                    return bad
+                if not 1 <= len(out) <= gamma + 1 or min(out) < 0 or max(out) >= pair.V:
+                    return Result("output", f"a step returned {list(out)}: {OUTPUT_CONTRACT}, 1..γ+1 = 1..{gamma + 1} "
+                                            f"ids in [0, {pair.V})")
+                if sanity and any(t != SANITY_TOKEN for t in out):
+                    wrong.append(out)
+                context.extend(out)
+    seconds = (time.perf_counter() - t0) / max(calls, 1)
+    if wrong:
+        return Result("support", f"with a target that is a point mass at token {SANITY_TOKEN}, {len(wrong)} of "
+                                 f"{SANITY_CALLS} steps emitted other tokens (e.g. {list(wrong[0])})", calls=calls,
+                      seconds=seconds)
+    return Result(calls=calls, seconds=seconds)
+
+
+def step_law_p(make_step, lm, dtype, sources) -> float:
+    from .. import instances as inst
+
+    from .adapters import tokens_of
+    from .fake_lm import fake_lm
+    pair = inst.get(TRIAL_INSTANCE)
+    rng0 = np.random.default_rng(5)
+    sources.own(rng0)
+    sources.current = rng0
+    with sources.active("trial"):
+        step = make_step(fake_lm(pair.target, lm=lm, dtype=dtype), fake_lm(pair.draft, lm=lm, dtype=dtype), 1, rng0)
+        prefix = [0] * max(pair.target.order, 1)
+        return first_token_law_p(lambda x, rng: tokens_of(step(list(prefix)), batched=True), pair)
+
+
+def trial_decoding_step(make_step, gamma: int, lm: str, dtype: str, sources) -> dict:
+    check_arity(make_step, 4, "make_step(target_lm, draft_lm, gamma, rng)",
+                "a decoding step is given as make_step(target_lm, draft_lm, gamma, rng) returning step(context) -> "
+                "emitted tokens; a function fn(p, q, draft_tokens, rng) is a block verifier (--kind block)")
+    res = with_law(run_step_trial(make_step, gamma, lm, dtype, sources),
+                   lambda: step_law_p(make_step, lm, dtype, sources))
+    choices = {"lm": ("callable", "torch") if torch_available() else ("callable",)}
+    return settle(res, {"lm": lm}, choices, lambda o: run_step_trial(make_step, gamma, o["lm"], dtype, sources),
+                  lambda o: step_law_p(make_step, o["lm"], dtype, sources), "a decoding step's step(context)",
+                  "decoding step")
+
+
+# --- multi-draft and tree verifiers ---------------------------------------------------------------
+
+def _multi_inputs(verifier, g: int, V: int) -> str:
+    opts = verifier.options()
+    b = "1, " if opts.get("batched") else ""
+    arr = "tensors" if opts.get("framework") == "torch" else "NumPy arrays"
+    if verifier.tree is None:
+        K = verifier.K
+        return (f"with {cli_flags(opts)} it receives p of shape ({b}{K}, {g + 1}, {V}), q ({b}{K}, {g}, {V}), "
+                f"drafts ({b}{K}, {g}) integer ids, as {arr}, and rng: a numpy Generator")
+    from .multidraft import tree_size
+    M = tree_size(verifier.tree)
+    return (f"with {cli_flags(opts)} it receives p of shape ({b}{M + 1}, {V}), q ({b}{M + 1}, {V}), tokens "
+            f"({b}{M},) and parents ({b}{M},) integer arrays, as {arr}, and rng: a numpy Generator")
+
+
+def run_multidraft_trial(verifier, gamma: int) -> Result:
+    from .. import instances as inst
+
+    from .multidraft import MultiRunner, tree_parents, tree_size
+    pair = inst.get(TRIAL_INSTANCE)
+    runner = MultiRunner(verifier, pair, gamma, 1, 7, "trial")
+    g = runner.gamma
+    rng = np.random.default_rng(11)
+    runner.verifier_rng = rng
+    verifier.sources.own(rng)
+    calls, t0, wrong = 0, time.perf_counter(), []
+    with verifier.sources.active("trial"):
+        for _ in range(3):
+            res, bad = _guard(lambda: runner._call(0), lambda: _multi_inputs(verifier, g, pair.V))
+            calls += 1
+            if bad is not None:
+                return bad
+            out = res[0]
+            if not 1 <= len(out) <= g + 1 or min(out) < 0 or max(out) >= pair.V:
+                return Result("output", f"a call returned {list(out)}: {OUTPUT_CONTRACT}, 1..{g + 1} ids in "
+                                        f"[0, {pair.V}) ({_multi_inputs(verifier, g, pair.V)})")
+        p1, q1, _ = _sanity_rows(g=1)
+        p_row, q_row = verifier.represent(p1[:1], "target")[0], verifier.represent(q1, "draft")[0]
+        for _ in range(SANITY_CALLS):
+            if verifier.tree is None:
+                K = verifier.K
+                p = np.broadcast_to(p_row, (K, g + 1, SANITY_V)).copy()
+                q = np.broadcast_to(q_row, (K, g, SANITY_V)).copy()
+                call = (lambda: verifier.call_drafts(p, q, np.full((K, g), SANITY_DRAFT), rng))
+            else:
+                M = tree_size(verifier.tree)
+                p = np.broadcast_to(p_row, (M + 1, SANITY_V)).copy()
+                q = np.broadcast_to(q_row, (M + 1, SANITY_V)).copy()
+                call = (lambda: verifier.call_tree(p, q, np.full(M, SANITY_DRAFT), tree_parents(verifier.tree), rng))
+            out, bad = _guard(call, lambda: _multi_inputs(verifier, g, SANITY_V))
+            calls += 1
+            if bad is not None:
+                return bad
+            if not out or out[0] != SANITY_TOKEN:
+                wrong.append(out)
+    seconds = (time.perf_counter() - t0) / max(calls, 1)
+    if wrong:
+        return Result("support", f"on target rows that are a point mass at token {SANITY_TOKEN} (every drafted "
+                                 f"token {SANITY_DRAFT} has p = 0), {len(wrong)} of {SANITY_CALLS} calls emitted "
+                                 f"something else first (e.g. {list(wrong[0])}); any lossless verifier emits "
+                                 f"{SANITY_TOKEN}", calls=calls, seconds=seconds)
+    return Result(calls=calls, seconds=seconds)
+
+
+def multidraft_law_p(verifier) -> float:
+    from .. import instances as inst
+
+    from .multidraft import MultiRunner
+    pair = inst.get(TRIAL_INSTANCE)
+    runner = MultiRunner(verifier, pair, 1, 1, 9, "trial")
+    with verifier.sources.active("trial"):
+        return first_token_law_p(lambda x, rng: runner._call(0)[0], pair)
+
+
+def trial_multidraft(verifier, gamma: int) -> dict:
+    if verifier.tree is None:
+        check_arity(verifier.fn, 4, "fn(p, q, drafts, rng)",
+                    "a verifier of K independent drafts takes (p (K, γ+1, V), q (K, γ, V), drafts (K, γ), rng); a "
+                    "tree verifier takes (p, q, tokens, parents, rng): pass tree=(b1, b2, ...) (--tree 2,2)")
+    else:
+        check_arity(verifier.fn, 5, "fn(p, q, tokens, parents, rng)",
+                    "a tree verifier takes (p (M+1, V), q (M+1, V), tokens (M,), parents (M,), rng); a verifier of "
+                    "K independent drafts takes (p, q, drafts, rng): leave tree out (--K 2)")
+    res = with_law(run_multidraft_trial(verifier, gamma), lambda: multidraft_law_p(verifier))
+    return settle(res, verifier.options(), adapter_choices(),
+                  lambda o: run_multidraft_trial(verifier.with_options(**o), gamma),
+                  lambda o: multidraft_law_p(verifier.with_options(**o)),
+                  "a multi-draft verifier fn(p, q, drafts, rng)" if verifier.tree is None
+                  else "a tree verifier fn(p, q, tokens, parents, rng)", "verifier")

@@ -1,0 +1,278 @@
+"""``spectheory verify`` runs the registered claim checks and writes the report; ``spectheory
+list`` lists the claims (statements and parts); ``spectheory show CLAIM`` prints one claim of
+the last report in full.
+
+Where the report goes (docs/report_schema.md, "Files"): a run over every claim writes
+``reports/verify.{json,md,html}`` and ``reports/verify-evidence.md``; a subset
+(``--claims 'sd.*'``) or a run on your own pairs (``--instances``) writes
+``reports/verify-<slug>.*`` instead (``reports/verify-sd.*``), so it never overwrites the full
+report unless you name that file yourself. Naming one output (``--json r.json``) puts the others
+beside it (``r.md``, ``r-evidence.md``, ``r.html``)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import typer
+
+from .app import app, check_writable
+
+REPORTS = Path("reports")
+
+
+def slug(pattern: str) -> str:
+    """The file-name slug of a ``--claims`` pattern: ``sd.*`` → ``sd``; ``sd.walltime, sd.accept*``
+    → ``sd.walltime+sd.accept``."""
+    pats = [re.sub(r"[^A-Za-z0-9._-]+", "-", p.strip().replace("*", "").replace("?", "")).strip("-.")
+            for p in pattern.split(",") if p.strip()]
+    return "+".join(p for p in pats if p)[:80] or "subset"
+
+
+def output_paths(claims: str, instances: Path | None, json_path, md_path, html_path) -> dict[str, Path]:
+    """The report's files: the ones given, the others beside the first given, else the default
+    base (``reports/verify`` for every claim, ``reports/verify-<slug>`` for a subset or for the
+    user's pairs)."""
+    given = {"json": json_path, "md": md_path, "html": html_path}
+    first = next((p for p in given.values() if p is not None), None)
+    if first is not None:
+        base = str(first.with_suffix(""))
+    else:
+        full = claims.strip() in ("", "*") and instances is None
+        tag = slug(claims) if claims.strip() not in ("", "*") else ""
+        if instances is not None:
+            tag = "+".join(t for t in (tag, f"pairs-{re.sub(r'[^A-Za-z0-9._-]+', '-', instances.stem)}") if t)
+        base = str(REPORTS / ("verify" if full else f"verify-{tag}"))
+    out = {k: (v if v is not None else Path(f"{base}.{k}")) for k, v in given.items()}
+    md = out["md"]
+    out["evidence"] = md.with_name((md.name[:-3] if md.name.endswith(".md") else md.name) + "-evidence.md")
+    return out
+
+
+@app.command()
+def verify(
+    claims: str = typer.Option("*", "--claims", "-c", help="Claim ids or globs, comma-separated (e.g. 'sd.*'). A "
+                               "subset writes reports/verify-<slug>.* (never the full report) unless you name files."),
+    quick: bool = typer.Option(False, "--quick", help="Fast tier (seconds): Monte Carlo samples 10× smaller, power still stated."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Run seed (≥ 0); the report is reproducible from it."),
+    alpha: float = typer.Option(0.01, "--alpha", help="Family-wise error rate of the whole report."),
+    json_path: Path = typer.Option(None, "--json", help="Where to write the JSON report (default: reports/verify.json, "
+                                   "or reports/verify-<slug>.json for a subset; other outputs go beside it)."),
+    md_path: Path = typer.Option(None, "--markdown", help="Where to write the Markdown report (its evidence tables go "
+                                 "to <name>-evidence.md beside it)."),
+    html_path: Path = typer.Option(None, "--html", help="Where to write the HTML report (one self-contained file)."),
+    html: bool = typer.Option(True, "--html-report/--no-html", help="Write the HTML report (with plots)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar with an ETA on a terminal; "
+                                  "without one (or with --no-progress) a line per finished family."),
+    strict: bool = typer.Option(False, "--strict", help="Exit with status 1 unless every claim holds."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Worker processes, one family per worker (same report as serial; timing evidence aside). 0 = one per CPU, 1 = serial."),
+    logits: Path = typer.Option(None, "--logits", help="A `spectheory validate` run directory: add its real-model (logits) evidence."),
+    instances: Path = typer.Option(None, "--instances", help="A TOML or JSON file of your own Markov pairs "
+                                   "(docs/instances.md): run every claim that takes pairs on them."),
+):
+    """Run every registered claim check on its default instances (or on your pairs) and write the report."""
+    if not 0 < alpha < 1:
+        raise typer.BadParameter(f"alpha must lie in (0, 1), got {alpha!r}", param_hint="--alpha")
+    if jobs < 0:
+        raise typer.BadParameter("jobs must be ≥ 0 (0 = one per CPU)", param_hint="--jobs")
+    from sims import runner
+    from sims.registry import UnknownClaimError, select
+    from sims.report import evidence_markdown, print_table, to_markdown
+    from spectheory.judge.format import write_json
+    try:
+        chosen = [c.id for c in select(claims)]  # every pattern must match before anything runs
+    except UnknownClaimError as err:
+        raise typer.BadParameter(str(err), param_hint="--claims") from None
+    pairs = None
+    if instances is not None:
+        from sims.instances_file import InstancesFileError, load
+        try:
+            pairs = load(instances)
+        except InstancesFileError as err:
+            raise typer.BadParameter(str(err), param_hint="--instances") from None
+        taking = [cid for cid in chosen if select(cid)[0].user_pairs is not None]
+        if not taking:
+            raise typer.BadParameter(f"no claim matching {claims!r} takes pairs; claims that do: "
+                                     + ", ".join(c.id for c in runner.takes_pairs()), param_hint="--claims")
+        chosen = taking
+    paths = output_paths(claims, instances, json_path, md_path, html_path)
+    if not html:
+        paths.pop("html")
+    named = {"json": "--json", "md": "--markdown", "html": "--html", "evidence": "--markdown"}
+    seen: dict = {}
+    for key, path in paths.items():
+        if path.resolve() in seen:
+            raise typer.BadParameter(f"{named[key]} and {named[seen[path.resolve()]]} name the same file ({path})",
+                                     param_hint=named[key])
+        seen[path.resolve()] = key
+        check_writable(path, named[key])
+    if logits is not None and not (logits / "run.json").is_file():
+        raise typer.BadParameter(f"{logits} is not a `spectheory validate` run directory (no run.json)",
+                                 param_hint="--logits")
+    check_trace_env(chosen)
+    extra = real_logits_evidence(logits, alpha, chosen)
+    report = runner.run_claims(",".join(chosen) if pairs is not None else claims, quick=quick, seed=seed,
+                               alpha=alpha, progress=progress, jobs=jobs, extra_evidence=extra,
+                               extra_source=None if logits is None else str(logits),
+                               log=lambda line: typer.echo(line, err=True), pairs=pairs,
+                               pairs_source=None if instances is None else str(instances))
+    if pairs is not None:
+        report["run"]["claims_pattern"] = claims
+    print_table(report)
+    try:
+        write_json(report, paths["json"])
+        paths["md"].write_text(to_markdown(report, evidence_name=paths["evidence"].name))
+        paths["evidence"].write_text(evidence_markdown(report, report_name=paths["md"].name))
+        if "html" in paths:
+            from sims.report_html import write_html
+            write_html(report, paths["html"])
+    except OSError as err:
+        typer.echo(f"Error: could not write the report: {err}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo("wrote " + ", ".join(str(paths[k]) for k in ("md", "evidence", "html", "json") if k in paths))
+    if strict and any(c["verdict"] != "holds" for c in report["claims"]):
+        raise typer.Exit(1)
+
+
+@app.command("list")
+def list_claims(claims: str = typer.Option("*", "--claims", "-c", help="Claim ids or globs, comma-separated."),
+                takes_pairs: bool = typer.Option(False, "--takes-pairs", help="Only the claims that run on your own "
+                                                 "pairs (verify --instances)."),
+                brief: bool = typer.Option(False, "--brief", help="One line per claim, no statements.")):
+    """List the registered claims: id, relation, paper and where in it, statement and parts."""
+    import textwrap
+
+    from sims import papers
+    from sims.registry import UnknownClaimError, select
+    try:
+        chosen = select(claims)
+    except UnknownClaimError as err:
+        raise typer.BadParameter(str(err), param_hint="--claims") from None
+    if takes_pairs:
+        chosen = [c for c in chosen if c.user_pairs is not None]
+    wrap = lambda text, indent: textwrap.fill(text, 100, initial_indent=indent, subsequent_indent=indent)  # noqa: E731
+    for c in chosen:
+        cite = "; ".join(papers.PAPERS[k].short() for k in papers.keys_of(c.paper))
+        extra = [f"{len(c.parts)} parts"] if len(c.parts) > 1 else []
+        n_ctl = len(c.controls)
+        extra += [f"{c.n_mc_tests} MC tests", f"{n_ctl} control{'s' * (n_ctl != 1)}"]
+        if c.user_pairs is not None:
+            extra.append("takes your pairs")
+        typer.echo(f"{c.id:<26} {c.relation_label:<9} {c.reference}")
+        if brief:
+            continue
+        typer.echo(wrap(f"{cite} · {', '.join(extra)}", "    "))
+        typer.echo(wrap(c.statement, "    "))
+        if len(c.parts) > 1:
+            for p in c.parts:
+                tag = f"{p.relation}{'' if p.checkable else ', not checkable'}"
+                typer.echo(wrap(f"- {p.id} ({tag}): {p.statement}", "      ").replace("      - ", "    - ", 1))
+        typer.echo("")
+
+
+def _reports_with(claim_id: str) -> list[Path]:
+    """Report files under reports/ that contain ``claim_id``, newest first."""
+    import json
+    found = []
+    for path in sorted(REPORTS.glob("verify*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if any(c.get("id") == claim_id for c in data.get("claims", [])):
+            found.append(path)
+    return found
+
+
+@app.command()
+def show(claim_id: str = typer.Argument(..., help="A claim id (spectheory list shows them)."),
+         report: Path = typer.Option(None, "--report", help="A report JSON (default: the newest reports/verify*.json "
+                                     "that contains the claim)."),
+         evidence: bool = typer.Option(True, "--evidence/--no-evidence", help="Also print every evidence table.")):
+    """Print one claim of the last report in full (statement, reading, parts, counterexample, evidence)."""
+    import difflib
+    import json
+
+    from sims.registry import load_all
+    from sims.report import claim_section
+    from sims.report import _evidence_blocks as evidence_blocks
+    known = list(load_all())
+    if report is None:
+        paths = _reports_with(claim_id)
+        if not paths:
+            if claim_id not in known:
+                close = difflib.get_close_matches(claim_id, known, n=1)
+                raise typer.BadParameter(f"no claim {claim_id!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                                         + "; `spectheory list` shows every claim", param_hint="CLAIM_ID")
+            raise typer.BadParameter(f"no report under {REPORTS}/ contains {claim_id}: run `spectheory verify` "
+                                     f"(or `spectheory verify --claims {claim_id}`) first, or give --report FILE",
+                                     param_hint="CLAIM_ID")
+        report = paths[0]
+    try:
+        data = json.loads(report.read_text())
+    except (OSError, ValueError) as err:
+        raise typer.BadParameter(f"cannot read {report}: {err}", param_hint="--report") from None
+    claims = {c.get("id"): c for c in data.get("claims", [])}
+    if claim_id not in claims:
+        close = difflib.get_close_matches(claim_id, list(claims), n=1)
+        raise typer.BadParameter(f"{report} has no claim {claim_id!r}" + (f" (did you mean {close[0]!r}?)" if close
+                                                                            else ""), param_hint="CLAIM_ID")
+    c = claims[claim_id]
+    run = data.get("run", {})
+    typer.echo(f"From {report} ({'quick' if run.get('quick') else 'default'} tier, seed {run.get('seed')}, "
+               f"{run.get('started_at', '')})\n")
+    typer.echo("\n".join(claim_section(c, anchor_tag=False)))
+    if evidence:
+        typer.echo("\n".join(["Every evidence item:"] + evidence_blocks({"claims": [c]}, headings=False)))
+
+
+#: environment variable naming a captured ERSD LogitTrace (.npz) whose replay adds ``logits``
+#: evidence to ``ersd.lemma3_1`` and ``zero_order.underestimates`` (docs/ersd.md)
+TRACE_ENV = "SPECTHEORY_TRACE"
+TRACE_CLAIMS = ("ersd.lemma3_1", "zero_order.underestimates")
+
+
+def check_trace_env(claim_ids) -> None:
+    """Refuse an unusable $SPECTHEORY_TRACE before the run (a one-line error naming what it
+    must be), when one of the claims it feeds is selected."""
+    import os
+    trace = os.environ.get(TRACE_ENV)
+    if not trace or not set(TRACE_CLAIMS) & set(claim_ids):
+        return
+    from validate import LogitTrace
+    try:
+        LogitTrace.load(trace)
+    except (OSError, ValueError, KeyError) as err:
+        hint = ""
+        try:
+            from validate.trace import CompactTrace
+            CompactTrace.load(trace)
+            hint = (" It is a compact trace that `spectheory validate` wrote: give its run directory with "
+                    "`spectheory verify --logits RUN_DIR` instead.")
+        except Exception:  # noqa: BLE001 - only for the hint
+            pass
+        raise typer.BadParameter(f"${TRACE_ENV}={trace} is not a full logit trace (validate.LogitTrace .npz, e.g. "
+                                 f"data/traces/regimes.npz): {err}.{hint}", param_hint=TRACE_ENV) from None
+
+
+def real_logits_evidence(logits: Path | None, alpha: float, claim_ids=TRACE_CLAIMS) -> dict:
+    """Real-model evidence for the runner (``sims`` never imports ``validate``): the ``logits``
+    evidence of a `spectheory validate` run directory (tested at the report's per-test level),
+    plus the replay of the ERSD trace named by $SPECTHEORY_TRACE (at the family-wise level, as
+    that replay states) when one of those claims is among ``claim_ids``. Returns
+    ``{claim_id: [Evidence, ...]}``."""
+    import os
+
+    from sims.registry import total_mc_tests
+    extra: dict = {}
+    if logits is not None:
+        from validate.evidence import logits_evidence
+        for cid, evs in logits_evidence(logits, alpha=alpha / max(1, total_mc_tests())).items():
+            extra.setdefault(cid, []).extend(evs)
+    trace = os.environ.get(TRACE_ENV)
+    if trace and set(TRACE_CLAIMS) & set(claim_ids):
+        from validate import LogitTrace
+        from validate.replay_ersd import evidence_ersd, replay_ersd
+        rep = evidence_ersd(replay_ersd(LogitTrace.load(trace), k=16, m=16, n_mc=400, seed=0), alpha=alpha)
+        for cid in TRACE_CLAIMS:
+            extra.setdefault(cid, []).extend(rep[cid])
+    return extra

@@ -1,0 +1,94 @@
+"""Independent implementations (tests/conformance_fixtures/, written as users write them, none
+importing spectheory) run through `spectheory conformance` as a user would: each gets the
+right lossless verdict (and standard / rule verdict), no probe holds unless its forced value
+reached the sampler, and each usage mistake ends in exit status 2 with a hint."""
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+FIX = Path(__file__).parent / "conformance_fixtures"
+TORCH = ["--adapter", "logits", "--dtype", "float32", "--batched", "--framework", "torch"]
+#: small enough for the fast tier, powered for every verdict below (α = 0.01 per verdict)
+SMALL = ["--n", "8000", "--gammas", "2", "--no-controls"]
+INSTANCES = ["--instances", "markov1-V3-mix0.4,iid-V3-disjoint,iid-V1"]
+TORCH_SMALL = ["--instances", "markov1-V3-mix0.4,iid-V1"]  # torch calls are slow: one Markov instance
+
+CASES = [
+    # (file:function, options, lossless, standard, text in the output)
+    ("pure_python_sd.py:verify", [], "holds", "holds", None),
+    ("numpy_batched_logits.py:verify", ["--adapter", "logits", "--dtype", "float32", "--batched"], "holds", "holds",
+     None),
+    ("torch_sd.py:verify", TORCH + TORCH_SMALL, "holds", "holds", None),
+    ("python_random_sd.py:verify", [], "holds", "holds", None),
+    ("nonstandard_lossless.py:verify", [], "holds", "fails", None),
+    ("typical_acceptance.py:verify", [], "fails", "fails", None),
+    ("escaped_uniform_le.py:verify", TORCH + ["--instances", "iid-V1"], "fails", "fails", "emitted token 0 has p = 0"),
+    ("hidden_generator.py:verify", [], "inconclusive", "inconclusive", "not reproducible from --seed"),
+    ("bonus_wrong_row.py:verify", [], "fails", "fails", None),
+    ("crash_token0.py:verify", [], "fails", "fails", "crash_token0.py:9 in verify"),
+    ("unguarded_residual.py:verify", ["--dtype", "float32"], "fails", "holds", "zero-mass residual"),
+]
+
+MULTI = ["--n", "8000", "--gammas", "2", "--no-controls"]
+MULTI_CASES = [
+    ("multidraft_specinfer_numpy.py:verify", ["--kind", "multidraft", "--K", "3", "--rule", "specinfer"], "holds",
+     "holds"),
+    ("tree_specinfer_torch.py:verify", ["--kind", "multidraft", "--tree", "2,2", "--rule", "specinfer",
+                                        "--framework", "torch", "--instances", "markov1-V3-mix0.4"], "holds", "holds"),
+    ("kseq_rho_one.py:verify", ["--kind", "multidraft", "--K", "3", "--rule", "kseq"], "fails", "fails"),
+]
+
+USAGE = [
+    ("usage_mistakes.py:batched", [], "--batched"),
+    ("usage_mistakes.py:logits", [], "--adapter logits"),
+    ("usage_mistakes.py:torch_only", [], "--framework torch"),
+    ("usage_mistakes.py:with_count", [], "a pair"),
+    ("usage_mistakes.py:no_rng", [], "cannot be called as fn(p, q, draft_tokens, rng)"),
+    ("usage_mistakes.py:prints", [], "returned None"),
+    ("torch_sd.py:verify", ["--adapter", "logits", "--dtype", "float32", "--batched"], "--framework torch"),
+    ("multidraft_specinfer_numpy.py:verify", ["--kind", "multidraft", "--tree", "2,2"], "leave tree out"),
+]
+
+
+def _run(tmp_path, target, opts):
+    from typer.testing import CliRunner
+
+    from spectheory_cli.main import app
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["conformance", str(FIX / target.split(":")[0]) + ":" + target.split(":")[1],
+                                   *opts, "--no-progress", "--json", str(out), "--markdown", str(tmp_path / "r.md")])
+    return res, (json.loads(out.read_text()) if out.exists() else None)
+
+
+@pytest.mark.parametrize("target,opts,lossless,standard,text", CASES, ids=[c[0] for c in CASES])
+def test_block_fixture_gets_the_right_verdicts(tmp_path, target, opts, lossless, standard, text):
+    res, rep = _run(tmp_path, target, opts + SMALL + ([] if "--instances" in opts else INSTANCES) + ["--strict"])
+    assert res.exit_code == (0 if lossless == "holds" else 1), res.output
+    assert res.output.lstrip().startswith(f"LOSSLESS: {lossless}"), res.output[:400]
+    assert rep["verdicts"]["lossless"]["verdict"] == lossless
+    assert rep["verdicts"]["standard"]["verdict"] == standard, rep["verdicts"]
+    if text:
+        assert text in res.output or text in json.dumps(rep), text
+    for c in rep["claims"]:  # a probe passes only where its forced value reached the sampler
+        if c["id"].endswith("probes") and rep["warnings"]:
+            assert not any(e["outcome"] == "pass" for e in c["evidence"]), c["id"]
+
+
+@pytest.mark.parametrize("target,opts,lossless,rule", MULTI_CASES, ids=[c[0] for c in MULTI_CASES])
+def test_multidraft_fixture_gets_the_right_verdicts(tmp_path, target, opts, lossless, rule):
+    res, rep = _run(tmp_path, target, opts + MULTI + ([] if "--instances" in opts else
+                                                       ["--instances", "markov1-V3-mix0.4,iid-V3-disjoint"]))
+    assert res.exit_code == 0, res.output
+    assert (rep["verdicts"]["lossless"]["verdict"], rep["verdicts"]["standard"]["verdict"]) == (lossless, rule), \
+        rep["verdicts"]
+
+
+@pytest.mark.parametrize("target,opts,hint", USAGE, ids=[f"{c[0]} {' '.join(c[1])}" for c in USAGE])
+def test_usage_mistake_exits_2_with_a_hint(tmp_path, target, opts, hint):
+    res, rep = _run(tmp_path, target, opts + ["--n", "200"])
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith("usage error: ") and hint in res.output, res.output
+    assert rep is None  # nothing written

@@ -1,0 +1,261 @@
+"""The report for people and the command line around it (issue 20 items 2-5): where a run's
+files go (a subset never overwrites the full report), progress without a terminal, --version,
+list and show, runs on the user's own pairs, the HTML report (self-contained, a plot per curve,
+rendered in headless Chromium where one is installed), the JSON Schemas against real output,
+and failed sweeps that leave no files behind."""
+import json
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from sims import report as rp
+from sims import sweep as sw
+from sims.report_html import claim_figure, to_html
+from spectheory_cli.main import app
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMAS = ROOT / "sims" / "schemas"
+PAIRS_TOML = """\
+schema = "spectheory.instances/1"
+
+[[pairs]]
+name = "two-state"
+order = 1
+target = [[0.7, 0.3], [0.2, 0.8]]
+draft  = [[0.5, 0.5], [0.4, 0.6]]
+
+[[pairs]]
+name = "iid-mix"
+generator = "perturbed_pair"
+args = { V = 3, order = 0, how = "mix", strength = 0.3, seed = 1 }
+
+[[pairs]]
+name = "too-big"
+generator = "aligned_pair"
+args = { V = 60, order = 1, alignment = "weak", seed = 3 }
+"""
+
+
+def validator(name):
+    schema = json.loads((SCHEMAS / name).read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.fixture(scope="module")
+def subset_run(tmp_path_factory):
+    """`spectheory verify --claims sd.acceptance --quick --no-progress` in a folder that already
+    holds a full report."""
+    d = tmp_path_factory.mktemp("subset")
+    (d / "reports").mkdir()
+    (d / "reports" / "verify.md").write_text("the full report\n")
+    old = os.getcwd()
+    os.chdir(d)
+    try:
+        res = CliRunner().invoke(app, ["verify", "--claims", "sd.acceptance", "--quick", "--no-progress"])
+    finally:
+        os.chdir(old)
+    assert res.exit_code == 0, res.output
+    return d, res
+
+
+@pytest.fixture(scope="module")
+def pairs_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pairs")
+    (d / "pairs.toml").write_text(PAIRS_TOML)
+    res = CliRunner().invoke(app, ["verify", "--instances", str(d / "pairs.toml"), "--quick", "--no-progress",
+                                   "--json", str(d / "mine.json")])
+    assert res.exit_code == 0, res.output
+    return d, json.loads((d / "mine.json").read_text())
+
+
+def test_a_subset_never_overwrites_the_full_report(subset_run):
+    d, res = subset_run
+    assert (d / "reports" / "verify.md").read_text() == "the full report\n"
+    for name in ("verify-sd.acceptance.json", "verify-sd.acceptance.md", "verify-sd.acceptance-evidence.md",
+                 "verify-sd.acceptance.html"):
+        assert (d / "reports" / name).is_file(), name
+    assert not (d / "reports" / "verify.json").exists()
+    assert "wrote reports/verify-sd.acceptance.md" in res.output
+
+
+def test_without_a_terminal_each_family_prints_a_line(subset_run):
+    _, res = subset_run
+    assert "sd family done: 1 claim, 2 checks in" in res.output and "(1 of 1 families" in res.output
+
+
+def test_report_files_summary_sections_and_evidence(subset_run):
+    d, _ = subset_run
+    md = (d / "reports" / "verify-sd.acceptance.md").read_text()
+    assert "| claim | paper | relation | verdict | what was found | controls |" in md
+    assert "| [`sd.acceptance`](#sd-acceptance) | Leviathan et al. 2023 + | = | **holds** | equality holds: " in md
+    assert "**Legend.**" in md and "*relation*:" in md
+    assert "[verify-sd.acceptance-evidence.md](verify-sd.acceptance-evidence.md#sd-acceptance)" in md
+    assert "> P(accept at a position) = Σ_x min(p(x), q(x)) = 1 − TV(p, q)." in md
+    ev = (d / "reports" / "verify-sd.acceptance-evidence.md").read_text()
+    assert "**Negative control `accept=min(1,q/p)`**" in ev and "| mode | instance |" in ev
+    assert len(md) < len(ev)  # the long tables live in the evidence file
+
+
+def test_show_prints_one_claim_from_the_last_report(subset_run):
+    d, _ = subset_run
+    old = os.getcwd()
+    os.chdir(d)
+    try:
+        res = CliRunner().invoke(app, ["show", "sd.acceptance"])
+        missing = CliRunner().invoke(app, ["show", "sd.lossless"])
+    finally:
+        os.chdir(old)
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("From reports/verify-sd.acceptance.json (quick tier, seed 0")
+    assert "## `sd.acceptance`: holds" in res.output and "**Reading.**" in res.output
+    assert "Every evidence item:" in res.output and "per-state binomial" in res.output
+    assert missing.exit_code == 2 and "no report under reports/ contains sd.lossless" in " ".join(missing.output.split())
+
+
+def test_naming_one_output_puts_the_others_beside_it(tmp_path, monkeypatch, subset_run):
+    from sims import runner
+    canned = json.loads((subset_run[0] / "reports" / "verify-sd.acceptance.json").read_text())
+    monkeypatch.setattr(runner, "run_claims", lambda *a, **k: canned)
+    res = CliRunner().invoke(app, ["verify", "--claims", "sd.acceptance", "--json", str(tmp_path / "r.json"),
+                                   "--no-html"])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r-evidence.md", "r.json", "r.md"]
+
+
+def test_version_and_list():
+    res = CliRunner().invoke(app, ["--version"])
+    from spectheory import __version__
+    assert res.exit_code == 0 and res.output.strip() == f"spectheory {__version__}"
+    res = CliRunner().invoke(app, ["list", "--takes-pairs", "--brief"])
+    assert [line.split()[0] for line in res.output.splitlines()] == [
+        "sd.lossless", "sd.acceptance", "sd.expected_tokens", "sd.walltime"]
+
+
+def test_user_pairs_run_every_claim_that_takes_pairs(pairs_run):
+    d, rep = pairs_run
+    assert [c["id"] for c in rep["claims"]] == ["sd.lossless", "sd.acceptance", "sd.expected_tokens", "sd.walltime"]
+    inst = rep["run"]["instances"]
+    assert [p["name"] for p in inst["pairs"]] == ["two-state", "iid-mix", "too-big"]
+    assert inst["pairs"][0] == {"name": "two-state", "V": 2, "order": 1, "states": 2, "params": {"tables": True}}
+    for c in rep["claims"]:
+        assert c["verdict"] == "holds", (c["id"], c["notes"])
+        assert all(k["verdict"] == "fails" for k in c["controls"]), c["id"]
+        names = {e["instance"].split()[0] for e in c["evidence"]}
+        assert names <= {"two-state", "iid-mix", "too-big"}, names
+    et = {c["id"]: c for c in rep["claims"]}["sd.expected_tokens"]
+    parts = {p["id"]: p["verdict"] for p in et["parts"]}
+    assert parts == {"iid": "holds", "chain": "holds", "formula-on-markov": "not-checkable"}
+    notes = " ".join(et["notes"])
+    assert "user pair 'two-state' skipped by the i.i.d. formula (exact): needs an order-0 (i.i.d.) pair" in notes
+    lossless = {c["id"]: c for c in rep["claims"]}["sd.lossless"]
+    assert any("'too-big' skipped by exact enumeration" in n for n in lossless["notes"])
+    assert rep["run"]["mc_tests_in_registry"] == 3 * sum(  # the Bonferroni bound of this run, known before it
+        1 + len(c["controls"]) for c in rep["claims"])
+    validator("report-2.json").validate(rep)
+    validator("instances-1.json").validate(tomllib.loads(PAIRS_TOML))
+    md = (d / "mine.md").read_text()
+    assert "On the user's pairs from" in md and "two-state (V=2, order 1)" in md
+
+
+def test_html_report_is_self_contained_with_a_plot_per_curve(pairs_run, tmp_path):
+    _, rep = pairs_run
+    html = to_html(rep)
+    assert html.startswith("<!DOCTYPE html>") and "<script" not in html
+    assert "http://" not in html and "https://" not in html  # no network: CSS and images inline
+    for c in rep["claims"]:
+        assert f'id="{rp.anchor(c["id"])}"' in html
+        assert (claim_figure(c) is not None) == (f'alt="plot of the evidence of {c["id"]}"' in html)
+    assert html.count("data:image/png;base64,") >= 3
+    assert "relation" in html and "equality holds" in html
+
+
+def _chromium():
+    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no headless Chromium installed (apt-get install chromium)")
+def test_html_report_renders_in_headless_chromium(pairs_run, tmp_path):
+    """Render the HTML report in headless Chromium (no network, a fresh profile): the page loads,
+    its DOM has every claim, and the screenshot is a real PNG (docs/report_schema.md, "Looking at
+    the HTML report", gives the command to take one and look at it)."""
+    _, rep = pairs_run
+    page = tmp_path / "report.html"
+    page.write_text(to_html(rep), encoding="utf-8")
+    flags = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars"]
+    dom = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for c in rep["claims"]:
+        assert c["id"] in dom.stdout
+    shot = tmp_path / "shot.png"
+    res = subprocess.run(flags + ["--window-size=1280,2000", f"--screenshot={shot}", page.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and shot.is_file(), res.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_findings_state_the_relation():
+    """The summary's words: the relation, then the verdict in its terms."""
+    bound = {"id": "x.b", "verdict": "holds", "evidence": [
+        {"mode": "exact", "part": "main", "claimed": 1.0, "measured": 1.25, "outcome": "pass", "p_value": None,
+         "instance": "iid-V2 γ=1", "test": "exact value ≥ bound (tol 1e-10)"}],
+        "parts": [{"id": "main", "relation": "≥", "verdict": "holds", "statement": "s", "checkable": True,
+                   "reason": "", "least_slack": None, "counterexample": None}]}
+    assert rp.finding(bound) == "lower bound holds: least slack 0.25 at iid-V2 γ=1 (exact, 1 comparison)"
+    slack = json.loads(json.dumps(bound))
+    slack["parts"][0]["least_slack"] = {"value": 0.013, "instance": {"V": 2, "p": [0.25, 0.75]}, "call": "f()",
+                                        "search": "exhaustive"}
+    assert rp.finding(slack).startswith("lower bound holds: least slack 0.013 at V=2, p=[0.25, 0.75]")
+    fails = {"id": "x.e", "verdict": "fails", "evidence": [], "parts": [
+        {"id": "main", "relation": "=", "verdict": "fails", "statement": "s", "checkable": True, "reason": "",
+         "least_slack": None, "counterexample": {"V": 2, "order": 0, "gamma": 1, "claimed": 1.0652, "measured": 1.6406,
+                                                 "call": "f()", "source": "x"}}]}
+    assert rp.finding(fails) == "equality fails: claimed 1.065, measured 1.641 at V=2, order=0, γ=1"
+
+
+def test_sweep_rows_match_their_schema(tmp_path):
+    rows = sw.run_sweep(sw.grid("sd.exact", instance=["iid-V4-random"], gamma=[1, 2]) +
+                        sw.grid("sd.mc", alpha=[0.5], gamma=[2], n_iterations=[1000]),
+                        tmp_path / "t.jsonl", executor=sw.SerialExecutor(), progress=False)
+    v = validator("sweep-row-1.json")
+    for line in (tmp_path / "t.jsonl").read_text().splitlines():
+        v.validate(json.loads(line))
+    assert len(rows) == 3
+
+
+def test_failed_or_refused_sweeps_leave_no_files(tmp_path):
+    out = tmp_path / "sub" / "t.jsonl"
+    cases = [["sd.mc", "-g", "instance=nope", "-g", "gamma=1", "-g", "n_iterations=10"],
+             ["sd.mc", "-g", "instance=iid-V1", "-g", "gamma=-1", "-g", "n_iterations=10"],
+             ["sd.mc", "-g", "instance=iid-V1", "-g", "gama=1", "-g", "n_iterations=10"],
+             ["sd.mc", "-g", "instance=iid-V1", "-g", "gamma=1", "-g", "n_iterations=10", "--scheduler", "tcp://127.0.0.1:1"],
+             ["bad_inputs.cli:failing_job", "-g", "x=1,2", "--workers", "1"]]
+    for args in cases:
+        res = CliRunner().invoke(app, ["sweep", *args, "--out", str(out), "--no-progress"])
+        assert res.exit_code in (1, 2) and not isinstance(res.exception, Exception) or \
+            isinstance(res.exception, SystemExit), (args, res.output)
+        assert not out.exists(), args
+
+
+def test_a_part_no_user_pair_fits_is_not_checkable_and_its_controls_are_not_required():
+    """Only a Markov pair: sd.expected_tokens's i.i.d. part has nothing to run on, so it is
+    not-checkable (with the reason), and the control is judged where the claim was graded."""
+    from sims.instances_file import pairs_from
+    from sims.runner import run_claims
+    pairs = pairs_from({"pairs": [{"name": "m", "order": 1, "target": [[0.7, 0.3], [0.2, 0.8]],
+                                   "draft": [[0.5, 0.5], [0.4, 0.6]]}]})
+    c = run_claims("sd.expected_tokens", quick=True, progress=False, pairs=pairs)["claims"][0]
+    parts = {p["id"]: p for p in c["parts"]}
+    assert parts["iid"]["verdict"] == "not-checkable" and "no user pair fits" in parts["iid"]["reason"]
+    assert parts["chain"]["verdict"] == "holds" and c["verdict"] == "holds"
+    ctl = c["controls"][0]
+    assert ctl["verdict"] == "fails" and set(ctl["required"]) == {"chain"}, ctl["required"]
+    assert c["summary"] == "holds (1 of 3 parts; 2 not checkable)"
