@@ -1,8 +1,9 @@
 """``spectheory validate``: from nothing to theory against measured acceptance on real models.
 
-``spectheory validate``            install the default pair if needed, capture N HumanEval and N
-                                   MT-Bench prompts, run real SD for each γ, print and write the
-                                   report (RUN_DIR/report.md, report.json, plots).
+``spectheory validate``            install the default pair if needed, capture some of N HumanEval
+                                   and N MT-Bench prompts, run real SD for each γ (batched), each
+                                   family's loop and the broken-verifier controls, print and write
+                                   the report (RUN_DIR/report.md, report.json, plots).
 ``spectheory validate install``    only fetch, verify and cache the default Qwen pair.
 ``spectheory validate report DIR`` re-render the report of an existing run.
 ``spectheory validate cache``      list the model cache (``--clear`` deletes it).
@@ -42,9 +43,9 @@ def validate(
     target: str = typer.Option(None, "--target", help="Target model: local dir, hub id or .gguf file (default: Qwen2.5-Coder-1.5B-Instruct, installed offline)."),
     draft: str = typer.Option(None, "--draft", help="Draft model, as --target (default: Qwen2.5-Coder-0.5B-Instruct)."),
     prompts: str = typer.Option("human-eval,mt-bench", "--prompts", help="Prompt sets: human-eval, mt-bench, shakespeare."),
-    n: int = typer.Option(12, "--n", "-n", help="Prompts per set."),
+    n: int = typer.Option(24, "--n", "-n", help="Prompts per set (HumanEval 164, MT-Bench 80)."),
     gammas: str = typer.Option("1,2,4", "--gammas", help="Draft lengths γ for real speculative decoding."),
-    max_new_tokens: int = typer.Option(48, "--max-new-tokens", help="Tokens generated per prompt."),
+    max_new_tokens: int = typer.Option(96, "--max-new-tokens", help="Tokens generated per prompt."),
     temperature: float = typer.Option(1.0, "--temperature", "-t", help="Sampling temperature of both models (0 = greedy)."),
     top_k: int = typer.Option(None, "--top-k", help="Top-k filter before sampling (both models)."),
     top_p: float = typer.Option(None, "--top-p", help="Nucleus filter before sampling (both models)."),
@@ -53,7 +54,15 @@ def validate(
     device: str = typer.Option(None, "--device", help="cpu or cuda (default: cuda when present)."),
     threads: int = typer.Option(None, "--threads", help="torch CPU threads (default: torch's choice)."),
     slice_k: int = typer.Option(256, "--slice-k", help="Top-k slice stored per position."),
-    probe_every: int = typer.Option(4, "--probe-every", help="Time the autoregressive baseline (one extra one-token target forward) every k-th SD iteration."),
+    probe_every: int = typer.Option(4, "--probe-every", help="Time the autoregressive baseline (one extra one-token target forward of every row) every k-th batch step."),
+    batch: int = typer.Option(32, "--batch", "-b", help="Prompts decoded at once (batched draft and target forwards; 1 = one prompt at a time)."),
+    dtype: str = typer.Option("auto", "--dtype", help="Weights of both models: auto (bfloat16 on a CPU with bfloat16 matrix units or a GPU, else float32), float32, bfloat16, float16, int8 (dynamic quantisation, CPU)."),
+    capture_n: int = typer.Option(8, "--capture-n", help="Prompts per set to capture as compact traces (the SD tests need only the SD records; a few keep a shipped run small)."),
+    families: str = typer.Option("all", "--families", help="Family loops to run on the real pair: se, gbv, spectr_gbv, kseq, ersd (comma-separated; 'all'; '' for none)."),
+    family_n: int = typer.Option(8, "--family-n", help="Prompts per set for the family loops."),
+    controls_n: int = typer.Option(2, "--controls-n", help="Prompts per set run through broken verifiers in the same real loops (negative controls in logits mode; 0 = none)."),
+    hidden_layers: int = typer.Option(4, "--hidden-layers", help="Capture, in the compact traces, the target's hidden states of the last K layers and the emitted token's embedding, seeded projection to --hidden-dims (0 = off)."),
+    hidden_dims: int = typer.Option(64, "--hidden-dims", help="Seeded random projection of the hidden states to this many dims (0 = full vectors, float16)."),
     sd: bool = typer.Option(True, "--sd/--no-sd", help="Run real speculative decoding (else capture only)."),
     chat: bool = typer.Option(True, "--chat/--raw", help="Apply the tokenizer's chat template."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -61,6 +70,7 @@ def validate(
     """Capture and run real speculative decoding on prompt sets; print theory vs measured."""
     if ctx.invoked_subcommand is not None:
         return
+    from validate.batch import BatchMemoryError
     from validate.models import ModelError
     from validate.prompts import PromptSetError, check_prompt_set
     g = _ints(gammas, "--gammas")
@@ -70,13 +80,27 @@ def validate(
         raise typer.BadParameter("--temperature must be finite and ≥ 0", param_hint="--temperature")
     # every argument is checked here, before a model is installed, downloaded or loaded
     for opt, v in (("--top-k", top_k), ("--slice-k", slice_k), ("--threads", threads),
-                   ("--probe-every", probe_every)):
+                   ("--probe-every", probe_every), ("--batch", batch), ("--family-n", family_n)):
         if v is not None and v < 1:
             raise typer.BadParameter(f"{opt} must be ≥ 1, got {v}", param_hint=opt)
     if top_p is not None and not 0 < top_p <= 1:
         raise typer.BadParameter(f"--top-p must lie in (0, 1], got {top_p}", param_hint="--top-p")
     if seed < 0:
         raise typer.BadParameter(f"--seed must be ≥ 0, got {seed}", param_hint="--seed")
+    for opt, v in (("--capture-n", capture_n), ("--controls-n", controls_n), ("--hidden-layers", hidden_layers),
+                   ("--hidden-dims", hidden_dims)):
+        if v is not None and v < 0:
+            raise typer.BadParameter(f"{opt} must be ≥ 0, got {v}", param_hint=opt)
+    from validate.models import DTYPES
+    if dtype != "auto" and dtype not in DTYPES:
+        raise typer.BadParameter(f"--dtype must be auto or one of {', '.join(DTYPES)}, got {dtype!r}",
+                                 param_hint="--dtype")
+    from validate.loops import LOOPS
+    fams = sorted(LOOPS) if families.strip() == "all" else [f.strip() for f in families.split(",") if f.strip()]
+    unknown = [f for f in fams if f not in LOOPS]
+    if unknown:
+        raise typer.BadParameter(f"unknown family loops {unknown}; known: {', '.join(sorted(LOOPS))}",
+                                 param_hint="--families")
     if (target is None) != (draft is None):
         raise typer.BadParameter("give both --target and --draft, or neither (default Qwen pair)")
     names = [s.strip() for s in prompts.split(",") if s.strip()]
@@ -102,8 +126,14 @@ def validate(
     warnings.simplefilter("ignore", FutureWarning)  # libraries' deprecation notices are not the user's concern
     try:
         _run(target, draft, prompts, n, g, max_new_tokens, temperature, top_k, top_p, seed, out, device,
-             threads, slice_k, sd, chat, progress, probe_every)
+             threads, slice_k, sd, chat, progress, probe_every, batch=batch, dtype=dtype, capture_n=capture_n,
+             families=fams, family_n=family_n, controls_n=controls_n, hidden_layers=hidden_layers,
+             hidden_dims=hidden_dims)
     except (ModelError, PromptSetError) as e:
+        _fail(str(e))
+    except BatchMemoryError as e:
+        _fail(str(e))
+    except ValueError as e:  # a run directory of another pair or setup, a damaged record: nothing was changed
         _fail(str(e))
     except ImportError as e:
         _fail(f"{e} (install the extra: pip install 'spectheory[validate]')")
@@ -135,10 +165,12 @@ def _check_device(device: str | None) -> None:
 
 
 def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, top_p, seed, out, device,
-         threads, slice_k, sd, chat, progress, probe_every):
+         threads, slice_k, sd, chat, progress, probe_every, *, batch=1, dtype="float32", capture_n=None,
+         families=(), family_n=None, controls_n=0, hidden_layers=0, hidden_dims=64):
+    from validate.capture import HiddenSpec
     from validate.experiment import run_experiment
     from validate.hf import pick_device, require_torch
-    from validate.models import install_default_pair, load_pair, stop_ids
+    from validate.models import install_default_pair, load_pair, model_identity, resolve_dtype, stop_ids
     from validate.prompts import load_prompts, render
     from validate.report import write_report
     torch = require_torch()
@@ -147,15 +179,28 @@ def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, 
     if target is None:  # validate() has checked that --draft is then absent too
         target, draft = (str(p) for p in install_default_pair(log=typer.echo))
     dev = pick_device(device)
-    typer.echo(f"loading target {target} and draft {draft} on {dev}")
-    tm, dm, tok = load_pair(target, draft, device=dev)
-    plist = [p for name in prompts.split(",") if name.strip() for p in load_prompts(name.strip(), n)]
-    typer.echo(f"{len(plist)} prompts; γ ∈ {gammas}; {max_new_tokens} tokens each; temperature {temperature:g}")
+    dtype = resolve_dtype(dtype, dev)
+    typer.echo(f"loading target {target} and draft {draft} on {dev} ({dtype} weights)")
+    tm, dm, tok = load_pair(target, draft, device=dev, dtype=dtype)
+    sets = [s.strip() for s in prompts.split(",") if s.strip()]
+    # SD runs the first n of each set; capture, loops and controls their own first k (which may exceed n)
+    most = max(n, capture_n or 0, family_n or 0, controls_n or 0)
+    per_set = {name: load_prompts(name, most) for name in sets}
+    plist = [p for name in sets for p in per_set[name]]
+    sd_list = [p for name in sets for p in per_set[name][:n]]
+    sub = lambda k: None if k is None else [p for name in sets for p in per_set[name][:k]]  # noqa: E731
+    typer.echo(f"{len(sd_list)} prompts for SD; γ ∈ {gammas}; {max_new_tokens} tokens each; temperature {temperature:g}; "
+               f"batch {batch}" + (f"; loops {', '.join(families)}" if families else ""))
     run_experiment(out, tm, dm, plist, lambda p: render(p, tok, chat=chat), gammas=gammas,
                    max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
                    stop_ids=stop_ids(tok), slice_k=slice_k, device=dev, sd=sd, progress=progress,
-                   probe_every=probe_every,
-                   config=dict(target=target, draft=draft, threads=torch.get_num_threads(), chat=chat))
+                   probe_every=probe_every, batch=batch, capture=sub(capture_n),
+                   hidden=HiddenSpec(hidden_layers, hidden_dims, seed) if hidden_layers else None,
+                   families=families, family_prompts=sub(family_n), control_prompts=sub(controls_n) or None,
+                   sd_prompts=sd_list,
+                   config=dict(target=target, draft=draft, threads=torch.get_num_threads(), chat=chat,
+                               weights=dtype, target_id=model_identity(target, tm),
+                               draft_id=model_identity(draft, dm)))
     write_report(out)
     typer.echo(f"wrote {out}/report.md, report.json and plots; add the evidence to the claim report with "
                f"`spectheory verify --logits {out}`")

@@ -126,7 +126,7 @@ def test_compact_trace_round_trip_and_errors(tmp_path):
     np.testing.assert_array_equal(back.slice_ids, tr.slice_ids)
     assert (back.name, back.category, back.k, back.T) == ("x", "c", 4, 5)
     np.savez(tmp_path / "bad.npz", a=1)
-    with pytest.raises(ValueError, match="not a spectheory.trace/2"):
+    with pytest.raises(ValueError, match="not a spectheory.trace/3"):
         CompactTrace.load(tmp_path / "bad.npz")
     with pytest.raises(DistributionError, match="mismatched vocabularies"):
         sufficient_statistics(p, q[:, :-1], np.arange(5))
@@ -248,11 +248,13 @@ def test_on_policy_tests_pass_and_catch_a_broken_verifier(pair, tmp_path):
     good = sd_evidence(run_dir("good", STANDARD), alpha=1e-3)
     bad = sd_evidence(run_dir("bad", BROKEN_SWAPPED_RATIO), alpha=1e-3)
     (acc,) = [e for e in good["sd.acceptance"] if e.outcome != "info"]
-    (tok,) = [e for e in good["sd.expected_tokens"] if e.outcome != "info"]
-    assert acc.n > 150 and acc.p_value > 1e-3 and acc.outcome != "fail"
-    assert tok.p_value > 1e-3 and tok.outcome != "fail"
+    tok, n_out = [e for e in good["sd.expected_tokens"] if e.outcome != "info"]
+    assert acc.n > 500 and acc.p_value > 1e-3 and acc.outcome != "fail"  # every verified position, not 1 a step
+    assert tok.n == acc.n and tok.p_value > 1e-3 and tok.outcome != "fail"
+    assert n_out.outcome == "pass" and "τ + 1" in n_out.instance
+    assert "n needed" in acc.note and "n had" in tok.note
     assert [e.outcome for e in bad["sd.acceptance"] if e.outcome != "info"] == ["fail"]
-    assert [e.outcome for e in bad["sd.expected_tokens"] if e.outcome != "info"] == ["fail"]
+    assert [e.outcome for e in bad["sd.expected_tokens"] if e.outcome != "info"] == ["fail", "pass"]
     infos = [e for e in good["sd.walltime"]]
     assert infos and all(e.outcome == "info" and e.mode == "logits" for e in infos)
     assert {e.instance.split()[0] for e in infos} == {"chat", "code"}

@@ -3,10 +3,13 @@
 NumPy side (no torch): compact traces (:mod:`validate.trace`), replay of the SD estimators
 (:mod:`validate.replay`), run directories (:mod:`validate.experiment`), theory vs measurement
 (:mod:`validate.analysis`), reports (:mod:`validate.report`), ``logits`` evidence for
-``spectheory verify --logits`` (:mod:`validate.evidence`). Torch side, imported lazily
-(``pip install 'spectheory[validate]'``): capture (:mod:`validate.capture`), real speculative
-decoding (:mod:`validate.specdec`), model pairs and the offline default pair
-(:mod:`validate.models`). See docs/validate.md.
+``spectheory verify --logits`` (:mod:`validate.evidence`, the family loops' in
+:mod:`validate.replay_loops`), power by design (:mod:`validate.power`: martingale tests and the
+sample sizes they need). Torch side, imported lazily (``pip install 'spectheory[validate]'``):
+the batched engine (:mod:`validate.batch`), capture (:mod:`validate.capture`), real speculative
+decoding (:mod:`validate.specdec`), each family's algorithm on the real pair
+(:mod:`validate.loops`), model pairs and the offline default pair (:mod:`validate.models`).
+See docs/validate.md.
 """
 from .capture import FORMAT_VERSION, LogitTrace, capture_logits, capture_trace
 from .compare import compare, evidence_from_report

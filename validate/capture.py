@@ -184,7 +184,7 @@ def capture_logits(target_model, draft_model, tokenizer, prompt: str, max_new_to
                       name=name, temperature=temperature)
 
 
-# --- compact capture (format spectheory.trace/2) -------------------------------------------
+# --- compact capture (format spectheory.trace/3) -------------------------------------------
 
 def capture_trace(target_model, draft_model, prompt_ids, max_new_tokens: int, temperature: float = 1.0,
                   *, top_k: int | None = None, top_p: float | None = None, seed=0,
@@ -250,3 +250,192 @@ def capture_trace(target_model, draft_model, prompt_ids, max_new_tokens: int, te
     return CompactTrace.concat_rows(rows, np.asarray(toks, dtype=np.int64), prompt_ids=prompt_ids,
                                     target_call_s=np.asarray(tcall), draft_call_s=np.asarray(dcall),
                                     meta=meta)
+
+
+# --- batched compact capture ------------------------------------------------------------------
+
+class HiddenSpec:
+    """Opt-in capture of the target's hidden states for classifiers trained on real runs (e.g.
+    SpecBranch's H-RAD): at every position, the hidden states of the last ``layers`` layers at the
+    slot that produces p_t (concatenated, layers·H values) and the input embedding of the emitted
+    token (H values), each multiplied by a seeded Gaussian projection to ``dims`` values
+    (``dims = 0``: no projection, the full vectors), stored float16. The projection matrices are
+    ``default_rng(seed).standard_normal((layers·H, dims)) / sqrt(dims)`` and then
+    ``standard_normal((H, dims)) / sqrt(dims)`` from the same generator (Johnson–Lindenstrauss:
+    inner products kept to about 1/sqrt(dims)). Bytes per position: 2·2·dims (projected) or
+    2·(layers + 1)·H (full; 3 KiB per layer at H = 1536)."""
+
+    def __init__(self, layers: int = 4, dims: int = 64, seed: int = 0):
+        from spectheory.checks import check_int
+        self.layers = check_int(layers, "hidden layers", min=1)
+        self.dims = check_int(dims, "hidden dims", min=0)
+        self.seed = check_int(seed, "hidden projection seed", min=0)
+        self._R = None
+
+    def meta(self, H: int) -> dict:
+        return dict(layers=self.layers, dims=self.dims or None, seed=self.seed, hidden_size=int(H),
+                    hidden="last layers' hidden states at the slot producing p_t, concatenated (layer order "
+                           "oldest first), times R_h", embedding="input embedding of the emitted token, times R_e",
+                    projection="R_h, R_e = default_rng(seed).standard_normal((layers*H, dims)) / sqrt(dims), then "
+                               "standard_normal((H, dims)) / sqrt(dims)" if self.dims else "none (full vectors)")
+
+    def project(self, hid: np.ndarray, emb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """hid (n, layers, H), emb (n, H) → float16 (n, dims) each."""
+        n, K, H = hid.shape
+        h = hid.reshape(n, K * H).astype(np.float32)
+        e = emb.astype(np.float32)
+        if not self.dims:
+            return h.astype(np.float16), e.astype(np.float16)
+        if self._R is None or self._R[0].shape[0] != K * H:
+            g = np.random.default_rng(self.seed)
+            d = self.dims
+            self._R = ((g.standard_normal((K * H, d)) / np.sqrt(d)).astype(np.float32),
+                       (g.standard_normal((H, d)) / np.sqrt(d)).astype(np.float32))
+        return (h @ self._R[0]).astype(np.float16), (e @ self._R[1]).astype(np.float16)
+
+
+def capture_batch(target_model, draft_model, prompts, max_new_tokens: int, temperature: float = 1.0, *,
+                  top_k: int | None = None, top_p: float | None = None, seeds=None, stop_ids=(),
+                  slice_k: int | None = None, vocab_size: int | None = None, device: str | None = None,
+                  names=None, categories=None, batch: int = 8, hidden: HiddenSpec | None = None,
+                  on_token=None, on_done=None, prefix_cache=None) -> list:
+    """:func:`capture_trace` for many prompts at once (continuous batching over
+    :class:`validate.batch.BatchedLM`): each step is one target and one draft forward over all
+    rows, each row drawing its token from its own generator (``seeds[i]``, default i), so prompt
+    i's trace is the one ``capture_trace(..., seed=seeds[i])`` records (statistics equal to
+    rounding), except the call times: a row records its share of each batched call. A finished
+    prompt is handed to ``on_done(i, trace)`` at once and the next one joins. ``hidden``: opt-in
+    hidden-state projections (:class:`HiddenSpec`). Out of memory: a clear
+    :class:`validate.batch.BatchMemoryError`; finished prompts were handed over already."""
+    from .batch import BatchedLM, BatchMemoryError, PrefixCache, check_batch_fits, is_oom
+    from .hf import common_vocab, require_torch
+    from spectheory.checks import check_int, check_int_array
+    from spectheory.rng import sample_index
+
+    from .trace import DEFAULT_TOP_K, CompactTrace, _sufficient_statistics, check_sampling, sampling_probs
+    check_int(max_new_tokens, "max_new_tokens", min=1)
+    check_sampling(temperature, top_k, top_p)
+    batch = check_int(batch, "batch", min=1)
+    if slice_k is not None:
+        check_int(slice_k, "slice_k", min=1)
+    if vocab_size is not None:
+        check_int(vocab_size, "vocab_size", min=1)
+    if hidden is not None and not isinstance(hidden, HiddenSpec):
+        raise TypeError(f"hidden must be a validate.capture.HiddenSpec or None, got {type(hidden).__name__}")
+    prompts = [[int(i) for i in check_int_array(p, "prompt_ids", min=0, max=None if vocab_size is None
+                                                else vocab_size - 1).ravel()] for p in prompts]
+    if not prompts or any(len(p) == 0 for p in prompts):
+        raise ValueError("give at least one prompt, each holding at least one token")
+    n = len(prompts)
+    seeds = list(range(n)) if seeds is None else list(seeds)
+    names = [f"trace{i}" for i in range(n)] if names is None else list(names)
+    categories = [""] * n if categories is None else list(categories)
+    if not len(seeds) == len(names) == len(categories) == n:
+        raise ValueError(f"seeds, names and categories must have one entry per prompt ({n})")
+    for s in seeds:
+        check_int(s, "seed", min=0)
+    torch = require_torch()
+    V = common_vocab(target_model, draft_model) if vocab_size is None else int(vocab_size)
+    k = min(DEFAULT_TOP_K if slice_k is None else int(slice_k), V)
+    stop = {int(s) for s in stop_ids}
+    K = hidden.layers if hidden is not None else 0
+    tgt = BatchedLM(target_model, V, device, hidden_layers=K)
+    drf = BatchedLM(draft_model, V, device)
+    emb_w = target_model.get_input_embeddings().weight if hidden is not None else None
+    pcache = PrefixCache() if prefix_cache is None else prefix_cache
+    from .models import weights_label
+
+    def probs(z):
+        return sampling_probs(z, temperature, top_k=top_k, top_p=top_p)
+
+    class Row:
+        def __init__(self, i):
+            self.i, self.rng, self.rows, self.toks = i, np.random.default_rng(seeds[i]), [], []
+            self.tcall, self.dcall, self.hid, self.emb = [np.nan], [np.nan], [], []
+
+    queue = list(range(n))[::-1]
+    active: list = []
+    zt = zd = hz = None  # current logits (B, V) and hidden states (B, K, H) of the active rows
+    results: list = [None] * n
+    try:
+        while queue or active:
+            if queue and len(active) < batch:
+                new = [Row(queue.pop()) for _ in range(min(batch - len(active), len(queue)))]
+                longest = max(len(prompts[r.i]) for r in new)
+                check_batch_fits(target_model, len(active) + len(new), max(tgt.slots, longest) + 1, longest, V,
+                                 what=f"capture batch of {len(active) + len(new)} prompts")
+                t_new, pt = pcache.rows(target_model, V, [prompts[r.i][:-1] for r in new], device, hidden_layers=K)
+                d_new, pd = pcache.rows(draft_model, V, [prompts[r.i][:-1] for r in new], device)
+                z1, lt = t_new.feed([prompts[r.i][-1:] for r in new], rows=1, hidden=hidden is not None)
+                z2, ld = d_new.feed([prompts[r.i][-1:] for r in new], rows=1)
+                for r, a, b_ in zip(new, pt, pd):
+                    r.pre = (a + lt / len(new), b_ + ld / len(new))
+                zt = z1[:, 0] if zt is None else np.concatenate([zt, z1[:, 0]])
+                zd = z2[:, 0] if zd is None else np.concatenate([zd, z2[:, 0]])
+                if hidden is not None:
+                    hz = t_new.last_hidden if hz is None else np.concatenate([hz, t_new.last_hidden])
+                tgt.merge(t_new)
+                drf.merge(d_new)
+                active += new
+            B = len(active)
+            P, Q = probs(zt), probs(zd)
+            toks = np.array([int(P[b].argmax()) if temperature == 0 else sample_index(r.rng, P[b])
+                             for b, r in enumerate(active)], dtype=np.int64)
+            st = _sufficient_statistics(P, Q, toks, k)
+            if hidden is not None:
+                with torch.no_grad():
+                    e = emb_w[torch.from_numpy(toks).to(emb_w.device)].float().cpu().numpy()
+                hp, ep = hidden.project(hz, e)
+            keep = []
+            for b, r in enumerate(active):
+                r.rows.append({key: v[b:b + 1] for key, v in st.items()})
+                r.toks.append(int(toks[b]))
+                if hidden is not None:
+                    r.hid.append(hp[b])
+                    r.emb.append(ep[b])
+                if on_token is not None:
+                    on_token(r.i)
+                if int(toks[b]) in stop or len(r.toks) == max_new_tokens:
+                    meta = dict(name=names[r.i], category=categories[r.i], temperature=float(temperature),
+                                top_k=top_k, top_p=top_p, V=V, seed=seeds[r.i], prefill_target_s=r.pre[0],
+                                prefill_draft_s=r.pre[1], slice_k=k, stopped=bool(int(toks[b]) in stop),
+                                device=str(tgt.device), batch_size=batch, weights=weights_label(target_model))
+                    extra = {}
+                    if hidden is not None:
+                        meta["hidden"] = hidden.meta(emb_w.shape[1])
+                        extra = dict(hidden_proj=np.stack(r.hid), emb_proj=np.stack(r.emb))
+                    results[r.i] = CompactTrace.concat_rows(
+                        r.rows, np.asarray(r.toks, dtype=np.int64), prompt_ids=prompts[r.i],
+                        target_call_s=np.asarray(r.tcall), draft_call_s=np.asarray(r.dcall), meta=meta, **extra)
+                    if on_done is not None:
+                        on_done(r.i, results[r.i])
+                else:
+                    keep.append(b)
+            if len(keep) < B:
+                active = [active[b] for b in keep]
+                tgt.select(keep)
+                drf.select(keep)
+                toks = toks[keep]
+                if hidden is not None:
+                    hz = hz[keep]
+            if not active:
+                zt = zd = hz = None
+                continue
+            z1, dt_t = tgt.feed([[t] for t in toks], rows=1, hidden=hidden is not None)
+            z2, dt_d = drf.feed([[t] for t in toks], rows=1)
+            zt, zd = z1[:, 0], z2[:, 0]
+            if hidden is not None:
+                hz = tgt.last_hidden
+            for r in active:
+                r.tcall.append(dt_t / len(active))
+                r.dcall.append(dt_d / len(active))
+    except BatchMemoryError:
+        raise
+    except Exception as e:
+        if is_oom(e):
+            raise BatchMemoryError(
+                f"ran out of memory capturing {len(active)} prompts at once ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:200]}); lower --batch. The {sum(t is not None for t in results)} "
+                "prompts finished before were handed over (saved) already.") from None
+        raise
+    return results

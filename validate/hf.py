@@ -33,8 +33,11 @@ def pick_device(device: str | None = None) -> str:
 def output_width(model) -> int:
     """Number of logits the model emits per position."""
     emb = model.get_output_embeddings()
-    if emb is not None and getattr(emb, "weight", None) is not None:
-        return int(emb.weight.shape[0])
+    w = getattr(emb, "weight", None) if emb is not None else None
+    if callable(w):  # a dynamically quantised Linear exposes its weight as a method
+        w = w()
+    if w is not None:
+        return int(w.shape[0])
     return int(model.config.vocab_size)
 
 
@@ -54,6 +57,17 @@ def common_vocab(target, draft, tokenizer=None) -> int:
                      + ": speculative decoding needs one shared vocabulary")
 
 
+def cache_keyword(model) -> str:
+    """The forward's keyword for the KV cache: ``cache`` (transformers ≥ 5.2x; ``past_key_values``
+    is deprecated there) or ``past_key_values``."""
+    import inspect
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
 class CachedLM:
     """A causal LM plus its KV cache. ``feed(ids)`` appends ids to the cached context and
     returns their logits as (len(ids), V) float64 NumPy rows and the call's seconds
@@ -70,6 +84,7 @@ class CachedLM:
         self.cache = DynamicCache()
         self.length = 0
         self._cache_cls = DynamicCache
+        self._cache_kw = cache_keyword(model)
 
     def reset(self):
         self.cache = self._cache_cls()
@@ -91,13 +106,12 @@ class CachedLM:
         self._sync()
         t0 = time.perf_counter()
         with torch.no_grad():
-            out = self.model(input_ids=inp, past_key_values=self.cache, use_cache=True,
-                             position_ids=pos, logits_to_keep=rows or 0)
+            out = self.model(input_ids=inp, use_cache=True, position_ids=pos, logits_to_keep=rows or 0,
+                             **{self._cache_kw: self.cache})
             z = out.logits[0, -(rows or len(ids)):, : self.V].double().cpu().numpy()
         self._sync()
         dt = time.perf_counter() - t0
-        self.cache = out.past_key_values
-        self.length += len(ids)
+        self.length += len(ids)  # the DynamicCache grew in place
         return z, dt
 
     def crop(self, n: int):

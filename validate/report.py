@@ -9,7 +9,7 @@ from pathlib import Path
 from .analysis import summarize
 from .experiment import Run, load_run
 
-REPORT_FORMAT = "spectheory.validate-report/1"
+REPORT_FORMAT = "spectheory.validate-report/2"  # 2: adds alpha_per_test, power, loops
 
 COLUMNS = [  # (key, header, format)
     ("category", "category", "{}"), ("gamma", "γ", "{}"), ("n_prompts", "prompts", "{}"),
@@ -83,6 +83,48 @@ def to_markdown(run: Run, rows) -> str:
     return "\n".join(lines)
 
 
+def default_alpha(family: float = 0.01) -> float:
+    """The per-test level ``spectheory verify`` uses by default: the family level over every
+    Monte Carlo test in the registry (Bonferroni)."""
+    from sims.registry import total_mc_tests
+    return family / max(1, total_mc_tests())
+
+
+def power_section(run: Run, alpha: float) -> tuple[list, list]:
+    """(Markdown lines, JSON rows): every graded martingale test of the run with its power."""
+    from .evidence import power_rows
+    rows = power_rows(run, alpha)
+    lines = ["## Power of the graded logits tests", "",
+             f"Per-test α = {alpha:.3g} (the default `spectheory verify`: 0.01 over every Monte Carlo test of the "
+             "registry); n needed = ((z_(1−α/2) + z_power)/tolerance)² × mean per-trial variance.", "",
+             "| claim | test | trials | n had | n needed (power 0.8) | n needed (power 0.9, graded) | "
+             "detectable at n had | tolerance | outcome |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.claim} | {r.test} | {r.trials} | {r.n_had} | {r.n_needed_08} | {r.n_needed_report} | "
+                     f"{r.detectable:.4f} | {r.tolerance:g} | {r.outcome} |")
+    return lines + [""], [r.to_json() for r in rows]
+
+
+def loops_section(run: Run, alpha: float) -> tuple[list, list]:
+    """(Markdown lines, JSON rows): each family loop and control, its graded tests' outcomes."""
+    from .replay_loops import logits_evidence
+    if not run.families:
+        return [], []
+    ev = logits_evidence(run, alpha)
+    lines = ["## Family loops on the real pair", "",
+             "| claim | test | claimed | measured | n | p | outcome |", "|---|---|---|---|---|---|---|"]
+    out = []
+    for cid, evs in sorted(ev.items()):
+        for e in evs:
+            p = "–" if e.p_value is None else f"{e.p_value:.3g}"
+            lines.append(f"| {cid} | {e.instance} | {_fmt(e.claimed, '{:.4f}')} | {_fmt(e.measured, '{:.4f}')} | "
+                         f"{e.n} | {p} | {e.outcome} |")
+            out.append(dict(claim=cid, **e.to_json()))
+    loops = ", ".join(f"{k}: {len(v)} prompts, {sum(r.n_iterations for r in v)} iterations, "
+                      f"{sum(len(r.tokens) for r in v)} tokens" for k, v in sorted(run.families.items()))
+    return lines + ["", f"Loops: {loops}.", ""], out
+
+
 #: the terminal's two tables (key, short header, format): each fits 100 columns; report.md has every column
 TERMINAL_TABLES = (
     ("tokens per iteration: predicted vs measured", (
@@ -128,16 +170,22 @@ def _clean(x):
     return x
 
 
-def write_report(run_dir, *, show: bool = True, plots: bool = True) -> dict:
+def write_report(run_dir, *, show: bool = True, plots: bool = True, alpha: float | None = None) -> dict:
     """Summarise a run directory; write report.md, report.json and the plots beside it."""
     run = load_run(run_dir)
     rows = summarize(run)
     d = Path(run_dir)
-    (d / "report.md").write_text(to_markdown(run, rows))
-    out = {"format": REPORT_FORMAT, "config": run.config, "rows": rows}
+    alpha = default_alpha() if alpha is None else alpha
+    pw_md, pw = power_section(run, alpha)
+    lp_md, lp = loops_section(run, alpha)
+    (d / "report.md").write_text(to_markdown(run, rows) + "\n" + "\n".join(pw_md + lp_md))
+    out = {"format": REPORT_FORMAT, "config": run.config, "rows": rows, "alpha_per_test": alpha, "power": pw,
+           "loops": lp}
     (d / "report.json").write_text(json.dumps(_clean(out), indent=1, default=str))
     if plots and rows:
         out["plots"] = [str(p) for p in plot(rows, d)]
     if show:
         print_table(rows)
+        for ln in pw_md:
+            print(ln)
     return out

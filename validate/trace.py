@@ -1,4 +1,4 @@
-"""Compact real-logit traces (format ``spectheory.trace/2``, see docs/validate.md).
+"""Compact real-logit traces (format ``spectheory.trace/3``; /2 still reads; see docs/validate.md).
 
 A full next-token distribution of a 151,936-token vocabulary costs 1.2 MiB per position in
 float64. A :class:`CompactTrace` keeps instead, per position t of one generated text,
@@ -25,14 +25,62 @@ import numpy as np
 from spectheory.checks import check_int, check_int_array, check_real
 from spectheory.distributions import DistributionError, check_distribution
 
-#: ``format`` key written by :meth:`CompactTrace.save`.
-TRACE_FORMAT = "spectheory.trace/2"
+#: ``format`` key written by :meth:`CompactTrace.save` (3: optional hidden-state projections).
+TRACE_FORMAT = "spectheory.trace/3"
+#: Formats :meth:`CompactTrace.load` reads.
+TRACE_FORMATS = ("spectheory.trace/2", TRACE_FORMAT)
+#: Errors a damaged or truncated ``.npz`` raises on opening or reading an array.
+NPZ_ERRORS = (ValueError, OSError, EOFError, KeyError)
+
+
+class open_npz:
+    """``with open_npz(path, formats) as z``: an ``.npz`` archive whose ``format`` key is one of
+    ``formats``, or a clear ValueError naming the file (damaged, truncated, not an archive, or
+    another format). FileNotFoundError passes through."""
+
+    def __init__(self, path, formats):
+        self.path, self.formats = Path(path), tuple(formats)
+
+    def __enter__(self):
+        import zipfile
+        import zlib
+        try:
+            z = np.load(self.path, allow_pickle=False)
+        except FileNotFoundError:
+            raise
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+            raise ValueError(f"{self.path}: not a readable {self.formats[-1]} file ({type(err).__name__}: {err}); "
+                             "a truncated file from an interrupted write? Delete it and rerun the same command to "
+                             "recompute it (nothing else is lost)") from None
+        if not hasattr(z, "files"):
+            raise ValueError(f"{self.path}: not a {self.formats[-1]} file (a bare .npy array, not an .npz archive)")
+        self.z = z
+        try:
+            fmt = str(z["format"]) if "format" in z.files else None
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+            z.close()
+            raise ValueError(f"{self.path}: damaged file ({type(err).__name__}: {err}); delete it and rerun") from None
+        if fmt not in self.formats:
+            z.close()
+            raise ValueError(f"{self.path}: not a {self.formats[-1]} file (format = {fmt!r}; this spectheory reads "
+                             f"{', '.join(self.formats)})")
+        return z
+
+    def __exit__(self, et, ev, tb):
+        import zipfile
+        import zlib
+        self.z.close()
+        if et is not None and issubclass(et, (zipfile.BadZipFile, zlib.error, EOFError)):
+            raise ValueError(f"{self.path}: damaged or truncated file ({et.__name__}: {ev}); delete it and rerun "
+                             "the same command to recompute it (nothing else is lost)") from None
+        return False
 #: Default size of the stored top-k slice.
 DEFAULT_TOP_K = 256
 
 #: Rounding slack on stored statistics (float32 slices, 1 − Σ leftovers).
 _STAT_ATOL = 1e-5
 _PROB_KEYS = ("beta", "tv", "p_token", "q_token", "beta_slice", "p_rest", "q_rest")
+HIDDEN_KEYS = ("hidden_proj", "emb_proj")
 _STAT_KEYS = ("beta", "tv", "kl_pq", "kl_qp", "entropy_p", "entropy_q", "p_token", "q_token",
               "beta_slice", "p_rest", "q_rest")
 
@@ -243,6 +291,11 @@ class CompactTrace:
     target_call_s: np.ndarray | None = None
     draft_call_s: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
+    # opt-in (format 3): the target's hidden states at the position's last context slot, last K
+    # layers concatenated, and the emitted token's input embedding, each through a seeded random
+    # projection (meta["hidden"] says K, dims, seed), float16; None when not captured
+    hidden_proj: np.ndarray | None = None
+    emb_proj: np.ndarray | None = None
 
     def __post_init__(self):
         self.tokens = check_int_array(self.tokens, "tokens", min=0)
@@ -280,6 +333,13 @@ class CompactTrace:
         for nm in ("target_call_s", "draft_call_s"):
             v = getattr(self, nm)
             setattr(self, nm, np.full(T, np.nan) if v is None else np.asarray(v, dtype=np.float64))
+        for nm in HIDDEN_KEYS:
+            v = getattr(self, nm)
+            if v is not None:
+                v = np.asarray(v, dtype=np.float16)
+                if v.ndim != 2 or v.shape[0] != T:
+                    raise DistributionError(f"{nm} must have shape (T={T}, d), got {v.shape}")
+                setattr(self, nm, v)
         self.meta = dict(self.meta)
         self.meta.setdefault("name", "trace")
         self.meta.setdefault("category", "")
@@ -349,26 +409,22 @@ class CompactTrace:
                 f, format=np.str_(TRACE_FORMAT), tokens=self.tokens, prompt_ids=self.prompt_ids,
                 slice_ids=self.slice_ids, slice_p=self.slice_p, slice_q=self.slice_q,
                 target_call_s=self.target_call_s, draft_call_s=self.draft_call_s,
-                meta=np.str_(json.dumps(self.meta, default=str)), **arrays)
+                meta=np.str_(json.dumps(self.meta, default=str)), **arrays,
+                **{k: getattr(self, k) for k in HIDDEN_KEYS if getattr(self, k) is not None})
         tmp.replace(path)
         return path
 
     @classmethod
     def load(cls, path) -> "CompactTrace":
         import json
-        try:
-            z = np.load(Path(path), allow_pickle=False)
-        except FileNotFoundError:
-            raise
-        except (ValueError, OSError) as err:
-            raise ValueError(f"{path}: not a {TRACE_FORMAT} file ({err})") from None
-        with z:
-            if not hasattr(z, "files"):
-                raise ValueError(f"{path}: not a {TRACE_FORMAT} file (a bare .npy array, not an .npz archive)")
-            fmt = str(z["format"]) if "format" in z.files else None
-            if fmt != TRACE_FORMAT:
-                raise ValueError(f"{path}: not a {TRACE_FORMAT} file (format = {fmt!r})")
-            stats = {k: z[f"stat_{k}"] for k in _STAT_KEYS}
-            return cls(z["tokens"], stats, z["slice_ids"], z["slice_p"], z["slice_q"],
-                       prompt_ids=z["prompt_ids"], target_call_s=z["target_call_s"],
-                       draft_call_s=z["draft_call_s"], meta=json.loads(str(z["meta"])))
+        with open_npz(path, TRACE_FORMATS) as z:
+            try:
+                stats = {k: z[f"stat_{k}"] for k in _STAT_KEYS}
+                extra = {k: z[k] for k in HIDDEN_KEYS if k in z.files}
+                tr = cls(z["tokens"], stats, z["slice_ids"], z["slice_p"], z["slice_q"],
+                         prompt_ids=z["prompt_ids"], target_call_s=z["target_call_s"],
+                         draft_call_s=z["draft_call_s"], meta=json.loads(str(z["meta"])), **extra)
+            except KeyError as e:
+                raise ValueError(f"{path}: damaged {TRACE_FORMAT} file (missing {e}); delete it and rerun the same "
+                                 "command to recompute this prompt (nothing else is lost)") from None
+        return tr

@@ -12,6 +12,7 @@ not part of this call (see docs/multidraft.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
 
 import numpy as np
 
@@ -49,6 +50,20 @@ def block_h(p, q, drafts, K: int, rule: MultiDraftRule = SPECTR_GBV) -> tuple[np
         Q[:, i + 1] = Q[:, i] * q[idx, i, drafts[:, i]]
     h = np.empty((Kd, g))
     for i in range(1, g + 1):
+        # the rule's h_form, as cf.h_tables reads it ("one": the broken accept-all; "sec3.3": the
+        # printed single-draft formula); before, this entry ignored it and always used Eq. 2/3
+        if rule.h_form == "one":
+            h[:, i - 1] = 1.0
+            continue
+        if rule.h_form == "sec3.3":
+            if i == g:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    h[:, i - 1] = np.clip(np.where(Q[:, i] > 0, P[:, i] / np.where(Q[:, i] > 0, Q[:, i], 1.0), 0.0),
+                                          0.0, 1.0)
+                continue
+            Pc, Qc = P[:, i, None] * p[:, i], Q[:, i, None] * q[:, i]
+            h[:, i - 1] = cf._ratio(np.maximum(Pc - Qc, 0.0).sum(axis=1), np.maximum(Qc - Pc, 0.0).sum(axis=1))
+            continue
         if i == g:
             h[:, i - 1] = cf._ratio(cf.A(P[:, i], Q[:, i], e), cf.has_prob(Q[:, i], K))
             continue
@@ -112,3 +127,49 @@ def spectr_gbv_verify(p, q, drafts, *, seed=None, rule: MultiDraftRule = SPECTR_
     y = int(rng.choice(V, p=dist / dist.sum()))
     head = tuple(int(t) for t in x[f, :tau]) if tau else ()
     return BlockVerdict(tau, f, head + (y,), h)
+
+
+def kseq_verify(p, q, drafts, *, seed=None, rule: MultiDraftRule = None) -> BlockVerdict:
+    """One K-SEQ iteration (SpecTr, Sun et al. 2023; the seed's Sec. 3.2) on K drafts.
+
+    p: (K, γ+1, V) target rows along each draft, q: (K, γ, V) draft rows, drafts: (K, γ) ids, as
+    for :func:`spectr_gbv_verify`. Depth by depth, the drafts still alive (all K at depth 0) share
+    one context, so one (p, q) pair; ρ solves ``1 − (1 − β(ρ))^n = ρβ(ρ)`` for the n alive (or the
+    initial K, ``rule.rho_k == "initial"``; 1 for ``rule.rho == "one"``); their tokens are tried in
+    draft order, each accepted with probability min(1, p(x)/(ρ q(x))), the first accepted wins and
+    the drafts carrying it stay alive. No acceptance: a correction from norm(max(p − ρq, 0))
+    (``rule.residual == "p"``: from p) ends the iteration; all γ depths accepted: a bonus from
+    the target's next row. ``h[k, i]``: the acceptance probability of draft k's token at depth i
+    when it was tried (NaN if not tried). The same law as :func:`spectheory.exact.multidraft.kseq_outcomes`
+    (tested)."""
+    from ..rules.multidraft import KSEQ
+    rule = KSEQ if rule is None else rule
+    check_type(rule, MultiDraftRule, "rule", " (spectheory.rules.multidraft)")
+    if rule.algorithm != "kseq":
+        raise ValueError(f"rule {rule.name!r} is a {rule.algorithm!r} rule; kseq_verify runs K-SEQ")
+    p, q, x = _check_block(p, q, drafts, dataclass_replace(rule, algorithm="spectr_gbv"))
+    K, g = x.shape
+    V = p.shape[-1]
+    rng = check_random_state(seed)
+    h = np.full((K, g), np.nan)
+    alive = list(range(K))
+    for i in range(g):
+        k0 = alive[0]
+        pi, qi = p[k0, i], q[k0, i]
+        rho = 1.0 if rule.rho == "one" else cf.kseq_rho(pi, qi, K if rule.rho_k == "initial" else len(alive))
+        won = None
+        for k in alive:
+            t = x[k, i]
+            h[k, i] = min(1.0, pi[t] / (rho * qi[t])) if qi[t] > 0 else 0.0
+            if rng.random() < h[k, i]:
+                won = t
+                break
+        if won is None:
+            res = pi if rule.residual == "p" else cf.kseq_residual(pi, qi, rho)
+            y = int(rng.choice(V, p=res / res.sum()))
+            head = tuple(int(t) for t in x[k0, :i])
+            return BlockVerdict(i, k0 if i else -1, head + (y,), h)
+        alive = [k for k in alive if x[k, i] == won]
+    f = alive[0]
+    y = int(rng.choice(V, p=p[f, g] / p[f, g].sum()))
+    return BlockVerdict(g, f, tuple(int(t) for t in x[f]) + (y,), h)

@@ -27,6 +27,12 @@ from validate.replay_se import evidence as se_evidence
 from validate.replay_se import logits_evidence as se_logits_evidence
 from validate.replay_se import replay_se, trace_exact_tokens_no_bonus
 
+from validate.capture import HiddenSpec, capture_batch
+from validate.loops import LoopRun, run_loop
+from validate.models import resolve_dtype
+from validate.power import martingale_test, martingale_test_estimated, n_needed
+from validate.specdec import SDRun, speculative_decode_batch
+
 from . import CLIError, bad, run_cli
 
 NAN = float("nan")
@@ -53,6 +59,35 @@ np.savez(_TMP / "other.npz", a=np.zeros(2))
 
 
 PROMPT = Prompt("p0", "code", "def f():", (("user", "def f():"),))
+# a run directory whose run.json is not JSON, one of an unknown format, a truncated SD record
+(_TMP / "badjson").mkdir()
+(_TMP / "badjson" / "run.json").write_text("{not json")
+(_TMP / "otherfmt").mkdir()
+(_TMP / "otherfmt" / "run.json").write_text('{"format": "spectheory.validate-run/9"}')
+_SDR = SDRun(2, np.array([1, 2]), np.array([2, 3]), np.full((2, 2), 0.5), np.full((2, 2), 0.5), np.zeros((2, 2)),
+             np.zeros(2), np.array([3, 3]), np.zeros(2), np.array([5, 6, 7, 8, 9]))
+_SDR.save(_TMP / "sd.npz")
+(_TMP / "sd_cut.npz").write_bytes((_TMP / "sd.npz").read_bytes()[:60])
+Y01 = np.array([0.0, 1.0, 1.0, 0.0])
+MU = np.array([0.5, 0.5, 0.6, 0.4])
+
+
+def _sdb(**kw):
+    """speculative_decode_batch with no models: every row is refused before a model is touched."""
+    args = dict(prompts=[[1, 2, 3]], gamma=2, max_new_tokens=4)
+    args.update(kw)
+    return speculative_decode_batch(None, None, args.pop("prompts"), args.pop("gamma"), args.pop("max_new_tokens"),
+                                    **args)
+
+
+def _capb(**kw):
+    args = dict(prompts=[[1, 2, 3]], max_new_tokens=4)
+    args.update(kw)
+    return capture_batch(None, None, args.pop("prompts"), args.pop("max_new_tokens"), **args)
+
+
+def _loop(name, **kw):
+    return run_loop(name, None, None, [[1, 2, 3]], 4, **kw)
 
 
 def _capture(**kw):
@@ -117,9 +152,9 @@ ROWS = [
         match="slice_ids must be token ids ≥ 0"),
     bad("validate.CompactTrace meta temperature<0", _ct, meta={"temperature": -1}, match=r"meta\['temperature'\]"),
     bad("validate.CompactTrace.load not an archive", CompactTrace.load, _TMP / "junk.npz",
-        match="not a spectheory.trace/2 file"),
+        match="not a readable spectheory.trace/3 file .*Delete it and rerun"),
     bad("validate.CompactTrace.load other archive", CompactTrace.load, _TMP / "other.npz",
-        match="not a spectheory.trace/2 file"),
+        match="not a spectheory.trace/3 file"),
     # --- SD replay (validate.replay, validate.compare) ---
     bad("validate.replay not a trace", replay, "t", 2, exc=TypeError, match="expected a LogitTrace or CompactTrace"),
     bad("validate.replay gamma=1.5", replay, TRACE, 1.5, match="gamma .*must be an integer ≥ 1"),
@@ -290,6 +325,64 @@ ROWS = [
         match="give both --target and --draft"),
     bad("validate.cli report of a missing run", run_cli, "validate", "report", _TMP / "nope", exc=CLIError,
         match="not a validate run directory"),
+    # --- batched SD and capture, family loops, power (validate.specdec, capture, loops, power) ---
+    bad("validate.speculative_decode_batch gamma=0", _sdb, gamma=0, match="gamma .*must be an integer ≥ 1"),
+    bad("validate.speculative_decode_batch max_new_tokens=0", _sdb, max_new_tokens=0,
+        match="max_new_tokens must be an integer ≥ 1"),
+    bad("validate.speculative_decode_batch batch=0", _sdb, batch=0, match="batch must be ≥ 1"),
+    bad("validate.speculative_decode_batch empty prompt", _sdb, prompts=[[]], match="each holding at least one token"),
+    bad("validate.speculative_decode_batch seeds mismatch", _sdb, seeds=[0, 1],
+        match="seeds, names and categories must have one entry per prompt"),
+    bad("validate.speculative_decode_batch temperature<0", _sdb, temperature=-1.0,
+        match="temperature must be finite and ≥ 0"),
+    bad("validate.capture_batch batch=0", _capb, batch=0, match="batch must be ≥ 1"),
+    bad("validate.capture_batch hidden not a spec", _capb, hidden=4, exc=TypeError,
+        match="hidden must be a validate.capture.HiddenSpec"),
+    bad("validate.capture_batch seed=-1", _capb, seeds=[-1], match="seed must be ≥ 0"),
+    bad("validate.HiddenSpec layers=0", HiddenSpec, 0, match="hidden layers must be ≥ 1"),
+    bad("validate.HiddenSpec dims<0", HiddenSpec, 2, -1, match="hidden dims must be ≥ 0"),
+    bad("validate.run_loop unknown", _loop, "nope", match="unknown family loop 'nope'"),
+    bad("validate.run_loop se λ=2", _loop, "se", options=dict(lam=2.0), match="λ must lie in"),
+    bad("validate.run_loop se γ_q=0", _loop, "se", options=dict(gamma_q=0), match="γ_q must be ≥ 1"),
+    bad("validate.run_loop multidraft algorithm", run_loop, "spectr_gbv", None, None, [[1]], 4,
+        options=dict(algorithm="nope"), match="multidraft algorithm must be one of"),
+    bad("validate.run_loop kseq K=0", _loop, "kseq", options=dict(K=0), match="K .drafts. must be ≥ 1"),
+    bad("validate.run_loop ersd k=0", _loop, "ersd", options=dict(k=0), match="k .alternatives. must be ≥ 1"),
+    bad("validate.LoopRun.load not an archive", LoopRun.load, _TMP / "junk.npz",
+        match="not a readable spectheory.looprun/1 file"),
+    bad("validate.SDRun.load truncated", SDRun.load, _TMP / "sd_cut.npz",
+        match="sd_cut.npz: not a readable spectheory.sdrun/2 file .*Delete it and rerun"),
+    bad("validate.load_run run.json not JSON", load_run, _TMP / "badjson", match="not valid JSON"),
+    bad("validate.load_run unknown format", load_run, _TMP / "otherfmt", match="this spectheory reads"),
+    bad("validate.n_needed tolerance=0", n_needed, 0.1, 1e-3, 0.0, match="tolerance > 0"),
+    bad("validate.n_needed var<0", n_needed, -0.1, 1e-3, 0.02, match="var_per_trial must be finite and ≥ 0"),
+    bad("validate.martingale_test not indicators", martingale_test, "c", "i", Y01 + 0.5, MU, alpha=1e-3,
+        tolerance=0.02, what="x", trials="t", match="0/1 indicators"),
+    bad("validate.martingale_test lengths differ", martingale_test, "c", "i", Y01, MU[:3], alpha=1e-3,
+        tolerance=0.02, what="x", trials="t", match="of one length"),
+    bad("validate.martingale_test NaN", martingale_test, "c", "i", Y01, MU * NAN, alpha=1e-3,
+        tolerance=0.02, what="x", trials="t", match="probs must be finite"),
+    bad("validate.martingale_test_estimated one trial", martingale_test_estimated, "c", "i", Y01[:1], MU[:1],
+        alpha=1e-3, tolerance=0.02, what="x", trials="t", match="of one length ≥ 2"),
+    bad("validate.resolve_dtype unknown", resolve_dtype, "float8", match="dtype must be 'auto' or one of"),
+    bad("validate.resolve_dtype int8 on cuda", resolve_dtype, "int8", "cuda", match="runs on the CPU only"),
+    bad("validate.run_experiment batch=0", _experiment, batch=0, match="batch must be ≥ 1"),
+    bad("validate.run_experiment unknown family", _experiment, families=("nope",), match="unknown family loops"),
+    bad("validate.run_experiment capture not a subset", _experiment, capture=[Prompt("x", "c", "", ())],
+        match="capture must be a sub-list of prompts"),
+    bad("validate.run_experiment hidden not a spec", _experiment, hidden=3, exc=TypeError,
+        match="hidden must be a validate.capture.HiddenSpec"),
+    bad("validate.cli batch=0", run_cli, "validate", "--batch", "0", exc=CLIError, match="--batch must be ≥ 1"),
+    bad("validate.cli dtype unknown", run_cli, "validate", "--dtype", "float8", exc=CLIError,
+        match="--dtype must be auto or one of"),
+    bad("validate.cli unknown family", run_cli, "validate", "--families", "nope", exc=CLIError,
+        match="unknown family loops"),
+    bad("validate.cli capture-n<0", run_cli, "validate", "--capture-n", "-1", exc=CLIError,
+        match="--capture-n must be ≥ 0"),
+    bad("validate.cli hidden-layers<0", run_cli, "validate", "--hidden-layers", "-1", exc=CLIError,
+        match="--hidden-layers must be ≥ 0"),
+    bad("validate.cli family-n=0", run_cli, "validate", "--family-n", "0", exc=CLIError,
+        match="--family-n must be ≥ 1"),
     # --- command line: spectheory sweep (argument errors, refused before any job runs) ---
     bad("sweep.cli unknown kind", run_cli, "sweep", "nope.kind", exc=CLIError, match="unknown job kind 'nope.kind'"),
     bad("sweep.cli missing module", run_cli, "sweep", "nomod_xyz:fn", exc=CLIError,
