@@ -20,6 +20,7 @@ import base64
 import html
 import io
 import math
+import os
 
 from spectheory.judge.format import fmt, interval
 
@@ -106,6 +107,11 @@ def _short(label: str, n: int = 28) -> str:
     return label if len(label) <= n else label[:n - 1] + "…"
 
 
+def _hashable(v):
+    """A point's setting as a dict key (a report read back from JSON has lists where tuples were)."""
+    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
+
+
 def _draw_sweep(ax, key, evs, relation):
     part, x, other = key
     distance = all(_num(p["claimed"]) == 0 for e in evs for p in e["points"])
@@ -122,7 +128,7 @@ def _draw_sweep(ax, key, evs, relation):
             other_use = ()
         by: dict = {}
         for i, p in enumerate(pts):
-            by.setdefault(tuple(p.get(k) for k in other_use), []).append((i, p))
+            by.setdefault(tuple(_hashable(p.get(k)) for k in other_use), []).append((i, p))
         name = e["instance"].split(" ")[0]
         for combo, rows in by.items():
             tag = name + "".join(f", {_SYMBOL.get(k, k)}={v}" for k, v in zip(other_use, combo))
@@ -277,7 +283,10 @@ def claim_figure(claim: dict) -> tuple[str, str] | None:
         ax.grid(alpha=0.25)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
-    fig.tight_layout()
+    # fixed margins in inches (tight_layout's measuring pass costs a full draw per figure)
+    W, H = fig.get_size_inches()
+    fig.subplots_adjust(left=0.75 / W, right=1 - 0.2 / W, bottom=0.55 / H, top=1 - 0.35 / H,
+                        wspace=0.75 * cols / W, hspace=1.0 * rows / H)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=96)
     plt.close(fig)
@@ -308,7 +317,25 @@ def _evidence_rows(evidence, parts: bool) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def _section(c: dict, plots: bool) -> str:
+def _figure_of(claim: dict):
+    return claim["id"], claim_figure(claim)
+
+
+def figures(report: dict, jobs: int = 1) -> dict:
+    """Every claim's figure (:func:`claim_figure`) by claim id, drawn by ``jobs`` worker
+    processes (0: one per CPU); the figures do not depend on how many draw them."""
+    claims = report["claims"]
+    jobs = (os.cpu_count() or 1) if jobs == 0 else jobs
+    if jobs <= 1 or len(claims) < 4:
+        return dict(map(_figure_of, claims))
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(claims)), mp_context=ctx) as pool:
+        return dict(pool.map(_figure_of, claims, chunksize=max(1, len(claims) // (4 * jobs))))
+
+
+def _section(c: dict, plots: bool, figs: dict | None = None) -> str:
     parts = _parts(c)
     multi = len(parts) > 1
     out = [f'<section class="claim v-{_e(c["verdict"])}" id="{anchor(c["id"])}">',
@@ -343,7 +370,7 @@ def _section(c: dict, plots: bool) -> str:
                    + (f"<br>Recompute both numbers:<pre><code>{_e(cex['call'])}</code></pre>" if cex.get("call") else "")
                    + "</div>")
     if plots:
-        fig = claim_figure(c)
+        fig = figs[c["id"]] if figs is not None else claim_figure(c)
         if fig:
             png, cap = fig
             out.append(f'<figure><img alt="plot of the evidence of {_e(c["id"])}" '
@@ -368,8 +395,10 @@ def _section(c: dict, plots: bool) -> str:
     return "\n".join(out)
 
 
-def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verification report") -> str:
-    """The whole report as one self-contained HTML page."""
+def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verification report",
+            jobs: int = 1) -> str:
+    """The whole report as one self-contained HTML page (``jobs``: processes drawing the plots,
+    0 = one per CPU)."""
     run = report["run"]
     meta = (f"Seed {run['seed']} · {'quick' if run.get('quick') else 'default'} tier · {run['duration_s']} s · "
             f"{run.get('started_at', '')} · schema {report['schema']} · family-wise α = {run['alpha_family']} "
@@ -385,7 +414,8 @@ def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verifi
         f"<td class=rel>{_e(c.get('relation') or '–')}</td><td>{_badge(c['verdict'], _summary(c))}</td>"
         f"<td>{_e(finding(c))}</td><td>{_e(controls_cell(c))}</td></tr>" for c in report["claims"])
     legend = "".join(f"<dt>{_e(k)}</dt><dd>{_e(t)}</dd>" for k, t in LEGEND)
-    body = "\n".join(_section(c, plots) for c in report["claims"])
+    figs = figures(report, jobs) if plots else None
+    body = "\n".join(_section(c, plots, figs) for c in report["claims"])
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"

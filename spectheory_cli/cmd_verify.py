@@ -124,7 +124,7 @@ def verify(
         paths["evidence"].write_text(evidence_markdown(report, report_name=paths["md"].name))
         if "html" in paths:
             from sims.report_html import write_html
-            write_html(report, paths["html"])
+            write_html(report, paths["html"], jobs=jobs)
     except OSError as err:
         typer.echo(f"Error: could not write the report: {err}", err=True)
         raise typer.Exit(2) from None

@@ -176,6 +176,21 @@ def test_html_report_is_self_contained_with_a_plot_per_curve(pairs_run, tmp_path
     assert "relation" in html and "equality holds" in html
 
 
+def test_html_plots_from_a_report_read_back_from_json_and_drawn_in_parallel():
+    """A report read back from its JSON has lists where the run had tuples (a sweep point's
+    ``eps=[0.177]``): the plots still draw; two drawing processes give the same PNGs as one."""
+    from sims.report_html import figures
+    pts = [{"V": 2, "eps": [e], "claimed": 0.0, "measured": m, "outcome": "pass"} for e, m in ((0.1, 0.0), (0.2, 0.01))]
+    ev = {"mode": "exact", "instance": "channel V=2", "claimed": 0.0, "measured": 0.0, "ci_low": None, "ci_high": None,
+          "p_value": None, "n": None, "test": "t", "alpha": None, "power": None, "detectable": None, "tolerance": 1e-10,
+          "outcome": "pass", "note": "", "part": "a", "points": pts}
+    claim = {"id": "x.y", "verdict": "holds", "relation": "equality", "parts": [], "evidence": [ev, dict(ev, instance="channel V=3")]}
+    claim = json.loads(json.dumps(claim))
+    assert claim_figure(claim) is not None
+    claims = [dict(claim, id=f"x.{i}") for i in range(4)]
+    assert figures({"claims": claims}, jobs=2) == figures({"claims": claims}, jobs=1)
+
+
 def _chromium():
     return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 
