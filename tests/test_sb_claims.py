@@ -71,3 +71,17 @@ def test_ablation_gap_reads_the_sentence_the_paper_wrote(which, first, second):
     from sims.claims import sb as S
     _, gap, d = S.ablation_gap("mix", S.STUDY, which, 4.0, gmax=4)
     assert abs(gap - (d[f"drop_{first}"] - d[f"drop_{second}"])) < 1e-12
+
+
+def test_hrad_accuracy_is_graded_only_where_some_classifier_could_beat_the_majority():
+    """The Bayes rule given the source state is the ceiling of any context classifier: on the weak
+    mixing pair at γ = 6 it beats the majority class by 0.0009 (< the 0.001 margin), so no
+    classifier can pass there and the point is reported, not graded; every other weak point is."""
+    from sims.claims import sb as S
+    maj, ceil = S.bayes_ceiling("mix-weak-V6", 6)
+    assert 0 < ceil - maj < S.ACC_MARGIN and not S.beatable("mix-weak-V6", 6)
+    assert all(S.beatable(n, g) for n in S.WEAK for g in S.HR_GAMMAS if (n, g) != ("mix-weak-V6", 6))
+    for n in S.WEAK:
+        for g in S.HR_GAMMAS:
+            _, acc = S.population_accuracy(n, S.HRAD, g)
+            assert acc <= S.bayes_ceiling(n, g)[1] + 1e-12  # nothing beats the ceiling
