@@ -65,6 +65,27 @@ def cdf_search(cdf, t):
     return lo
 
 
+@njit(cache=True)
+def draw_weights(w, V, u):
+    """Inverse-CDF draw from unnormalised non-negative weights ``w[0:V]`` (sum > 0) with the
+    uniform ``u``: the first token whose running mass exceeds ``u · Σw`` (rounding past the end
+    falls back to the last token with positive weight). The one weighted sampler every family's
+    kernels share (residuals, K-SEQ's and GBV's corrections, ERSD's races, SpecBranch's branches)."""
+    tot = 0.0
+    for x in range(V):
+        tot += w[x]
+    t = u * tot
+    acc = 0.0
+    last = -1
+    for x in range(V):
+        if w[x] > 0.0:
+            last = x
+            acc += w[x]
+            if acc > t:
+                return x
+    return last
+
+
 @njit(cache=True, inline="always")
 def alias_draw(prob, alias, row, u):
     """Draw from row ``row`` of an alias table with one uniform ``u`` in [0, 1): column

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .core import alias_draw, next_double
+from .core import alias_draw, draw_weights, next_double
 
 # codes shared with spectheory.montecarlo.ecsv
 KIND_SD1, KIND_MULTI, KIND_ORACLE, KIND_FUSION = 0, 1, 2, 3
@@ -101,24 +101,6 @@ def _make_work(B, d, V):
 @njit(cache=True, inline="always")
 def _tol(x):
     return TIE_TOL * (abs(x) if abs(x) > 1.0 else 1.0)
-
-
-@njit(cache=True)
-def _draw_weights(w, V, u):
-    """Inverse-CDF draw from unnormalised non-negative weights w[0:V] (sum > 0)."""
-    tot = 0.0
-    for x in range(V):
-        tot += w[x]
-    t = u * tot
-    acc = 0.0
-    last = -1
-    for x in range(V):
-        if w[x] > 0.0:
-            last = x
-            acc += w[x]
-            if acc > t:
-                return x
-    return last
 
 
 @njit(cache=True)
@@ -442,7 +424,7 @@ def step(st, T, W, s0):
                 if tot <= 0.0:
                     for t in range(V):
                         W.wbuf[t] = T.p_rows[prow, t]
-                y = _draw_weights(W.wbuf, V, next_double(st))
+                y = draw_weights(W.wbuf, V, next_double(st))
         if ok:
             W.emit[j] = x
             ce -= T.p_log[prow, x]

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .core import next_double
+from .core import draw_weights, next_double
 
 
 class Tables(NamedTuple):
@@ -37,24 +37,6 @@ class Tables(NamedTuple):
 @njit(cache=True, inline="always")
 def _expo(st):
     return -np.log(1.0 - next_double(st))
-
-
-@njit(cache=True)
-def _draw_weights(st, w, V):
-    """Inverse-CDF draw from non-negative weights w[0:V] (unnormalised)."""
-    tot = 0.0
-    for y in range(V):
-        tot += w[y]
-    t = next_double(st) * tot
-    acc = 0.0
-    last = 0
-    for y in range(V):
-        if w[y] > 0:
-            acc += w[y]
-            last = y
-            if t < acc:
-                return y
-    return last
 
 
 @njit(cache=True)
@@ -101,7 +83,7 @@ def context_step(st, s, child_row, m, method, variant, shared, tabs, E, E2, r, q
         if idx <= width and child_row[idx - 1] >= 0:
             return idx, x
         if variant == 1:  # broken: resample from p on rejection
-            return V + 1, _draw_weights(st, p, V)
+            return V + 1, draw_weights(p, V, next_double(st))
         return (idx if idx <= V else V + 1), x
     # GSD: first m arrivals of the draft race = m draws without replacement from q
     nq = 0
@@ -149,7 +131,7 @@ def context_step(st, s, child_row, m, method, variant, shared, tabs, E, E2, r, q
                 r[y] = p[y]
         if variant == 0:
             qi[x] = 0.0
-    return V + 1, _draw_weights(st, r, V)
+    return V + 1, draw_weights(r, V, next_double(st))
 
 
 @njit(cache=True, inline="always")

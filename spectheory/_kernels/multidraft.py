@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .core import alias_draw, next_double
+from .core import alias_draw, draw_weights, next_double
 
 
 class GBVTables(NamedTuple):
@@ -57,24 +57,6 @@ def _ratio(num, den):
         return 1.0 if num > 1e-15 else 0.0
     r = num / den
     return 0.0 if r < 0.0 else (1.0 if r > 1.0 else r)
-
-
-@njit(cache=True)
-def _draw_weights(w, V, u):
-    """Inverse-CDF draw from unnormalised non-negative weights w[0:V] (sum > 0)."""
-    tot = 0.0
-    for x in range(V):
-        tot += w[x]
-    t = u * tot
-    acc = 0.0
-    last = -1
-    for x in range(V):
-        if w[x] > 0.0:
-            last = x
-            acc += w[x]
-            if acc > t:
-                return x
-    return last
 
 
 @njit(cache=True)
@@ -204,7 +186,7 @@ def gbv_stream(st, n_runs, n_tokens, start_state, T, out_tokens, out_tau, out_tc
                 if tot <= 0.0:
                     for x in range(V):
                         wbuf[x] = condP[tnode, x]
-            y = _draw_weights(wbuf, V, next_double(st))
+            y = draw_weights(wbuf, V, next_double(st))
             if first:
                 out_tau[r] = tau
                 out_tcode[r] = tcode
@@ -300,7 +282,7 @@ def kseq_stream(st, n_runs, n_tokens, start_state, T, out_tokens, out_tau):
                 if acc < 0:
                     for x in range(V):
                         wbuf[x] = T.res_w[s, n, x]
-                    y = _draw_weights(wbuf, V, next_double(st))
+                    y = draw_weights(wbuf, V, next_double(st))
                     break
                 c = 0
                 for j in range(n):
@@ -314,7 +296,7 @@ def kseq_stream(st, n_runs, n_tokens, start_state, T, out_tokens, out_tau):
                 prow = T.p_ros[s]
                 for x in range(V):
                     wbuf[x] = T.p_rows[prow, x]
-                y = _draw_weights(wbuf, V, next_double(st))
+                y = draw_weights(wbuf, V, next_double(st))
             em[tau] = y
             if first:
                 out_tau[r] = tau

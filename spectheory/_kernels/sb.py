@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .core import cdf_search, next_double
+from .core import cdf_search, draw_weights, next_double
 
 KIND_AR, KIND_SPS, KIND_PSD, KIND_PIPE = 0, 1, 2, 3
 TOK_TOPK, TOK_WOR, TOK_IID = 0, 1, 2
@@ -104,23 +104,6 @@ def _draw_masked(q, removed, left, u):
         last = x
         if acc > t:
             return x
-    return last
-
-
-@njit(cache=True)
-def _draw_weights(w, u):
-    tot = 0.0
-    for x in range(w.shape[0]):
-        tot += w[x]
-    t = u * tot
-    acc = 0.0
-    last = -1
-    for x in range(w.shape[0]):
-        if w[x] > 0.0:
-            acc += w[x]
-            last = x
-            if acc > t:
-                return x
     return last
 
 
@@ -218,7 +201,7 @@ def _branch(T, x, u, base, B, removed, pc):
             if pc[z] > pc[best]:
                 best = z
         return best, False
-    return _draw_weights(pc, u[last]), False
+    return draw_weights(pc, pc.shape[0], u[last]), False
 
 
 @njit(cache=True)
