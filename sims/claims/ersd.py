@@ -995,8 +995,8 @@ register(
                    "(at most V + 1 values: H ≤ log2(V+1), so on V ≤ 15 eq. 8 holds with room whatever D is; "
                    "graded exactly there and by Monte Carlo on V = 50 texts). Each at the least-slack pair of a "
                    "seeded search over V = 3 tables (|z| ≤ 2.5 for the list index); where even that slack is "
-                   "large the bound is loose by that much (a finding). eq. 7's constant was lost in "
-                   "extraction: for GSD's own index and the greedy-rejection list index, the smallest C that "
+                   "large the bound is loose by that much (a finding). eq. 7's constant is not pinned "
+                   "down in our reading of the paper: for GSD's own index and the greedy-rejection list index, the smallest C that "
                    "would make D + 2 log2(D+1) + C hold is reported, not graded.",
     parts=(Part("pfr-list", "The Poisson functional representation's index K into an i.i.d. list from q has "
                             "H(K) ≤ D + log2(D+1) + 4 bits.", relation="≤", modes=("exact",)),

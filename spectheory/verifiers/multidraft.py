@@ -130,7 +130,7 @@ def spectr_gbv_verify(p, q, drafts, *, seed=None, rule: MultiDraftRule = SPECTR_
 
 
 def kseq_verify(p, q, drafts, *, seed=None, rule: MultiDraftRule = None) -> BlockVerdict:
-    """One K-SEQ iteration (SpecTr, Sun et al. 2023; the seed's Sec. 3.2) on K drafts.
+    """One K-SEQ iteration (SpecTr, Sun et al. 2023, as summarised in Lin et al. 2026, Sec. 3.2) on K drafts.
 
     p: (K, γ+1, V) target rows along each draft, q: (K, γ, V) draft rows, drafts: (K, γ) ids, as
     for :func:`spectr_gbv_verify`. Depth by depth, the drafts still alive (all K at depth 0) share
