@@ -257,14 +257,14 @@ def test_schema_validates_a_real_report(validator):
 
 def test_real_logits_evidence_lands_on_the_parts_of_sd_expected_tokens():
     """`verify --logits` on the shipped run: the graded logits evidence of sd.expected_tokens
-    bears on its `chain` part (exact value on the real source), the constant-α formula (info) on
+    bears on its `chain` part (exact value on the real source, with the per-γ τ + 1 rows as info), the constant-α formula (info) on
     `formula-on-markov`; untagged evidence of a multi-part claim would be an error."""
     from spectheory_cli.cmd_verify import real_logits_evidence
     run_dir = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1"
     extra = real_logits_evidence(run_dir, 0.01, ["sd.expected_tokens"])
     c = run_claims("sd.expected_tokens", quick=True, progress=False, extra_evidence=extra)["claims"][0]
     parts = {(e["part"], e["outcome"] == "info") for e in c["evidence"] if e["mode"] == "logits"}
-    assert parts == {("chain", False), ("formula-on-markov", True)}
+    assert parts == {("chain", False), ("chain", True), ("formula-on-markov", True)}  # τ+1 rows per γ: info
     # the shipped run is small: its graded logits tests are underpowered, so `chain` (and the claim,
     # as in report/1 where one verdict covered all evidence) is inconclusive; `iid` still holds
     assert [p["verdict"] for p in c["parts"]] == ["holds", "inconclusive", "not-checkable"]
