@@ -84,10 +84,20 @@ def emit_token_1(p, q, draft, rng):
     return [1]
 
 
+def prefix_shifted(p, q, draft, rng):
+    """A local bad sampler: the drafted tokens each shifted by one id, reported as accepted, then a
+    bonus token (a block of γ + 1 tokens whose prefix is not the draft)."""
+    rng.random()
+    V = np.asarray(p).shape[-1]
+    return [(int(x) + 1) % V for x in draft] + [V - 1]
+
+
 def block_subject(name: str):
     """(callable, BlockVerifier options) of a table row."""
     if name == "local:emit-token-1":
         return emit_token_1, {}
+    if name == "local:prefix-shifted":
+        return prefix_shifted, {}
     if name == "reference":
         return R.reference_verifier, {}
     if name.startswith("fx:"):
@@ -179,6 +189,7 @@ PROBE_TABLE = {
     "fx:hidden_generator": ("IIIIIIIIIIII", "IIIIIIIIIIII"),
     "fx:pure_python_sd": ("000000000000", "000000000000"),
     "local:emit-token-1": ("000011000000", "000000100000"),
+    "local:prefix-shifted": ("000000000000", "222200111111"),  # prefix off the draft (+ must-reject rows)
 }
 
 
@@ -192,7 +203,7 @@ def test_probe_table_covers_every_probe_and_the_declared_probe_controls():
         assert set(PROBE_TABLE[ctl][1]) - {"0", "I"}, ctl
     for grade in (0, 1):  # every probe row that can fail a sampler is failed by some subject
         failed = {i for codes in PROBE_TABLE.values() for i, c in enumerate(codes[grade]) if c not in "0I"}
-        can_fail = set(range(n_probes)) - ({7} if grade == 0 else {7, 8, 9, 10, 11})  # the tie; zero-mass grades support
+        can_fail = set(range(n_probes)) - ({7} if grade == 0 else set())  # support at the tie: no subject here
         assert can_fail <= failed, (grade, sorted(can_fail - failed))
 
 
