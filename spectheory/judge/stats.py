@@ -126,7 +126,8 @@ def chisquare_gof(instance: str, counts, probs, *, alpha: float, tolerance_w: fl
                         tolerance=tolerance_w, outcome="pass", note=note)
     if df == 0:
         return Evidence("mc", instance, 0.0, tv, p_value=1.0, n=n, test="chi-square GOF: one cell",
-                        alpha=alpha, outcome="underpowered", note="cells pooled into one: too few draws to test")
+                        alpha=alpha, outcome="underpowered",
+                        note="; ".join(x for x in (note, "cells pooled into one: too few draws to test") if x))
     res = stats.chisquare(c, p * n)
     return Evidence("mc", instance, 0.0, tv, p_value=float(res.pvalue), n=n,
                     test=f"chi-square GOF, {df + 1} cells (pooled to ≥{MIN_EXPECTED:g} expected), "
