@@ -16,7 +16,7 @@ differences along one stream.
 from __future__ import annotations
 
 import numpy as np
-from _cli import pick
+from _figure import pick
 
 from sims import sweep as sw
 
@@ -25,11 +25,12 @@ SOURCE = "markov1-V50-weak"
 STRATEGIES = {"batch": "batch", "sequence": "sequence", "optimal": "optimal tree", "specinfer": "SpecInfer tree"}
 RULES = ("gsd", "ersd")
 K_MAX = 48
-N_FULL, N_QUICK = 200_000, 20_000
+#: positions per stream set and largest k, of a full and of a --quick run
+FULL, QUICK = dict(n_positions=200_000, k_max=K_MAX), dict(n_positions=20_000, k_max=24)
 
 
 def jobs(n_positions: int, seed: int, k_max: int = K_MAX) -> list:
-    """The sweep behind both figures (run it with ``_cli.run_grid``)."""
+    """The sweep behind both figures (run by ``_figure.figure_main``)."""
     common = dict(instance=SOURCE, rule=RULES, n_positions=n_positions, stream_seed=seed)
     return (sw.grid("ersd.tree", **common, strategy=list(STRATEGIES), k=range(1, k_max + 1))
             + sw.grid("ersd.bound", **common, k=range(1, k_max + 1)))

@@ -16,29 +16,14 @@ a job of one sweep (``ecsv.mc``; ``sims/jobs/ecsv.py``).
 
 Source: "Error-Correcting Speculative Decoding via Branch Voting" (ECSV), anonymous manuscript
 under revision, 2026.
-
-Usage::
-
-    python paper_figs/fig_ecsv_harness.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
+from _figure import figure_main, pick, plt
 
-import matplotlib
+from sims import sweep as sw
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, pick, run_grid, save_figure  # noqa: E402
-
-from sims import sweep as sw  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_ecsv_harness.png"
 SOURCE = "medium"
 METHODS = ("SD-1", "SD-multi", "Vote-unif", "Oracle-Top1", "ECSV-lite", "ECSV-spot(R=1)", "ECSV-spot(R=2)", "ECSV-soft")
 LOSSY = ("ECSV-lite",)
@@ -108,15 +93,7 @@ def make_figure(rows: list, Bs, ks, B0: int, k0: int):
     return fig
 
 
-def main(argv=None) -> Path:
-    a = figure_parser(__doc__, DEFAULT_OUT, "B, k ∈ {2, 8}, 1,500 steps and 1,500 TV runs per point").parse_args(argv)
-    Bs = (2, 8) if a.quick else (2, 4, 8)
-    ks = (2, 8) if a.quick else (2, 4, 8)
-    B0, k0 = (2, 2) if a.quick else (4, 4)
-    n = 1_500 if a.quick else 20_000
-    tv_runs = 1_500 if a.quick else 20_000
-    return save_figure(make_figure(run_grid(grid_jobs(Bs, ks, B0, k0, n, tv_runs), a), Bs, ks, B0, k0), a.out, dpi=110)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(figure_main(__doc__, __file__, grid_jobs, make_figure, dpi=110,
+                                 full=dict(Bs=(2, 4, 8), ks=(2, 4, 8), B0=4, k0=4, n=20_000, tv_runs=20_000),
+                                 quick=dict(Bs=(2, 8), ks=(2, 8), B0=2, k0=2, n=1_500, tv_runs=1_500)))

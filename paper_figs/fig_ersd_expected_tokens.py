@@ -7,30 +7,15 @@ Caption. Lines: theory from the fitted 0th-order acceptance-index distribution a
 (iterations started at every position of simulated texts, Numba kernel). Dashed black: the
 Lemma 4.2 bound minimised over n (claim tunstall.lemma4_2). The optimal tree keeps growing about
 logarithmically (opt_tree.log_growth) while batch and sequence plateau.
-
-Usage::
-
-    python paper_figs/fig_ersd_expected_tokens.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, run_grid, save_figure  # noqa: E402
-from _ersd_curves import N_FULL, N_QUICK, SOURCE, STRATEGIES, curves, jobs  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_ersd_expected_tokens.png"
+from _ersd_curves import FULL, QUICK, SOURCE, STRATEGIES, curves, jobs
+from _figure import figure_main, plt
 
 
-def make_figure(data):
+def make_figure(rows):
+    data = curves(rows)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True, constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (method, res) in zip(axes, data.items()):
@@ -47,19 +32,13 @@ def make_figure(data):
     axes[0].set_ylabel("E[generated tokens per target evaluation]")
     axes[1].legend(fontsize=7, ncol=2, loc="upper left")
     fig.suptitle("Kobus & Gündüz 2025, Fig. 3 analogue: batch / sequence / optimal / SpecInfer trees, GSD vs ERSD", fontsize=11)
-    return fig
-
-
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{N_QUICK:,} instead of {N_FULL:,} positions per stream set").parse_args(argv)
-    data = curves(run_grid(jobs(N_QUICK if args.quick else N_FULL, args.seed, 24 if args.quick else 48), args))
-    save_figure(make_figure(data), args.out)
+    lines = []
     for method, res in data.items():
         th, sim = res["optimal tree"]
-        print(f"{method}: optimal tree at k={res['ks'][-1]}: theory {th[-1]:.3f}, simulation {sim[-1]:.3f}, "
-              f"Lemma 4.2 bound {res['bound'][-1]:.3f}")
-    return 0
+        lines.append(f"{method}: optimal tree at k={res['ks'][-1]}: theory {th[-1]:.3f}, simulation {sim[-1]:.3f}, "
+                     f"Lemma 4.2 bound {res['bound'][-1]:.3f}")
+    return fig, lines
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, jobs, make_figure, full=FULL, quick=QUICK))

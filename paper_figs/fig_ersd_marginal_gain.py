@@ -5,31 +5,17 @@ fig_ersd_expected_tokens.py.
 Caption. Lines: theory from the fitted 0th-order a (for the batch strategy the gain at k is a(k),
 the probability of acceptance index k); markers: simulation. GSD gains more from the first
 alternative, ERSD from later ones (claim ersd.batch_crossover).
-
-Usage::
-
-    python paper_figs/fig_ersd_marginal_gain.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, run_grid, save_figure  # noqa: E402
-from _ersd_curves import N_FULL, N_QUICK, SOURCE, STRATEGIES, curves, jobs  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_ersd_marginal_gain.png"
+from _ersd_curves import FULL, QUICK, SOURCE, STRATEGIES, curves, jobs
+from _figure import figure_main, plt
 
 
-def make_figure(data):
+def make_figure(rows):
+    data = curves(rows)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True, constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (method, res) in zip(axes, data.items()):
@@ -50,12 +36,5 @@ def make_figure(data):
     return fig
 
 
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{N_QUICK:,} instead of {N_FULL:,} positions").parse_args(argv)
-    data = curves(run_grid(jobs(N_QUICK if args.quick else N_FULL, args.seed, 24 if args.quick else 48), args))
-    save_figure(make_figure(data), args.out)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, jobs, make_figure, full=FULL, quick=QUICK))

@@ -10,28 +10,13 @@ Numba kernels with 95% intervals. (Right) Acceptance rate E[τ]/γ against K at 
 K-SEQ and SpecTr-GBV (Lin et al. 2026, Fig. 2a), with Lemma 5.1's bound / γ. Every point (exact,
 LP and Monte Carlo) is a job of one sweep (``multidraft.exact``, ``multidraft.mc``;
 ``sims/jobs/multidraft.py``).
-
-Usage::
-
-    python paper_figs/fig_multidraft_be.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from _figure import figure_main, pick, plt, value
 
-import matplotlib
+from sims import sweep as sw
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, pick, run_grid, save_figure, value  # noqa: E402
-
-from sims import sweep as sw  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_multidraft_be.png"
 K_BE = 2
 GAMMA_K = 2
 #: rows of the figure: (alignment, the pair's parameters: aligned_pair(3, 1, alignment, seed))
@@ -58,7 +43,7 @@ def grid_jobs(gammas, Ks, n: int) -> list:
 
 
 def make_figure(rows: list, gammas, Ks):
-    """``rows``: the table of :func:`grid_jobs` (run by ``_cli.run_grid``)."""
+    """``rows``: the table of :func:`grid_jobs` (run by ``_figure.figure_main``)."""
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     for row, (align, pair) in enumerate(PAIRS):
         ax = axes[row, 0]
@@ -87,13 +72,7 @@ def make_figure(rows: list, gammas, Ks):
     return fig
 
 
-def main(argv=None) -> Path:
-    a = figure_parser(__doc__, DEFAULT_OUT, "γ ≤ 2, K ≤ 3 and 3,000 MC iterations per point").parse_args(argv)
-    gammas = (1, 2) if a.quick else (1, 2, 3)
-    Ks = (1, 2, 3) if a.quick else (1, 2, 3, 4, 5)
-    n = 3_000 if a.quick else 100_000
-    return save_figure(make_figure(run_grid(grid_jobs(gammas, Ks, n), a), gammas, Ks), a.out, dpi=110)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(figure_main(__doc__, __file__, grid_jobs, make_figure, dpi=110,
+                                 full=dict(gammas=(1, 2, 3), Ks=(1, 2, 3, 4, 5), n=100_000),
+                                 quick=dict(gammas=(1, 2), Ks=(1, 2, 3), n=3_000)))

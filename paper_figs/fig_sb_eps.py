@@ -5,28 +5,13 @@ all-reject / confidence / all-accept, ε used only for the 'confidence' signal) 
 confidence threshold (the "w/o H-RAD" ablation), against ε, on weakly and strongly aligned V = 6
 pairs (one panel each). Lines: exact long-run speedup over autoregressive decoding (``sb.exact``);
 points: the Numba pipeline kernel (16 streams, mean ± 95% CI, ``sb.mc``); dotted: PEARL.
-
-Usage::
-
-    python paper_figs/fig_sb_eps.py [--out PATH] [--quick] [--seed N] [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from _figure import figure_main, plt, points, value
 
-import matplotlib
+from sims import sweep as sw
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, points, run_grid, save_figure, value  # noqa: E402
-import numpy as np  # noqa: E402
-
-from sims import sweep as sw  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_sb_eps.png"
 PAIRS = ("bimodal-weak-V6", "bimodal-strong-V6", "mix-weak-V6", "mix-strong-V6")
 EPS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 GAMMA, C = 4, 4.0
@@ -63,13 +48,6 @@ def make_figure(rows: list, rounds: int):
     return fig
 
 
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{ROUNDS_QUICK:,} instead of {ROUNDS_FULL:,} rounds per stream"
-                         ).parse_args(argv)
-    rounds = ROUNDS_QUICK if args.quick else ROUNDS_FULL
-    save_figure(make_figure(run_grid(jobs(rounds), args), rounds), args.out)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, jobs, make_figure,
+                                 full=dict(rounds=ROUNDS_FULL), quick=dict(rounds=ROUNDS_QUICK)))

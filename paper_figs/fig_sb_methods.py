@@ -6,28 +6,14 @@ mixing "mix"; V = 6). Bars: the Numba pipeline kernel (16 streams, ± 95% CI), a
 ``sb.mc`` jobs; black ticks: the exact long-run rates (``sb.exact``). SpecBranch: k_max = 4,
 ε = 0.3, H-RAD trained on the pair. Left: rollback rate (tokens a rejection discards / accepted
 + discarded); right: speedup over autoregressive decoding.
-
-Usage::
-
-    python paper_figs/fig_sb_methods.py [--out PATH] [--quick] [--seed N] [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
+from _figure import Z95, figure_main, plt, value
 
-import matplotlib
+from sims import sweep as sw
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import Z95, figure_parser, run_grid, save_figure, value  # noqa: E402
-import numpy as np  # noqa: E402
-
-from sims import sweep as sw  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_sb_methods.png"
 PAIRS = ("bimodal-weak-V6", "mix-weak-V6", "bimodal-strong-V6", "mix-strong-V6")
 METHODS = ("sps", "psd", "pearl", "specbranch", "specbranch:no-branch", "specbranch:no-hrad")
 GAMMA, C = 4, 4.0
@@ -64,13 +50,6 @@ def make_figure(rows: list, rounds: int):
     return fig
 
 
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{ROUNDS_QUICK:,} instead of {ROUNDS_FULL:,} rounds per stream"
-                         ).parse_args(argv)
-    rounds = ROUNDS_QUICK if args.quick else ROUNDS_FULL
-    save_figure(make_figure(run_grid(jobs(rounds), args), rounds), args.out)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, jobs, make_figure,
+                                 full=dict(rounds=ROUNDS_FULL), quick=dict(rounds=ROUNDS_QUICK)))

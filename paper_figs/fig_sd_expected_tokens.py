@@ -11,32 +11,17 @@ cluster with ``--scheduler ADDRESS``; each point's seed derives from (seed, α, 
 figure is the same whichever runs it. (Right) Walltime improvement over autoregressive decoding,
 (1 − α^{γ+1})/((1 − α)(γc + 1)) (claim ``sd.walltime``), against γ at α = 0.8 for cost ratios
 c ∈ {0.01, 0.05, 0.1, 0.2}; stars mark the optimal draft length γ* of each c.
-
-Usage::
-
-    python paper_figs/fig_sd_expected_tokens.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
+from _figure import figure_main, plt, points
 
-import matplotlib
+from sims import sweep as sw
+from spectheory.closed_forms import sd as cf
+from spectheory.divergences import overlap
+from spectheory.pairs import pair_from_tables
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
-import numpy as np  # noqa: E402
-
-from spectheory.closed_forms import sd as cf  # noqa: E402
-from spectheory.divergences import overlap  # noqa: E402
-from sims import sweep as sw  # noqa: E402
-from spectheory.pairs import pair_from_tables  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_sd_expected_tokens.png"
 GAMMAS = (1, 2, 4, 8)
 ALPHAS_MC = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 COSTS = (0.01, 0.05, 0.1, 0.2)
@@ -63,7 +48,7 @@ def mc_jobs(n_iter: int) -> list:
 
 
 def make_figure(rows: list, n_iter: int):
-    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
+    """``rows``: the table of :func:`mc_jobs` (run by ``_figure.figure_main``)."""
     mc = {g: points(rows, "sd.mc", "alpha", "mean_tokens", "se_tokens", gamma=g) for g in GAMMAS}
     fig, (axl, axr) = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -109,21 +94,11 @@ def make_figure(rows: list, n_iter: int):
 
     fig.suptitle("Standard speculative sampling (p target, q draft, γ draft length, α acceptance, c cost ratio)",
                  fontsize=11)
-    return fig, {"ci_coverage": (covered, total), "optima": optima}
-
-
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{N_QUICK:,} instead of {N_FULL:,} MC iterations per point"
-                         ).parse_args(argv)
-    n_iter = N_QUICK if args.quick else N_FULL
-    fig, info = make_figure(run_grid(mc_jobs(n_iter), args), n_iter)
-    save_figure(fig, args.out)
-    cov, tot = info["ci_coverage"]
-    print(f"MC 95% CIs covering the closed form: {cov}/{tot}")
-    print("optimal γ at α = %g: %s" % (ALPHA_RIGHT, ", ".join(
-        f"c={cc:g}: γ*={g} (×{v:.3f})" for cc, (g, v) in info["optima"].items())))
-    return 0
+    return fig, [f"MC 95% CIs covering the closed form: {covered}/{total}",
+                 "optimal γ at α = %g: %s" % (ALPHA_RIGHT, ", ".join(
+                     f"c={cc:g}: γ*={g} (×{v:.3f})" for cc, (g, v) in optima.items()))]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, mc_jobs, make_figure,
+                                 full=dict(n_iter=N_FULL), quick=dict(n_iter=N_QUICK)))

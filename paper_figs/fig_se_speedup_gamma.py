@@ -6,31 +6,16 @@ small proposer (c = 0.15); (c) CD μ = 0.1, T = 1 (c = 0.15). Solid: exact long-
 of the alternating process (renewal–reward, closed_forms.se.alternating_speedup_iid); dashed:
 the Thm 3.6 formula; points: Numba Monte Carlo, mean over streams ± 95% CI; the setting × γ
 grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
-
-Usage::
-
-    python paper_figs/fig_se_speedup_gamma.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
+from _figure import figure_main, plt, points
 
-import matplotlib
+from sims import sweep as sw
+from sims.jobs import se as se_jobs
+from spectheory.closed_forms import se as cf
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
-import numpy as np  # noqa: E402
-
-from sims import sweep as sw  # noqa: E402
-from sims.jobs import se as se_jobs  # noqa: E402
-from spectheory.closed_forms import se as cf  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_se_speedup_gamma.png"
 GAMMAS = tuple(range(1, 9))
 STREAMS, TOKENS_FULL, TOKENS_QUICK = 32, 50_000, 2_000
 WE_PAIR = dict(V=50, order=0, strength=0.3, pair_seed=4)
@@ -49,7 +34,7 @@ def mc_jobs(tokens: int) -> list:
 
 
 def make_figure(rows: list, tokens: int):
-    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
+    """``rows``: the table of :func:`mc_jobs` (run by ``_figure.figure_main``)."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.0), constrained_layout=True)
     covered = total = 0
     g = np.array(GAMMAS)
@@ -72,18 +57,9 @@ def make_figure(rows: list, tokens: int):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("speedup over the vanilla ensemble")
     axes[0].legend(fontsize=7.5)
-    return fig, {"covered": covered, "total": total}
-
-
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{TOKENS_QUICK:,} instead of {TOKENS_FULL:,} tokens per stream"
-                         ).parse_args(argv)
-    tokens = TOKENS_QUICK if args.quick else TOKENS_FULL
-    fig, info = make_figure(run_grid(mc_jobs(tokens), args), tokens)
-    save_figure(fig, args.out)
-    print(f"MC 95% CIs covering the process curve: {info['covered']}/{info['total']}")
-    return 0
+    return fig, [f"MC 95% CIs covering the process curve: {covered}/{total}"]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, mc_jobs, make_figure,
+                                 full=dict(tokens=TOKENS_FULL), quick=dict(tokens=TOKENS_QUICK)))

@@ -8,31 +8,16 @@ Solid curves: the exact long-run speedup of the alternating process over the van
 configurations). Dashed: the paper's Thm 3.6 one-cycle formula (q first, α = α_q). Points:
 Numba Monte Carlo (montecarlo.se.simulate_streams), mean over independent streams ± 95% CI;
 the λ × proposer grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
-
-Usage::
-
-    python paper_figs/fig_se_speedup_lambda.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
+from _figure import figure_main, plt, points
 
-import matplotlib
+from sims import sweep as sw
+from sims.jobs import se as se_jobs
+from spectheory.closed_forms import se as cf
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
-import numpy as np  # noqa: E402
-
-from sims import sweep as sw  # noqa: E402
-from sims.jobs import se as se_jobs  # noqa: E402
-from spectheory.closed_forms import se as cf  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_se_speedup_lambda.png"
 C = 0.8
 GAMMA = 3
 LAMBDAS_MC = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -66,7 +51,7 @@ def mc_jobs(tokens: int) -> list:
 
 
 def make_figure(rows: list, tokens: int):
-    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
+    """``rows``: the table of :func:`mc_jobs` (run by ``_figure.figure_main``)."""
     grid = np.linspace(0.02, 0.98, 97)
     qf, pf, thm = curves(grid)
     mc = {who: np.column_stack(points(rows, "se.mc", "lam", "mean_speedup", "se_speedup", **alg)[1:])
@@ -88,18 +73,9 @@ def make_figure(rows: list, tokens: int):
     ax.legend(fontsize=7.5, loc="lower center")
     covered = int(np.sum(np.abs(mc["q"][:, 0] - np.interp(lam, grid, qf)) <= mc["q"][:, 1])
                   + np.sum(np.abs(mc["p"][:, 0] - np.interp(lam, grid, pf)) <= mc["p"][:, 1]))
-    return fig, {"covered": covered, "total": 2 * lam.size}
-
-
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{TOKENS_QUICK:,} instead of {TOKENS_FULL:,} tokens per stream"
-                         ).parse_args(argv)
-    tokens = TOKENS_QUICK if args.quick else TOKENS_FULL
-    fig, info = make_figure(run_grid(mc_jobs(tokens), args), tokens)
-    save_figure(fig, args.out)
-    print(f"MC 95% CIs covering the process curve: {info['covered']}/{info['total']}")
-    return 0
+    return fig, [f"MC 95% CIs covering the process curve: {covered}/{2 * lam.size}"]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, mc_jobs, make_figure,
+                                 full=dict(tokens=TOKENS_FULL), quick=dict(tokens=TOKENS_QUICK)))
