@@ -15,7 +15,7 @@ c ∈ {0.01, 0.05, 0.1, 0.2}; stars mark the optimal draft length γ* of each c.
 from __future__ import annotations
 
 import numpy as np
-from _figure import figure_main, plt, points
+from _figure import figure_main, finding, mc, plt, points, title
 
 from sims import sweep as sw
 from spectheory.closed_forms import sd as cf
@@ -49,7 +49,7 @@ def mc_jobs(n_iter: int) -> list:
 
 def make_figure(rows: list, n_iter: int):
     """``rows``: the table of :func:`mc_jobs` (run by ``_figure.figure_main``)."""
-    mc = {g: points(rows, "sd.mc", "alpha", "mean_tokens", "se_tokens", gamma=g) for g in GAMMAS}
+    sim = {g: points(rows, "sd.mc", "alpha", "mean_tokens", "se_tokens", gamma=g) for g in GAMMAS}
     fig, (axl, axr) = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
@@ -58,15 +58,15 @@ def make_figure(rows: list, n_iter: int):
     covered = total = 0
     for g, col in zip(GAMMAS, colors):
         axl.plot(grid, cf.expected_tokens(grid, g), color=col, lw=1.6, label=f"γ = {g}")
-        a, m, h = mc[g]
-        axl.errorbar(a, m, yerr=h, fmt="o", ms=4, color=col, mfc="white", mew=1.2, capsize=2.5, lw=1)
+        a, m, h = sim[g]
+        mc(axl, a, m, h, color=col)
         exact = cf.expected_tokens(a, g)
         covered += int(np.sum(np.abs(m - exact) <= h))
         total += a.size
-    axl.plot([], [], "o", color="gray", mfc="white", label=f"Monte Carlo mean ± 95% CI\n(n = {n_iter:,} iterations per point)")
+    mc(axl, [], [], [], color="gray", label=f"Monte Carlo mean ± 95% CI\n(n = {n_iter:,} iterations per point)")
     axl.set_xlabel("acceptance rate α")
     axl.set_ylabel("E[tokens per iteration] = E[τ] + 1")
-    axl.set_title(r"sd.expected_tokens:  $(1-\alpha^{\gamma+1})\,/\,(1-\alpha)$")
+    axl.set_title(r"sd.expected_tokens:  closed form $(1-\alpha^{\gamma+1})\,/\,(1-\alpha)$ (lines)")
     axl.set_xlim(0, 1)
     axl.set_ylim(0.8, max(GAMMAS) + 1.3)
     axl.grid(alpha=0.3)
@@ -79,21 +79,25 @@ def make_figure(rows: list, n_iter: int):
         imp = np.array([cf.walltime_improvement(ALPHA_RIGHT, int(g), cc) for g in gam])
         i = int(np.argmax(imp))
         optima[cc] = (int(gam[i]), float(imp[i]))
-        axr.plot(gam, imp, "-o", ms=3, lw=1.4, color=col, label=f"c = {cc:g}  (γ* = {gam[i]}, ×{imp[i]:.2f})")
+        axr.plot(gam, imp, "-", lw=1.6, color=col, label=f"c = {cc:g}  (γ* = {gam[i]}, ×{imp[i]:.2f})")
         axr.plot(gam[i], imp[i], marker="*", ms=15, color=col, mec="black", mew=0.7, zorder=5)
+        slower = np.flatnonzero(imp < 1.0)
+        if slower.size:
+            finding(axr, f"c = {cc:g}: slower than autoregressive\ndecoding from γ = {gam[slower[0]]}",
+                    (gam[slower[0]], imp[slower[0]]), (0.6, 0.5))
     axr.axhline(1.0, color="gray", ls="--", lw=1)
     axr.text(GAMMA_MAX_RIGHT, 1.03, "autoregressive", ha="right", va="bottom", fontsize=8, color="gray")
     axr.set_xlabel("draft length γ")
     axr.set_ylabel("walltime improvement")
-    axr.set_title(r"sd.walltime:  $(1-\alpha^{\gamma+1})\,/\,((1-\alpha)(\gamma c+1))$,  "
-                  + f"α = {ALPHA_RIGHT}")
+    axr.set_title(r"sd.walltime (closed form, no simulation):  $(1-\alpha^{\gamma+1})\,/\,((1-\alpha)(\gamma c+1))$,  "
+                  + f"α = {ALPHA_RIGHT}", fontsize=9)
     axr.set_xlim(0, GAMMA_MAX_RIGHT + 1)
     axr.set_ylim(0.8, 5.6)
     axr.grid(alpha=0.3)
     axr.legend(loc="upper center", ncol=2, fontsize=8.5, title="★ = optimal draft length γ*", title_fontsize=8.5)
 
-    fig.suptitle("Standard speculative sampling (p target, q draft, γ draft length, α acceptance, c cost ratio)",
-                 fontsize=11)
+    title(fig, "leviathan2023", "standard speculative sampling (p target, q draft, γ draft length, α acceptance, "
+          "c cost ratio)")
     return fig, [f"MC 95% CIs covering the closed form: {covered}/{total}",
                  "optimal γ at α = %g: %s" % (ALPHA_RIGHT, ", ".join(
                      f"c={cc:g}: γ*={g} (×{v:.3f})" for cc, (g, v) in optima.items()))]
