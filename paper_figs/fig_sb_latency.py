@@ -10,7 +10,7 @@ minimiser (always ≤ c, dotted vertical line at γ = c); gray dashes: the ideal
 from __future__ import annotations
 
 import numpy as np
-from _figure import figure_main, plt, points
+from _figure import figure_main, mc, plt, points, title
 
 from sims import sweep as sw
 from spectheory.closed_forms import sb as cf
@@ -27,7 +27,7 @@ def mc_jobs(rounds: int) -> list:
 
 
 def make_figure(rows: list, rounds: int):
-    fig, axes = plt.subplots(1, len(CS), figsize=(13.5, 4.2), constrained_layout=True)
+    fig, axes = plt.subplots(1, len(CS), figsize=(13.5, 5.0), constrained_layout=True)
     covered = total = 0
     g = np.linspace(1, max(GAMMAS), 400)
     for ax, c in zip(axes, CS):
@@ -39,20 +39,20 @@ def make_figure(rows: list, rounds: int):
             want = cf.psd_latency(a, x, c)
             covered += int(np.sum(np.abs(m - want) <= h))
             total += x.size
-            ax.errorbar(x, m, yerr=h, fmt="o", ms=3.5, color=col, mfc="white", capsize=2,
-                        label=f"simulation ± 95% CI, α = {a}")
+            mc(ax, x, m, h, color=col, ms=3.5, label=f"simulation ± 95% CI, α = {a}")
             gs = cf.psd_minimiser(a, c)
             ax.plot([gs], [cf.psd_latency(a, gs, c)], "*", ms=13, color=col, mec="black", mew=0.6,
-                    label=f"minimiser γ* = {gs:.2f}, α = {a}")
+                    label="Thm 1's real-γ minimiser γ* (one per α; ≤ c)" if a == ALPHAS[0] else None)
         ax.axvline(c, color="black", ls=":", lw=1, label="γ = c")
         ax.set_title(f"c = T_p/T_q = {c:g}")
         ax.set_xlabel("draft length γ")
         ax.set_ylim(0, None)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("time per token (draft calls)")
-    axes[-1].legend(fontsize=6.5, ncol=2, loc="upper right")
-    fig.suptitle(f"Parallel SD with rollback: derived Theorem 1 vs simulation (16 streams × {rounds:,} rounds)",
-                 fontsize=10)
+    handles, labels = axes[-1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=5, fontsize=7.5)
+    title(fig, "shen2026", f"parallel SD with rollback, Theorem 1 (derived) vs simulation (16 streams × {rounds:,} "
+          "rounds); every minimiser γ* ≤ c")
     return fig, [f"MC 95% CIs covering Theorem 1: {covered}/{total}"]
 
 
