@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from _ersd_curves import FULL, QUICK, curves, jobs, two_panels
+from _ersd_curves import FULL, QUICK, STRATEGIES, curves, jobs, two_panels
 from _figure import figure_main, finding
 
 
@@ -29,8 +29,11 @@ def make_figure(rows):
     data = curves(rows)
     fig, axes = two_panels(data, gains, "marginal gain E(k) − E(k−1)",
                            "marginal gain per drafted token (Fig. 4 analogue)")
+    # below the smallest simulated gain the stream resolves nothing: the axis stops there
+    low = min(g[g > 0].min() for res in data.values() for g in (gains(res, lab)[1] for lab in STRATEGIES.values()))
     for ax, res in zip(axes, data.values()):
         ax.set_yscale("log")
+        ax.set_ylim(bottom=0.2 * low)
         g2 = gains(res, "batch")[0][1]
         finding(ax, f"batch, 2nd alternative:\ngain a(2) = {g2:.3f}", (2, g2), (0.05, 0.3))
     return fig
