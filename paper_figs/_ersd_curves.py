@@ -16,7 +16,8 @@ differences along one stream.
 from __future__ import annotations
 
 import numpy as np
-from _cli import pick
+from _figure import Z95, mc, pick, plt, title
+from matplotlib.lines import Line2D
 
 from sims import sweep as sw
 
@@ -25,24 +26,55 @@ SOURCE = "markov1-V50-weak"
 STRATEGIES = {"batch": "batch", "sequence": "sequence", "optimal": "optimal tree", "specinfer": "SpecInfer tree"}
 RULES = ("gsd", "ersd")
 K_MAX = 48
-N_FULL, N_QUICK = 200_000, 20_000
+#: positions per stream set and largest k, of a full and of a --quick run
+FULL, QUICK = dict(n_positions=200_000, k_max=K_MAX), dict(n_positions=20_000, k_max=24)
 
 
 def jobs(n_positions: int, seed: int, k_max: int = K_MAX) -> list:
-    """The sweep behind both figures (run it with ``_cli.run_grid``)."""
+    """The sweep behind both figures (run by ``_figure.figure_main``)."""
     common = dict(instance=SOURCE, rule=RULES, n_positions=n_positions, stream_seed=seed)
     return (sw.grid("ersd.tree", **common, strategy=list(STRATEGIES), k=range(1, k_max + 1))
             + sw.grid("ersd.bound", **common, k=range(1, k_max + 1)))
 
 
 def curves(rows: list) -> dict:
-    """{rule: {"ks": ks, label: (theory, simulation), "bound": lemma 4.2}} from the rows of :func:`jobs`."""
+    """{rule: {"ks": ks, label: (theory, simulation, its 95% half-width, simulated gain, the gain's
+    95% half-width), "bound": lemma 4.2}} from the rows of :func:`jobs`."""
     out = {}
     for rule in RULES:
         bound = pick(rows, "ersd.bound", rule=rule)
         res = {"ks": np.array([r["k"] for r in bound]), "bound": np.array([r["lemma42_bound"] for r in bound])}
         for strat, label in STRATEGIES.items():
             mine = pick(rows, "ersd.tree", rule=rule, strategy=strat)
-            res[label] = (np.array([r["theory"] for r in mine]), np.array([r["simulation"] for r in mine]))
+            res[label] = tuple(np.array([r.get(key, np.nan) for r in mine]) * scale for key, scale in
+                               (("theory", 1), ("simulation", 1), ("se_simulation", Z95),
+                                                  ("simulation_gain", 1), ("se_gain", Z95)))
         out[rule] = res
     return out
+
+
+def two_panels(data: dict, series, ylabel: str, text: str, *, bound: bool = False):
+    """The figure both analogues share: GSD and ERSD side by side, one colour per strategy,
+    lines = theory, markers = simulation ± 95% CI. ``series(res, label)`` gives (theory,
+    simulation, half-widths, mask of the points to draw) of one strategy; ``bound``: add the
+    Lemma 4.2 bound. Returns (figure, axes)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.9), sharey=True, constrained_layout=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (rule, res) in zip(axes, data.items()):
+        ks = res["ks"]
+        ax.set_xscale("log", base=2)
+        for label, col in zip(STRATEGIES.values(), colors):
+            th, sim, half, keep = series(res, label)
+            ax.plot(ks, th, color=col, lw=1.5, label=label)
+            mc(ax, ks[keep], sim[keep], half[..., keep], color=col, ms=3.2)
+        if bound:
+            ax.plot(ks, res["bound"], "k--", lw=1.2, label="Lemma 4.2 bound (min over n)")
+        ax.set_xlabel("drafted tokens k")
+        ax.set_title(f"{rule.upper()}  ({SOURCE})")
+    axes[0].set_ylabel(ylabel)
+    handles, labels = axes[1].get_legend_handles_labels()
+    handles += [Line2D([], [], color="0.4", lw=1.5), mc(axes[1], [], [], [], color="0.4", ms=3.2)]
+    labels += ["theory (fitted 0th-order a)", "simulation ± 95% CI"]
+    axes[1].legend(handles, labels, ncol=2, loc="upper left" if bound else "lower left")
+    title(fig, "kobus2025", text)
+    return fig, axes

@@ -6,29 +6,15 @@ of acceptance α ∈ {0.5, 0.8, 0.95}, for c = T_p/T_q ∈ {2, 4, 8} (one panel 
 draft call). Lines: the derived T(γ, α, c) = max(γ, c)/S_γ(α) + γ(1 − α); points: the Numba
 pipeline kernel (16 streams, mean ± 95% CI), a sweep of ``sb.mc`` jobs; stars: the real-γ
 minimiser (always ≤ c, dotted vertical line at γ = c); gray dashes: the ideal max(γ, c)/γ.
-
-Usage::
-
-    python paper_figs/fig_sb_latency.py [--out PATH] [--quick] [--seed N] [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
+from _figure import figure_main, mc, plt, points, title
 
-import matplotlib
+from sims import sweep as sw
+from spectheory.closed_forms import sb as cf
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
-import numpy as np  # noqa: E402
-
-from sims import sweep as sw  # noqa: E402
-from spectheory.closed_forms import sb as cf  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_sb_latency.png"
 ALPHAS = (0.5, 0.8, 0.95)
 CS = (2.0, 4.0, 8.0)
 GAMMAS = tuple(range(1, 13))
@@ -41,7 +27,7 @@ def mc_jobs(rounds: int) -> list:
 
 
 def make_figure(rows: list, rounds: int):
-    fig, axes = plt.subplots(1, len(CS), figsize=(13.5, 4.2), constrained_layout=True)
+    fig, axes = plt.subplots(1, len(CS), figsize=(13.5, 5.0), constrained_layout=True)
     covered = total = 0
     g = np.linspace(1, max(GAMMAS), 400)
     for ax, c in zip(axes, CS):
@@ -53,32 +39,23 @@ def make_figure(rows: list, rounds: int):
             want = cf.psd_latency(a, x, c)
             covered += int(np.sum(np.abs(m - want) <= h))
             total += x.size
-            ax.errorbar(x, m, yerr=h, fmt="o", ms=3.5, color=col, mfc="white", capsize=2,
-                        label=f"simulation ± 95% CI, α = {a}")
+            mc(ax, x, m, h, color=col, ms=3.5, label=f"simulation ± 95% CI, α = {a}")
             gs = cf.psd_minimiser(a, c)
             ax.plot([gs], [cf.psd_latency(a, gs, c)], "*", ms=13, color=col, mec="black", mew=0.6,
-                    label=f"minimiser γ* = {gs:.2f}, α = {a}")
+                    label="Thm 1's real-γ minimiser γ* (one per α; ≤ c)" if a == ALPHAS[0] else None)
         ax.axvline(c, color="black", ls=":", lw=1, label="γ = c")
         ax.set_title(f"c = T_p/T_q = {c:g}")
         ax.set_xlabel("draft length γ")
         ax.set_ylim(0, None)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("time per token (draft calls)")
-    axes[-1].legend(fontsize=6.5, ncol=2, loc="upper right")
-    fig.suptitle(f"Parallel SD with rollback: derived Theorem 1 vs simulation (16 streams × {rounds:,} rounds)",
-                 fontsize=10)
-    return fig, {"covered": covered, "total": total}
-
-
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{ROUNDS_QUICK:,} instead of {ROUNDS_FULL:,} rounds per stream"
-                         ).parse_args(argv)
-    rounds = ROUNDS_QUICK if args.quick else ROUNDS_FULL
-    fig, info = make_figure(run_grid(mc_jobs(rounds), args), rounds)
-    save_figure(fig, args.out)
-    print(f"MC 95% CIs covering Theorem 1: {info['covered']}/{info['total']}")
-    return 0
+    handles, labels = axes[-1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=5, fontsize=7.5)
+    title(fig, "shen2026", f"parallel SD with rollback, Theorem 1 (derived) vs simulation (16 streams × {rounds:,} "
+          "rounds); every minimiser γ* ≤ c")
+    return fig, [f"MC 95% CIs covering Theorem 1: {covered}/{total}"]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, mc_jobs, make_figure,
+                                 full=dict(rounds=ROUNDS_FULL), quick=dict(rounds=ROUNDS_QUICK)))

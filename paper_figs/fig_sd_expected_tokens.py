@@ -11,32 +11,17 @@ cluster with ``--scheduler ADDRESS``; each point's seed derives from (seed, α, 
 figure is the same whichever runs it. (Right) Walltime improvement over autoregressive decoding,
 (1 − α^{γ+1})/((1 − α)(γc + 1)) (claim ``sd.walltime``), against γ at α = 0.8 for cost ratios
 c ∈ {0.01, 0.05, 0.1, 0.2}; stars mark the optimal draft length γ* of each c.
-
-Usage::
-
-    python paper_figs/fig_sd_expected_tokens.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
+from _figure import figure_main, finding, mc, plt, points, title
 
-import matplotlib
+from sims import sweep as sw
+from spectheory.closed_forms import sd as cf
+from spectheory.divergences import overlap
+from spectheory.pairs import pair_from_tables
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
-import numpy as np  # noqa: E402
-
-from spectheory.closed_forms import sd as cf  # noqa: E402
-from spectheory.divergences import overlap  # noqa: E402
-from sims import sweep as sw  # noqa: E402
-from spectheory.pairs import pair_from_tables  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_sd_expected_tokens.png"
 GAMMAS = (1, 2, 4, 8)
 ALPHAS_MC = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 COSTS = (0.01, 0.05, 0.1, 0.2)
@@ -63,8 +48,8 @@ def mc_jobs(n_iter: int) -> list:
 
 
 def make_figure(rows: list, n_iter: int):
-    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
-    mc = {g: points(rows, "sd.mc", "alpha", "mean_tokens", "se_tokens", gamma=g) for g in GAMMAS}
+    """``rows``: the table of :func:`mc_jobs` (run by ``_figure.figure_main``)."""
+    sim = {g: points(rows, "sd.mc", "alpha", "mean_tokens", "se_tokens", gamma=g) for g in GAMMAS}
     fig, (axl, axr) = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
@@ -73,15 +58,15 @@ def make_figure(rows: list, n_iter: int):
     covered = total = 0
     for g, col in zip(GAMMAS, colors):
         axl.plot(grid, cf.expected_tokens(grid, g), color=col, lw=1.6, label=f"γ = {g}")
-        a, m, h = mc[g]
-        axl.errorbar(a, m, yerr=h, fmt="o", ms=4, color=col, mfc="white", mew=1.2, capsize=2.5, lw=1)
+        a, m, h = sim[g]
+        mc(axl, a, m, h, color=col)
         exact = cf.expected_tokens(a, g)
         covered += int(np.sum(np.abs(m - exact) <= h))
         total += a.size
-    axl.plot([], [], "o", color="gray", mfc="white", label=f"Monte Carlo mean ± 95% CI\n(n = {n_iter:,} iterations per point)")
+    mc(axl, [], [], [], color="gray", label=f"Monte Carlo mean ± 95% CI\n(n = {n_iter:,} iterations per point)")
     axl.set_xlabel("acceptance rate α")
     axl.set_ylabel("E[tokens per iteration] = E[τ] + 1")
-    axl.set_title(r"sd.expected_tokens:  $(1-\alpha^{\gamma+1})\,/\,(1-\alpha)$")
+    axl.set_title(r"sd.expected_tokens:  closed form $(1-\alpha^{\gamma+1})\,/\,(1-\alpha)$ (lines)")
     axl.set_xlim(0, 1)
     axl.set_ylim(0.8, max(GAMMAS) + 1.3)
     axl.grid(alpha=0.3)
@@ -94,36 +79,30 @@ def make_figure(rows: list, n_iter: int):
         imp = np.array([cf.walltime_improvement(ALPHA_RIGHT, int(g), cc) for g in gam])
         i = int(np.argmax(imp))
         optima[cc] = (int(gam[i]), float(imp[i]))
-        axr.plot(gam, imp, "-o", ms=3, lw=1.4, color=col, label=f"c = {cc:g}  (γ* = {gam[i]}, ×{imp[i]:.2f})")
+        axr.plot(gam, imp, "-", lw=1.6, color=col, label=f"c = {cc:g}  (γ* = {gam[i]}, ×{imp[i]:.2f})")
         axr.plot(gam[i], imp[i], marker="*", ms=15, color=col, mec="black", mew=0.7, zorder=5)
+        slower = np.flatnonzero(imp < 1.0)
+        if slower.size:
+            finding(axr, f"c = {cc:g}: slower than autoregressive\ndecoding from γ = {gam[slower[0]]}",
+                    (gam[slower[0]], imp[slower[0]]), (0.6, 0.5))
     axr.axhline(1.0, color="gray", ls="--", lw=1)
     axr.text(GAMMA_MAX_RIGHT, 1.03, "autoregressive", ha="right", va="bottom", fontsize=8, color="gray")
     axr.set_xlabel("draft length γ")
     axr.set_ylabel("walltime improvement")
-    axr.set_title(r"sd.walltime:  $(1-\alpha^{\gamma+1})\,/\,((1-\alpha)(\gamma c+1))$,  "
-                  + f"α = {ALPHA_RIGHT}")
+    axr.set_title(r"sd.walltime (closed form, no simulation):  $(1-\alpha^{\gamma+1})\,/\,((1-\alpha)(\gamma c+1))$,  "
+                  + f"α = {ALPHA_RIGHT}", fontsize=9)
     axr.set_xlim(0, GAMMA_MAX_RIGHT + 1)
     axr.set_ylim(0.8, 5.6)
     axr.grid(alpha=0.3)
     axr.legend(loc="upper center", ncol=2, fontsize=8.5, title="★ = optimal draft length γ*", title_fontsize=8.5)
 
-    fig.suptitle("Standard speculative sampling (p target, q draft, γ draft length, α acceptance, c cost ratio)",
-                 fontsize=11)
-    return fig, {"ci_coverage": (covered, total), "optima": optima}
-
-
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{N_QUICK:,} instead of {N_FULL:,} MC iterations per point"
-                         ).parse_args(argv)
-    n_iter = N_QUICK if args.quick else N_FULL
-    fig, info = make_figure(run_grid(mc_jobs(n_iter), args), n_iter)
-    save_figure(fig, args.out)
-    cov, tot = info["ci_coverage"]
-    print(f"MC 95% CIs covering the closed form: {cov}/{tot}")
-    print("optimal γ at α = %g: %s" % (ALPHA_RIGHT, ", ".join(
-        f"c={cc:g}: γ*={g} (×{v:.3f})" for cc, (g, v) in info["optima"].items())))
-    return 0
+    title(fig, "leviathan2023", "standard speculative sampling (p target, q draft, γ draft length, α acceptance, "
+          "c cost ratio)")
+    return fig, [f"MC 95% CIs covering the closed form: {covered}/{total}",
+                 "optimal γ at α = %g: %s" % (ALPHA_RIGHT, ", ".join(
+                     f"c={cc:g}: γ*={g} (×{v:.3f})" for cc, (g, v) in optima.items()))]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, mc_jobs, make_figure,
+                                 full=dict(n_iter=N_FULL), quick=dict(n_iter=N_QUICK)))

@@ -6,31 +6,16 @@ small proposer (c = 0.15); (c) CD μ = 0.1, T = 1 (c = 0.15). Solid: exact long-
 of the alternating process (renewal–reward, closed_forms.se.alternating_speedup_iid); dashed:
 the Thm 3.6 formula; points: Numba Monte Carlo, mean over streams ± 95% CI; the setting × γ
 grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
-
-Usage::
-
-    python paper_figs/fig_se_speedup_gamma.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
+from _figure import figure_main, finding, mc, plt, points, title
 
-import matplotlib
+from sims import sweep as sw
+from sims.jobs import se as se_jobs
+from spectheory.closed_forms import se as cf
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
-import numpy as np  # noqa: E402
-
-from sims import sweep as sw  # noqa: E402
-from sims.jobs import se as se_jobs  # noqa: E402
-from spectheory.closed_forms import se as cf  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_se_speedup_gamma.png"
 GAMMAS = tuple(range(1, 9))
 STREAMS, TOKENS_FULL, TOKENS_QUICK = 32, 50_000, 2_000
 WE_PAIR = dict(V=50, order=0, strength=0.3, pair_seed=4)
@@ -49,11 +34,11 @@ def mc_jobs(tokens: int) -> list:
 
 
 def make_figure(rows: list, tokens: int):
-    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.0), constrained_layout=True)
+    """``rows``: the table of :func:`mc_jobs` (run by ``_figure.figure_main``)."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.4), constrained_layout=True)
     covered = total = 0
     g = np.array(GAMMAS)
-    for ax, (title, setting) in zip(axes, SETTINGS):
+    for ax, (name, setting) in zip(axes, SETTINGS):
         c = setting["c"]
         M = se_jobs.models(setting)
         aq, ap = float(M.acceptance(0)[0]), float(M.acceptance(1)[0])
@@ -64,26 +49,25 @@ def make_figure(rows: list, tokens: int):
         total += g.size
         ax.plot(g, proc, "-", color="tab:blue", lw=1.8, label="SE process (renewal–reward)")
         ax.plot(g, thm, "--", color="tab:orange", lw=1.3, label="Thm 3.6 formula")
-        ax.errorbar(g, pts[:, 0], yerr=pts[:, 1], fmt="o", color="tab:blue", mfc="white", capsize=3,
-                    label=f"Monte Carlo ± 95% CI ({STREAMS}×{tokens:,})")
+        mc(ax, g, pts[:, 0], pts[:, 1], color="tab:blue", label=f"Monte Carlo ± 95% CI ({STREAMS}×{tokens:,})")
         ax.axhline(1.0, color="gray", lw=1, ls=":")
-        ax.set_title(f"{title}  (α_q={aq:.2f}, α_p={ap:.2f})", fontsize=9.5)
+        slower = np.flatnonzero(proc < 1.0)
+        if slower.size:
+            i = slower[0]
+            finding(ax, f"slower than the vanilla\nensemble from γ = {g[i]}", (g[i], proc[i]), (0.5, 0.72))
+        gap = np.abs(thm - proc)
+        if gap.max() > 0.1:
+            i = int(np.argmax(gap))
+            finding(ax, f"Thm 3.6 formula off the\nprocess by {gap[i]:.2f} at γ = {g[i]}", (g[i], thm[i]),
+                    (0.06, 0.08) if slower.size else (0.3, 0.3))
+        ax.set_title(f"{name}  (α_q={aq:.2f}, α_p={ap:.2f})", fontsize=9.5)
         ax.set_xlabel("γ (= γq; γp = 1)")
-        ax.grid(alpha=0.3)
     axes[0].set_ylabel("speedup over the vanilla ensemble")
-    axes[0].legend(fontsize=7.5)
-    return fig, {"covered": covered, "total": total}
-
-
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{TOKENS_QUICK:,} instead of {TOKENS_FULL:,} tokens per stream"
-                         ).parse_args(argv)
-    tokens = TOKENS_QUICK if args.quick else TOKENS_FULL
-    fig, info = make_figure(run_grid(mc_jobs(tokens), args), tokens)
-    save_figure(fig, args.out)
-    print(f"MC 95% CIs covering the process curve: {info['covered']}/{info['total']}")
-    return 0
+    axes[0].legend(loc="lower left")
+    title(fig, "fu2025", "Speculative Ensemble speedup against the proposal length γ (Fig. 6 analogue)")
+    return fig, [f"MC 95% CIs covering the process curve: {covered}/{total}"]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, mc_jobs, make_figure,
+                                 full=dict(tokens=TOKENS_FULL), quick=dict(tokens=TOKENS_QUICK)))

@@ -8,31 +8,16 @@ Solid curves: the exact long-run speedup of the alternating process over the van
 configurations). Dashed: the paper's Thm 3.6 one-cycle formula (q first, α = α_q). Points:
 Numba Monte Carlo (montecarlo.se.simulate_streams), mean over independent streams ± 95% CI;
 the λ × proposer grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
-
-Usage::
-
-    python paper_figs/fig_se_speedup_lambda.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
+from _figure import figure_main, finding, mc, plt, points, title
 
-import matplotlib
+from sims import sweep as sw
+from sims.jobs import se as se_jobs
+from spectheory.closed_forms import se as cf
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
-import numpy as np  # noqa: E402
-
-from sims import sweep as sw  # noqa: E402
-from sims.jobs import se as se_jobs  # noqa: E402
-from spectheory.closed_forms import se as cf  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_se_speedup_lambda.png"
 C = 0.8
 GAMMA = 3
 LAMBDAS_MC = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -66,40 +51,36 @@ def mc_jobs(tokens: int) -> list:
 
 
 def make_figure(rows: list, tokens: int):
-    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
+    """``rows``: the table of :func:`mc_jobs` (run by ``_figure.figure_main``)."""
     grid = np.linspace(0.02, 0.98, 97)
     qf, pf, thm = curves(grid)
-    mc = {who: np.column_stack(points(rows, "se.mc", "lam", "mean_speedup", "se_speedup", **alg)[1:])
-          for who, alg in PROPOSERS.items()}
+    sim = {who: np.column_stack(points(rows, "se.mc", "lam", "mean_speedup", "se_speedup", **alg)[1:])
+           for who, alg in PROPOSERS.items()}
     fig, ax = plt.subplots(figsize=(7, 4.4), constrained_layout=True)
     ax.fill_between(grid, 1.0, np.maximum(qf, pf), color="0.85", label="best of the two proposers")
     ax.plot(grid, qf, color="tab:blue", lw=1.8, label=f"q first (γq={GAMMA}, γp=1): process")
     ax.plot(grid, pf, color="tab:green", lw=1.8, label=f"p first (γp={GAMMA}, γq=1): process")
     ax.plot(grid, thm, color="tab:blue", lw=1.2, ls="--", label="Thm 3.6 formula (q first)")
     lam = np.array(LAMBDAS_MC)
-    ax.errorbar(lam, mc["q"][:, 0], yerr=mc["q"][:, 1], fmt="o", color="tab:blue", mfc="white", capsize=3)
-    ax.errorbar(lam, mc["p"][:, 0], yerr=mc["p"][:, 1], fmt="s", color="tab:green", mfc="white", capsize=3)
-    ax.plot([], [], "o", color="gray", mfc="white", label=f"Monte Carlo ± 95% CI ({STREAMS}×{tokens:,} tokens)")
+    mc(ax, lam, sim["q"][:, 0], sim["q"][:, 1], color="tab:blue",
+       label=f"q first: Monte Carlo ± 95% CI ({STREAMS}×{tokens:,} tokens)")
+    mc(ax, lam, sim["p"][:, 0], sim["p"][:, 1], color="tab:green", marker="s",
+       label=f"p first: Monte Carlo ± 95% CI ({STREAMS}×{tokens:,} tokens)")
+    cross = np.flatnonzero(np.diff(np.sign(qf - pf)))
+    if cross.size:
+        i = cross[0]
+        finding(ax, f"the better proposer switches at λ ≈ {grid[i]:.2f}:\np first below, q first above",
+                (grid[i], qf[i]), (0.3, 0.88))
     ax.axhline(1.0, color="gray", lw=1, ls=":")
     ax.set_xlabel("λ (weight of q in r = λq + (1−λ)p)")
     ax.set_ylabel("speedup over the vanilla ensemble")
-    ax.set_title(f"SE speedup vs λ (WE, i.i.d. V=50, c = {C})", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7.5, loc="lower center")
-    covered = int(np.sum(np.abs(mc["q"][:, 0] - np.interp(lam, grid, qf)) <= mc["q"][:, 1])
-                  + np.sum(np.abs(mc["p"][:, 0] - np.interp(lam, grid, pf)) <= mc["p"][:, 1]))
-    return fig, {"covered": covered, "total": 2 * lam.size}
-
-
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{TOKENS_QUICK:,} instead of {TOKENS_FULL:,} tokens per stream"
-                         ).parse_args(argv)
-    tokens = TOKENS_QUICK if args.quick else TOKENS_FULL
-    fig, info = make_figure(run_grid(mc_jobs(tokens), args), tokens)
-    save_figure(fig, args.out)
-    print(f"MC 95% CIs covering the process curve: {info['covered']}/{info['total']}")
-    return 0
+    title(ax, "fu2025", f"SE speedup against λ (Fig. 4 analogue; WE, i.i.d. V=50, c = {C})", fontsize=9.5)
+    ax.legend(loc="lower center")
+    covered = int(np.sum(np.abs(sim["q"][:, 0] - np.interp(lam, grid, qf)) <= sim["q"][:, 1])
+                  + np.sum(np.abs(sim["p"][:, 0] - np.interp(lam, grid, pf)) <= sim["p"][:, 1]))
+    return fig, [f"MC 95% CIs covering the process curve: {covered}/{2 * lam.size}"]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, mc_jobs, make_figure,
+                                 full=dict(tokens=TOKENS_FULL), quick=dict(tokens=TOKENS_QUICK)))

@@ -8,32 +8,17 @@ ensemble verifies with a bonus from r; one call of each member per iteration); d
 Thm 3.6 formula; thin: SE with γq = γp = 1 (never slower, Cor 3.7; at T = 0 the proposer's
 acceptance is low and γq = 5 is slower than the vanilla ensemble). Points: Numba Monte Carlo of SE, mean over streams ± 95% CI;
 the μ × T grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
-
-Usage::
-
-    python paper_figs/fig_se_speedup_mu.py [--out PATH] [--quick] [--seed N]
-        [--jobs N | --scheduler ADDRESS] [--table PATH]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import numpy as np
+from _figure import figure_main, finding, mc, plt, points, title
 
-import matplotlib
+from sims import sweep as sw
+from sims.jobs import se as se_jobs
+from spectheory.closed_forms import sd as cf_sd
+from spectheory.closed_forms import se as cf
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cli import figure_parser, points, run_grid, save_figure  # noqa: E402
-import numpy as np  # noqa: E402
-
-from sims import sweep as sw  # noqa: E402
-from sims.jobs import se as se_jobs  # noqa: E402
-from spectheory.closed_forms import sd as cf_sd  # noqa: E402
-from spectheory.closed_forms import se as cf  # noqa: E402
-
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "fig_se_speedup_mu.png"
 C, GAMMA = 0.15, 5
 TEMPS = (0.0, 1.0)
 MUS_MC = (0.1, 0.2, 0.3, 0.4, 0.5)
@@ -64,7 +49,7 @@ def curves(mus, T):
 
 
 def make_figure(rows: list, tokens: int):
-    """``rows``: the table of :func:`mc_jobs` (run by ``_cli.run_grid``)."""
+    """``rows``: the table of :func:`mc_jobs` (run by ``_figure.figure_main``)."""
     grid = np.linspace(0.02, 0.6, 59)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True, sharey=True)
     covered = total = 0
@@ -75,28 +60,21 @@ def make_figure(rows: list, tokens: int):
         ax.plot(grid, thm, color="tab:red", lw=1.1, ls="--", label="Thm 3.6 formula")
         ax.plot(grid, sd, color="tab:purple", lw=1.5, ls=":", label=f"SD on the ensemble (γ={GAMMA})")
         pts = np.column_stack(points(rows, "se.mc", "mu", "mean_speedup", "se_speedup", temperature=T)[1:])
-        ax.errorbar(MUS_MC, pts[:, 0], yerr=pts[:, 1], fmt="o", color="tab:red", mfc="white", capsize=3,
-                    label=f"SE Monte Carlo ± 95% CI ({STREAMS}×{tokens:,})")
+        mc(ax, MUS_MC, pts[:, 0], pts[:, 1], color="tab:red", label=f"SE Monte Carlo ± 95% CI ({STREAMS}×{tokens:,})")
+        if np.all(se < 1.0) and np.all(se1 >= 1.0):
+            finding(ax, f"γq = {GAMMA}: slower than the vanilla ensemble;\nγq = γp = 1 never is (Cor 3.7)",
+                    (grid[3 * len(grid) // 4], se[3 * len(grid) // 4]), (0.25, 0.5))
         covered += int(np.sum(np.abs(pts[:, 0] - np.interp(MUS_MC, grid, se)) <= pts[:, 1]))
         total += len(MUS_MC)
         ax.axhline(1.0, color="gray", lw=1, ls=":")
         ax.set_title(f"CD, T = {T:g}{' (argmax limit)' if T == 0 else ''}, c = {C}", fontsize=10)
         ax.set_xlabel("μ")
-        ax.grid(alpha=0.3)
     axes[0].set_ylabel("speedup over the vanilla ensemble")
-    axes[0].legend(fontsize=7.5)
-    return fig, {"covered": covered, "total": total}
-
-
-def main(argv=None) -> int:
-    args = figure_parser(__doc__, DEFAULT_OUT, f"{TOKENS_QUICK:,} instead of {TOKENS_FULL:,} tokens per stream"
-                         ).parse_args(argv)
-    tokens = TOKENS_QUICK if args.quick else TOKENS_FULL
-    fig, info = make_figure(run_grid(mc_jobs(tokens), args), tokens)
-    save_figure(fig, args.out)
-    print(f"MC 95% CIs covering the process curve: {info['covered']}/{info['total']}")
-    return 0
+    axes[0].legend(loc="upper right")
+    title(fig, "fu2025", "Speculative Ensemble speedup against the contrastive weight μ (Fig. 5 analogue)")
+    return fig, [f"MC 95% CIs covering the process curve: {covered}/{total}"]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(figure_main(__doc__, __file__, mc_jobs, make_figure,
+                                 full=dict(tokens=TOKENS_FULL), quick=dict(tokens=TOKENS_QUICK)))

@@ -263,7 +263,7 @@ def test_first_tokens_kernel_never_leaves_uninitialised_rows():
     prep = mc.prepare(pair, BROKEN_NO_BONUS)
     out = np.full((4, 3), 12345, dtype=np.int64)
     u = np.random.default_rng(0).random((4, 3, 1))
-    short = K.sd_first_tokens(u, 3, 0, 0, *prep.kernel_args(), out)
+    short = K.sd_first_tokens(prep.reference, u, 3, 0, 0, out)
     assert short == 4 and (out == -1).all()
     # and with γ ≥ 1 every run is complete
     toks = mc.sample_first_tokens(pair, 1, 6, 500, rule=BROKEN_NO_BONUS, seed=0, method="reference")

@@ -10,7 +10,13 @@ once (cached). The 0th-order acceptance-index distribution a is fitted from the 
 
 * ``ersd.tree``: parameters as above plus ``strategy`` (``batch``, ``sequence``, ``optimal``
   = Alg. 3 on a, ``specinfer``) and ``k`` (drafted tokens). Results: ``theory`` = 1 + Σ_v Π a(i_j)
-  and ``simulation`` = mean generated tokens of iterations started at every position.
+  and ``simulation`` = mean generated tokens of iterations started at every position;
+  ``se_simulation`` its standard error; ``simulation_gain`` the marginal gain E(k) − E(k−1)
+  over the same start positions (against the tree of k − 1 drafted tokens; for k = 1, against
+  the single generated token; a difference of two ``simulation`` values also moves with the
+  positions a deeper tree drops at the end) and ``se_gain`` its standard error. Standard errors
+  by batch means: iterations at nearby positions overlap, so each stream is cut into
+  :data:`BATCHES` contiguous batches whose means are nearly independent.
 * ``ersd.bound``: parameters as above plus ``k``. Result ``lemma42_bound``: Lemma 4.2's bound
   minimised over n (M = the largest index of the optimal tree of k vertices), ``lemma42_n``.
 """
@@ -24,6 +30,8 @@ from ..sweep import job
 from . import PAIR_SPEC, REQUIRED, cached_pair, choice, integer, pair_key, parse
 
 STRATEGIES = ("batch", "sequence", "optimal", "specinfer")
+#: contiguous batches per stream for the batch-means standard errors of ``ersd.tree``
+BATCHES = 20
 
 
 def _spec(**extra) -> dict:
@@ -83,8 +91,25 @@ def ersd_tree(params: dict, seed) -> dict:
     skey = _stream_key("ersd.tree", p)
     _, idx, a = _stream(*skey)
     tree = build_tree(p["strategy"], p["k"], skey)
+    gen = mc.tree_outcomes_from_stream(idx, tree)
+    prev = (mc.tree_outcomes_from_stream(idx, build_tree(p["strategy"], p["k"] - 1, skey)) if p["k"] > 1
+            else np.ones_like(gen))
+    n = min(gen.shape[1], prev.shape[1])
     return {"theory": float(cf.zero_order_expected(a, tree)),
-            "simulation": float(mc.tree_outcomes_from_stream(idx, tree).mean())}
+            "simulation": float(gen.mean()),
+            "se_simulation": batch_means_se(gen),
+            "simulation_gain": float((gen[:, :n] - prev[:, :n]).mean()),
+            "se_gain": batch_means_se(gen[:, :n] - prev[:, :n])}
+
+
+def batch_means_se(x: np.ndarray, batches: int = BATCHES) -> float:
+    """Standard error of the mean of ``x`` (streams × positions) from the means of ``batches``
+    contiguous batches per stream (a remainder shorter than a batch is left out)."""
+    L = x.shape[1] // batches
+    if L < 1:
+        return float("nan")
+    m = x[:, :L * batches].reshape(x.shape[0] * batches, L).mean(axis=1)
+    return float(m.std(ddof=1) / np.sqrt(m.size))
 
 
 @job("ersd.bound", check=_check("ersd.bound"))

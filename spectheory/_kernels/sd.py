@@ -2,7 +2,8 @@
 
 Two paths over the same algorithm:
 
-* **Reference (uniforms in)**: :func:`sd_run` / :func:`sd_first_tokens` read a uniform
+* **Reference (uniforms in)**: :func:`sd_run` / :func:`sd_first_tokens` read one
+  :class:`SDRefTables` bundle (tables, cumulative tables, per-state row maps) and a uniform
   layout per iteration (row of length 2γ + 1), shared with the NumPy twin
   :func:`spectheory.montecarlo.sd.iteration_numpy` so both give identical output:
   ``u[0:γ]`` draft draws, ``u[γ:2γ]`` acceptance tests, ``u[2γ]`` correction or bonus draw.
@@ -26,15 +27,43 @@ from .core import alias_draw, cdf_search, next_double
 _search = cdf_search  # the reference kernels' inverse-CDF search (one implementation, in core)
 
 
+class SDRefTables(NamedTuple):
+    """Everything the reference kernels read, prepared once per (pair, rule) and validated by
+    :func:`spectheory.montecarlo.sd.prepare` (one object instead of loose arrays, like the fast
+    path's :class:`SDTables`).
+
+    ``p_tab``/``q_tab``: the target's and the draft's distinct rows (R_p × V, R_q × V);
+    ``p_cdf``/``q_cdf``: their cumulative sums; ``r_cdf``: the cumulative residual row of each
+    distinct (target row, draft row) pair; ``prow``/``qrow``/``rrow`` (length S): each state's
+    row in those tables; ``accept_code``: the rule's acceptance test (0: u < p/q; 1: u < q/p,
+    the swapped-ratio variant); ``bonus``: whether an iteration that accepts every draft emits a
+    bonus token from p.
+    """
+
+    V: int
+    S: int
+    accept_code: int
+    bonus: bool
+    p_tab: np.ndarray
+    q_tab: np.ndarray
+    p_cdf: np.ndarray
+    q_cdf: np.ndarray
+    r_cdf: np.ndarray
+    prow: np.ndarray
+    qrow: np.ndarray
+    rrow: np.ndarray
+
+
 @njit(cache=True)
-def sd_iteration(state, u, gamma, V, S, p_tab, q_tab, p_cdf, q_cdf, r_cdf,
-                 prow, qrow, rrow, accept_code, bonus, states_buf, draft_buf, out_block):
-    """One iteration from ``state``. Writes the emitted tokens to ``out_block`` and returns
-    ``(n_emitted, tau, new_state)``. ``states_buf`` (γ+1) and ``draft_buf`` (γ) are scratch."""
+def sd_iteration(t, state, u, gamma, states_buf, draft_buf, out_block):
+    """One iteration from ``state`` on the tables ``t`` (:class:`SDRefTables`). Writes the
+    emitted tokens to ``out_block`` and returns ``(n_emitted, tau, new_state)``.
+    ``states_buf`` (γ+1) and ``draft_buf`` (γ) are scratch."""
+    V, S = t.V, t.S
     s = state
     for i in range(gamma):
         states_buf[i] = s
-        row = q_cdf[qrow[s]]
+        row = t.q_cdf[t.qrow[s]]
         x = _search(row, u[i] * row[V - 1])
         draft_buf[i] = x
         s = (s * V + x) % S
@@ -42,21 +71,21 @@ def sd_iteration(state, u, gamma, V, S, p_tab, q_tab, p_cdf, q_cdf, r_cdf,
     for i in range(gamma):
         s = states_buf[i]
         x = draft_buf[i]
-        pv = p_tab[prow[s], x]
-        qv = q_tab[qrow[s], x]
-        if accept_code == 0:
+        pv = t.p_tab[t.prow[s], x]
+        qv = t.q_tab[t.qrow[s], x]
+        if t.accept_code == 0:
             ok = u[gamma + i] < pv / qv
         else:
             ok = True if pv == 0.0 else u[gamma + i] < qv / pv
         if not ok:
-            row = r_cdf[rrow[s]]
+            row = t.r_cdf[t.rrow[s]]
             y = _search(row, u[2 * gamma] * row[V - 1])
             out_block[i] = y
             return i + 1, i, (s * V + y) % S
         out_block[i] = x
     s = states_buf[gamma]
-    if bonus:
-        row = p_cdf[prow[s]]
+    if t.bonus:
+        row = t.p_cdf[t.prow[s]]
         y = _search(row, u[2 * gamma] * row[V - 1])
         out_block[gamma] = y
         return gamma + 1, gamma, (s * V + y) % S
@@ -64,11 +93,10 @@ def sd_iteration(state, u, gamma, V, S, p_tab, q_tab, p_cdf, q_cdf, r_cdf,
 
 
 @njit(cache=True)
-def sd_run(uniforms, start_state, restart, gamma, V, S, p_tab, q_tab, p_cdf, q_cdf, r_cdf,
-           prow, qrow, rrow, accept_code, bonus, out_tau, out_len, out_tokens, attempts, accepts):
-    """Run ``uniforms.shape[0]`` iterations (a continuing stream, or each from
-    ``start_state`` when ``restart``). Fills ``out_tau``/``out_len``; ``out_tokens`` (n, γ+1)
-    and the per-state ``attempts``/``accepts`` counters only when they are non-empty.
+def sd_run(t, uniforms, start_state, restart, gamma, out_tau, out_len, out_tokens, attempts, accepts):
+    """Run ``uniforms.shape[0]`` iterations on the tables ``t`` (a continuing stream, or each
+    from ``start_state`` when ``restart``). Fills ``out_tau``/``out_len``; ``out_tokens``
+    (n, γ+1) and the per-state ``attempts``/``accepts`` counters only when they are non-empty.
     Returns the final state."""
     states_buf = np.empty(gamma + 1, dtype=np.int64)
     draft_buf = np.empty(gamma, dtype=np.int64)
@@ -79,9 +107,7 @@ def sd_run(uniforms, start_state, restart, gamma, V, S, p_tab, q_tab, p_cdf, q_c
     for it in range(uniforms.shape[0]):
         if restart:
             s = start_state
-        n, tau, s_new = sd_iteration(s, uniforms[it], gamma, V, S, p_tab, q_tab, p_cdf, q_cdf,
-                                     r_cdf, prow, qrow, rrow, accept_code, bonus,
-                                     states_buf, draft_buf, block)
+        n, tau, s_new = sd_iteration(t, s, uniforms[it], gamma, states_buf, draft_buf, block)
         out_tau[it] = tau
         out_len[it] = n
         if record:
@@ -97,14 +123,13 @@ def sd_run(uniforms, start_state, restart, gamma, V, S, p_tab, q_tab, p_cdf, q_c
 
 
 @njit(cache=True)
-def sd_first_tokens(uniforms, n_tokens, start_state, gamma, V, S, p_tab, q_tab, p_cdf, q_cdf,
-                    r_cdf, prow, qrow, rrow, accept_code, bonus, out):
+def sd_first_tokens(t, uniforms, n_tokens, start_state, gamma, out):
     """For each run r (independent, from ``start_state``) emit tokens over as many
-    iterations as needed and keep the first ``n_tokens`` in ``out[r]``. ``uniforms`` has
-    shape (runs, n_tokens, 2γ+1): an iteration emits ≥ 1 token when γ ≥ 1, so n_tokens rows
-    suffice. If an iteration emits nothing (γ = 0 without a bonus token) or the uniforms run
-    out, the rest of that run is set to −1 (never left uninitialised); returns the number of
-    runs cut short (0 for any valid call)."""
+    iterations as needed on the tables ``t`` and keep the first ``n_tokens`` in ``out[r]``.
+    ``uniforms`` has shape (runs, n_tokens, 2γ+1): an iteration emits ≥ 1 token when γ ≥ 1, so
+    n_tokens rows suffice. If an iteration emits nothing (γ = 0 without a bonus token) or the
+    uniforms run out, the rest of that run is set to −1 (never left uninitialised); returns the
+    number of runs cut short (0 for any valid call)."""
     states_buf = np.empty(gamma + 1, dtype=np.int64)
     draft_buf = np.empty(gamma, dtype=np.int64)
     block = np.empty(gamma + 1, dtype=np.int64)
@@ -116,9 +141,7 @@ def sd_first_tokens(uniforms, n_tokens, start_state, gamma, V, S, p_tab, q_tab, 
         while got < n_tokens:
             if it == uniforms.shape[1]:
                 break
-            n, tau, s = sd_iteration(s, uniforms[r, it], gamma, V, S, p_tab, q_tab, p_cdf, q_cdf,
-                                     r_cdf, prow, qrow, rrow, accept_code, bonus,
-                                     states_buf, draft_buf, block)
+            n, tau, s = sd_iteration(t, s, uniforms[r, it], gamma, states_buf, draft_buf, block)
             it += 1
             for j in range(n):
                 if got < n_tokens:

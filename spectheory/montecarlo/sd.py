@@ -44,27 +44,15 @@ METHODS = ("fast", "reference")
 
 @dataclass(frozen=True, eq=False)
 class Prepared:
-    """Arrays the kernels read: tables, cumulative tables and per-state row indices
-    (reference method), and the :class:`~spectheory._kernels.sd.SDTables` bundle of alias
-    and acceptance tables (fast method)."""
+    """What the kernels read, one bundle per method: ``reference``, the
+    :class:`~spectheory._kernels.sd.SDRefTables` of tables, cumulative tables and per-state row
+    indices (reference method), and ``tables``, the :class:`~spectheory._kernels.sd.SDTables`
+    of alias and acceptance tables (fast method)."""
 
     V: int
     S: int
-    p_tab: np.ndarray
-    q_tab: np.ndarray
-    p_cdf: np.ndarray
-    q_cdf: np.ndarray
-    r_cdf: np.ndarray
-    prow: np.ndarray
-    qrow: np.ndarray
-    rrow: np.ndarray
-    accept_code: int
-    bonus: bool
+    reference: _k.SDRefTables
     tables: _k.SDTables | None = None
-
-    def kernel_args(self):
-        return (self.V, self.S, self.p_tab, self.q_tab, self.p_cdf, self.q_cdf, self.r_cdf,
-                self.prow, self.qrow, self.rrow, self.accept_code, self.bonus)
 
 
 def prepare(pair: MarkovPair, rule: SDRule = STANDARD) -> Prepared:
@@ -80,15 +68,35 @@ def prepare(pair: MarkovPair, rule: SDRule = STANDARD) -> Prepared:
     P = tp.rows[pairs[:, 0]]
     Q = tq.rows[pairs[:, 1]]
     R = rule.residual_distribution(P, Q)
-    tables = _k.SDTables(
+    fast = _k.SDTables(
         int(pair.V), int(pair.n_states), int(pair.order), bool(rule.bonus),
         *build_alias(tq.rows), *build_alias(tp.rows), *build_alias(R),
         np.ascontiguousarray(rule.accept_probability(P, Q)),
         np.ascontiguousarray(qrow), np.ascontiguousarray(prow), rrow)
-    return Prepared(
-        pair.V, pair.n_states, tp.rows, tq.rows,
-        np.cumsum(tp.rows, axis=1), np.cumsum(tq.rows, axis=1), np.cumsum(R, axis=1),
-        prow, qrow, rrow, rule.accept_code, bool(rule.bonus), tables)
+    reference = _k.SDRefTables(
+        int(pair.V), int(pair.n_states), int(rule.accept_code), bool(rule.bonus), tp.rows, tq.rows,
+        np.cumsum(tp.rows, axis=1), np.cumsum(tq.rows, axis=1), np.cumsum(R, axis=1), prow, qrow, rrow)
+    return Prepared(int(pair.V), int(pair.n_states), _check_reference(reference), fast)
+
+
+def _check_reference(t: _k.SDRefTables) -> _k.SDRefTables:
+    """The reference bundle is consistent (shapes, row maps in range) before a kernel reads it
+    without bounds checks."""
+    V, S = t.V, t.S
+    for name in ("p_tab", "q_tab", "p_cdf", "q_cdf", "r_cdf"):
+        a = getattr(t, name)
+        if a.ndim != 2 or a.shape[1] != V or a.dtype != np.float64:
+            raise ValueError(f"{name} must be a float64 (rows, {V}) table, got {a.dtype} {a.shape}")
+    for name, table in (("prow", "p_tab"), ("qrow", "q_tab"), ("rrow", "r_cdf")):
+        m = getattr(t, name)
+        n_rows = getattr(t, table).shape[0]
+        if m.shape != (S,) or m.dtype.kind != "i" or (S and not (0 <= m.min() and m.max() < n_rows)):
+            raise ValueError(f"{name} must map each of the {S} states to a row of {table} ({n_rows} rows)")
+    if t.p_cdf.shape != t.p_tab.shape or t.q_cdf.shape != t.q_tab.shape:
+        raise ValueError("the cumulative tables must have the shapes of the tables")
+    if t.accept_code not in (0, 1):
+        raise ValueError(f"accept_code must be 0 or 1, got {t.accept_code}")
+    return t
 
 
 def _check_pair_rule(pair, rule):
@@ -193,7 +201,7 @@ def simulate(pair: MarkovPair, gamma: int, n_iterations: int, *, rule: SDRule = 
         for lo in range(0, n, CHUNK):
             hi = min(n, lo + CHUNK)
             u = rng.random((hi - lo, 2 * gamma + 1))
-            s = _k.sd_run(u, s if not restart else start_state, restart, gamma, *prep.kernel_args(),
+            s = _k.sd_run(prep.reference, u, s if not restart else start_state, restart, gamma,
                           tau[lo:hi], n_em[lo:hi], toks[lo:hi] if record_tokens else toks, att, acc)
         return SimResult(tau, n_em, toks if record_tokens else None,
                          att if count_states else None, acc if count_states else None, int(s))
@@ -245,7 +253,7 @@ def sample_first_tokens(pair: MarkovPair, gamma: int, n_tokens: int, n_runs: int
     for lo in range(0, n_runs, step):
         hi = min(n_runs, lo + step)
         u = rng.random((hi - lo, n_tokens, 2 * gamma + 1))
-        short = _k.sd_first_tokens(u, n_tokens, start_state, gamma, *prep.kernel_args(), out[lo:hi])
+        short = _k.sd_first_tokens(prep.reference, u, n_tokens, start_state, gamma, out[lo:hi])
         if short:
             raise RuntimeError(f"{short} runs emitted fewer than {n_tokens} tokens")
     return out
@@ -265,12 +273,13 @@ def _search_numpy(cdf: np.ndarray, t: float) -> int:
 def iteration_numpy(prep: Prepared, state: int, u: np.ndarray, gamma: int):
     """One iteration, plain NumPy, same uniforms layout as the kernel.
     Returns ``(block tokens list, tau, new_state)``."""
-    V, S = prep.V, prep.S
+    t = prep.reference
+    V, S = t.V, t.S
     states = [state]
     drafts = []
     s = state
     for i in range(gamma):
-        row = prep.q_cdf[prep.qrow[s]]
+        row = t.q_cdf[t.qrow[s]]
         x = _search_numpy(row, u[i] * row[V - 1])
         drafts.append(x)
         s = (s * V + x) % S
@@ -278,20 +287,20 @@ def iteration_numpy(prep: Prepared, state: int, u: np.ndarray, gamma: int):
     block = []
     for i in range(gamma):
         s, x = states[i], drafts[i]
-        pv = prep.p_tab[prep.prow[s], x]
-        qv = prep.q_tab[prep.qrow[s], x]
-        if prep.accept_code == 0:
+        pv = t.p_tab[t.prow[s], x]
+        qv = t.q_tab[t.qrow[s], x]
+        if t.accept_code == 0:
             ok = u[gamma + i] < pv / qv
         else:
             ok = True if pv == 0.0 else u[gamma + i] < qv / pv
         if not ok:
-            row = prep.r_cdf[prep.rrow[s]]
+            row = t.r_cdf[t.rrow[s]]
             y = _search_numpy(row, u[2 * gamma] * row[V - 1])
             return block + [y], i, (s * V + y) % S
         block.append(x)
     s = states[gamma]
-    if prep.bonus:
-        row = prep.p_cdf[prep.prow[s]]
+    if t.bonus:
+        row = t.p_cdf[t.prow[s]]
         y = _search_numpy(row, u[2 * gamma] * row[V - 1])
         return block + [y], gamma, (s * V + y) % S
     return block, gamma, s
@@ -337,7 +346,7 @@ def simulate_with_uniforms(pair: MarkovPair, gamma: int, uniforms: np.ndarray, *
     n_em = np.empty(n, dtype=np.int32)
     toks = np.full((n, gamma + 1), -1, dtype=np.int64)
     empty = np.zeros(0, dtype=np.int64)
-    s = _k.sd_run(u, start_state, restart, gamma, *prep.kernel_args(), tau, n_em, toks, empty, empty)
+    s = _k.sd_run(prep.reference, u, start_state, restart, gamma, tau, n_em, toks, empty, empty)
     return SimResult(tau, n_em, toks, None, None, int(s))
 
 

@@ -9,8 +9,8 @@ TESTS = "tests/test_sd_kernel.py tests/test_sd_statistics.py"
 
 MUTANTS = [
     dict(path="spectheory/_kernels/sd.py",
-         old="        qv = q_tab[qrow[s], x]",
-         new="        qv = q_tab[prow[s], x]",
+         old="        qv = t.q_tab[t.qrow[s], x]",
+         new="        qv = t.q_tab[t.prow[s], x]",
          why="q read through the target's row map",
          tests="tests/test_sd_kernel.py::test_first_tokens_law_on_pairs_with_different_row_maps "
                "tests/test_sd_kernel.py::test_block_law_from_every_start_state"),
@@ -27,14 +27,14 @@ MUTANTS = [
          tests="tests/test_sd_kernel.py::test_first_tokens_law_on_pairs_with_different_row_maps "
                "tests/test_sd_kernel.py::test_block_law_from_every_start_state"),
     dict(path="spectheory/_kernels/sd.py",
-         old="            row = r_cdf[rrow[s]]",
-         new="            row = p_cdf[prow[s]]",
+         old="            row = t.r_cdf[t.rrow[s]]",
+         new="            row = t.p_cdf[t.prow[s]]",
          why="correction drawn from p instead of the residual",
          tests="tests/test_sd_kernel.py::test_first_tokens_law_on_pairs_with_different_row_maps "
                "tests/test_sd_kernel.py::test_block_law_from_every_start_state"),
     dict(path="spectheory/_kernels/sd.py",
-         old="        row = p_cdf[prow[s]]\n        y = _search(row, u[2 * gamma] * row[V - 1])\n        out_block[gamma] = y",
-         new="        row = q_cdf[qrow[s]]\n        y = _search(row, u[2 * gamma] * row[V - 1])\n        out_block[gamma] = y",
+         old="        row = t.p_cdf[t.prow[s]]\n        y = _search(row, u[2 * gamma] * row[V - 1])\n        out_block[gamma] = y",
+         new="        row = t.q_cdf[t.qrow[s]]\n        y = _search(row, u[2 * gamma] * row[V - 1])\n        out_block[gamma] = y",
          why="bonus token drawn from q",
          tests="tests/test_sd_kernel.py::test_first_tokens_law_on_pairs_with_different_row_maps "
                "tests/test_sd_kernel.py::test_block_law_from_every_start_state"),
