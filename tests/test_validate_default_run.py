@@ -1,0 +1,33 @@
+"""The shipped default `spectheory validate` run decides the two best-established claims
+(issue 19's acceptance test): `spectheory verify --logits data/runs/<default run>` gives
+`sd.acceptance` and `sd.expected_tokens` **holds**, each with a graded logits test that passes
+at a tolerance of at most 0.02 and whose sample reaches the size its power statement needs
+(per-test α of the full report, power 0.9 as the report states). The replay needs no model."""
+from pathlib import Path
+
+import pytest
+
+from sims.runner import run_claims
+from spectheory_cli.cmd_verify import real_logits_evidence
+
+RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1-b32"
+
+
+@pytest.fixture(scope="module")
+def evidence():
+    return real_logits_evidence(RUN, 0.01, ["sd.acceptance", "sd.expected_tokens"])
+
+
+@pytest.mark.parametrize("claim", ["sd.acceptance", "sd.expected_tokens"])
+def test_default_run_gives_holds_with_powered_logits_tests(evidence, claim):
+    graded = [e for e in evidence[claim] if e.outcome != "info"]
+    assert graded, f"{claim}: no graded logits evidence"
+    for e in graded:
+        assert e.tolerance is not None and e.tolerance <= 0.02, (claim, e.instance, e.tolerance)
+        assert e.outcome == "pass", (claim, e.instance, e.outcome, e.claimed, e.measured, e.detectable)
+    tests = [e for e in graded if e.tolerance > 0]  # statistical (an exact count has tolerance 0)
+    assert tests, f"{claim}: no statistical logits test"
+    for e in tests:  # powered: the tolerance is detectable at the per-test α with power 0.9
+        assert e.detectable is not None and e.detectable <= e.tolerance, (claim, e.instance, e.n, e.detectable)
+    c = run_claims(claim, quick=True, progress=False, extra_evidence={claim: evidence[claim]})["claims"][0]
+    assert c["verdict"] == "holds", (claim, c["summary"])
