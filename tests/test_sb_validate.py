@@ -62,3 +62,95 @@ def test_replay_on_a_constant_beta_text_is_the_exact_pipeline(method):
     tpt = sums[:, 1] / sums[:, 0]
     assert abs(rb.mean() - want.rollback_rate) < 5 * rb.std(ddof=1) / np.sqrt(rb.size) + 2e-3
     assert abs(tpt.mean() - want.tokens_per_time) < 5 * tpt.std(ddof=1) / np.sqrt(tpt.size) + 2e-3
+
+
+# --- sb.hrad on the captured hidden states (the shipped b32 run) ---------------------------------------------------
+
+RUN_HIDDEN = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1-b32"
+
+
+@pytest.fixture(scope="module")
+def hrad_run():
+    if not (RUN_HIDDEN / "run.json").exists():
+        pytest.skip("the shipped b32 validation run is not in this checkout")
+    pytest.importorskip("torch")
+    return load_run(RUN_HIDDEN)
+
+
+@pytest.fixture(scope="module")
+def hrad_ev(hrad_run):
+    from validate.replay_sb import _measured_costs
+    return replay_sb.hrad_evidence(hrad_run.traces, _measured_costs(hrad_run)[0])
+
+
+def test_hrad_on_b32_beats_majority_and_shuffled_control_does_not(hrad_ev):
+    """The numbers docs/sb.md states: held-out 5 of 16 prompts, n = 423 positions, γ = 4."""
+    acc = [e for e in hrad_ev if e.part == "accuracy"]
+    assert len(acc) == 2 and all(e.mode == "logits" and e.outcome == "info" and e.n == 423 for e in acc)
+    mlp, shuf = acc
+    assert "HumanEval" in mlp.instance and "mtbench" in mlp.instance  # both categories held out
+    assert mlp.claimed == pytest.approx(0.5768, abs=5e-4)             # majority: all-accept
+    assert mlp.measured == pytest.approx(0.6216, abs=0.01)
+    assert mlp.measured > mlp.claimed + 0.02
+    assert "ceiling" in mlp.note and "0.7330" in mlp.note and "not graded" in mlp.note
+    assert shuf.measured <= shuf.claimed  # the negative control does not beat the majority class
+    eff = {e.instance.split(",")[0]: e for e in hrad_ev if e.part == "effect"}
+    assert len(eff) == 4 and all(0.5 < e.measured < 3 for e in eff.values())
+    (eps,) = [e for e in hrad_ev if e.part == "eps-robust"]
+    assert eps.measured < eps.claimed  # H-RAD less sensitive to ε than the pure threshold on these texts
+
+
+def test_hrad_study_is_seeded_and_splits_by_prompt(hrad_run):
+    a, b = replay_sb.hrad_study(hrad_run.traces), replay_sb.hrad_study(hrad_run.traces)
+    assert a["accuracy"] == b["accuracy"] and (a["pred"] == b["pred"]).all()
+    assert not set(a["test"]) & set(a["train"]) and len(a["test"]) == 5
+    assert len(set(a["test"]) | set(a["train"])) == len(hrad_run.traces)
+    cats = {hrad_run.traces[i].meta["category"] for i in a["test"]}
+    assert cats == {"code", "chat"}
+
+
+def test_hrad_missing_fields_on_the_n12_run(evidence):
+    (e,) = evidence["sb.hrad"]
+    assert e.outcome == "info" and "hidden_proj" in e.note and "emb_proj" in e.note
+    assert "spectheory.trace/3" in e.note and "--hidden-layers" in e.note
+
+
+def test_hrad_label_probabilities_by_hand():
+    """β = (0.9, 0.5, 0.8, 0.6, 0.7), γ = 4 (continuations of 3 tokens): decisions at t = 1, 2;
+    t = 1: P(all-reject) = 1 − 0.5, P(all-accept) = 0.5·0.8·0.6 = 0.24, P(confidence) = 0.26;
+    t = 2: 0.2, 0.8·0.6·0.7 = 0.336, 0.464."""
+    pos, P = replay_sb.hrad_label_probabilities([0.9, 0.5, 0.8, 0.6, 0.7], 4)
+    assert pos.tolist() == [1, 2]
+    np.testing.assert_allclose(P, [[0.5, 0.26, 0.24], [0.2, 0.464, 0.336]], atol=1e-12)
+    pos, P = replay_sb.hrad_label_probabilities([0.9, 0.5, 0.8], 2)   # γ = 2: one token, no 'confidence'
+    np.testing.assert_allclose(P, [[0.5, 0.0, 0.5], [0.2, 0.0, 0.8]], atol=1e-12)
+
+
+def test_hrad_features_come_from_the_position_before_the_decision():
+    """Decision t reads the hidden state and embedding at t − 1 (the survivor) and the draft's confidence at t."""
+    from validate.trace import CompactTrace
+    T = 6
+    st = {k: np.full(T, 0.5) for k in ("beta", "tv", "kl_pq", "kl_qp", "entropy_p", "entropy_q", "p_token",
+                                         "q_token", "beta_slice", "p_rest", "q_rest")}
+    sq = np.tile([0.6, 0.4], (T, 1)).astype(np.float32)
+    sq[:, 0] = np.linspace(0.5, 1.0, T)
+    sq[:, 1] = 1 - sq[:, 0]
+    tr = CompactTrace(tokens=np.arange(T), stats=st, slice_ids=np.tile([0, 1], (T, 1)), slice_p=sq, slice_q=sq,
+                      hidden_proj=np.arange(T * 2, dtype=np.float16).reshape(T, 2),
+                      emb_proj=-np.arange(T * 2, dtype=np.float16).reshape(T, 2))
+    pos, _ = replay_sb.hrad_label_probabilities(st["beta"], 4)
+    X = replay_sb.hrad_features(tr, pos)
+    np.testing.assert_allclose(X[:, :2], tr.hidden_proj[pos - 1])
+    np.testing.assert_allclose(X[:, 2:4], tr.emb_proj[pos - 1])
+    np.testing.assert_allclose(X[:, 4], sq[pos, 0], rtol=1e-6)
+
+
+def test_replay_signal_all_accept_and_all_reject():
+    """Driven by a constant signal, SpecBranch's blocks are γ − 1 (all-accept) or empty (all-reject)."""
+    T, g = 2000, 4
+    beta, conf, surv = np.ones(T), np.full(T, 0.1), np.ones((T, 4))
+    rng = np.random.default_rng(0)
+    acc = replay_sb._replay("specbranch", beta, conf, surv, g, np.full(g + 1, 2.0), rng, np.full(T, 2))
+    rej = replay_sb._replay("specbranch", beta, conf, surv, g, np.full(g + 1, 2.0), rng, np.zeros(T, int))
+    assert acc[1] == rej[1] == T
+    assert acc[0] == pytest.approx(T / g * g, rel=0.01) and rej[0] == pytest.approx(T * g, rel=0.01)

@@ -102,4 +102,16 @@ MUTANTS = [
          why="least slack of the 2× bound computed without SD's bonus token"),
     dict(path="validate/replay_sb.py", old="            rb += (m - j) + gamma\n", new="            rb += m - j\n",
          why="trace replay forgets the overlapped draft a rejection invalidates"),
+    # --- real-logits H-RAD (validate/replay_sb.py) ---
+    dict(path="validate/replay_sb.py", old="    out[:, 0] = 1.0 - win[:, 0]\n    out[:, 2] = win.prod(axis=1)\n",
+         new="    out[:, 2] = 1.0 - win[:, 0]\n    out[:, 0] = win.prod(axis=1)\n",
+         why="H-RAD labels on real logits: all-reject and all-accept swapped",
+         tests="tests/test_sb_validate.py"),
+    dict(path="validate/replay_sb.py", old="train_i = [i for i in range(len(traces)) if i not in set(test.tolist())]",
+         new="train_i = list(range(len(traces)))", why="H-RAD held-out split leaks: the held-out prompts are trained on",
+         tests="tests/test_sb_validate.py"),
+    dict(path="validate/replay_sb.py", old="np.asarray(trace.hidden_proj, dtype=np.float32)[pos - 1]",
+         new="np.asarray(trace.hidden_proj, dtype=np.float32)[pos]",
+         why="H-RAD features from the wrong position: the hidden state after the survivor, which the target has not computed",
+         tests="tests/test_sb_validate.py"),
 ]
