@@ -860,13 +860,14 @@ def check_hrad(ctx, h):
                                      note="strong alignment: all-accept dominates every context, so the Bayes "
                                           "decision is the majority class; reported"))
         for name in WEAK:
-            for gamma in (g for g in hr_gammas(ctx) if not beatable(name, g)):
+            graded = {g: beatable(name, g) for g in hr_gammas(ctx)}
+            for gamma in (g for g, ok in graded.items() if not ok):
                 maj, ceil = bayes_ceiling(name, gamma)
                 ev.append(stats.info("exact", label(name, γ=gamma), maj, population_accuracy(name, h, gamma)[1],
                                      test="H-RAD accuracy vs majority rate (exact, stationary law)",
                                      note=f"not graded: even the Bayes rule given the state ({ceil:.5f}) beats the "
                                           f"majority class ({maj:.5f}) by at most {ACC_MARGIN:g}"))
-            gammas = tuple(g for g in hr_gammas(ctx) if beatable(name, g))
+            gammas = tuple(g for g, ok in graded.items() if ok)
             if not gammas:
                 continue
             ev.append(sweep(lambda pt, name=name: label(name, γ=pt["gamma"]), grid(gamma=gammas),
