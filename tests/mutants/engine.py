@@ -95,4 +95,14 @@ MUTANTS = [
          new="        bounds = np.array([(n // chains) * c for c in range(chains + 1)], dtype=np.int64)",
          why="chains split by n // chains: the last n mod chains iterations never run",
          tests="tests/test_sd_fast_path.py tests/test_sd_kernel.py tests/test_sd_statistics.py"),
+    # the one weighted sampler every family's kernels share (K-SEQ/GBV corrections, ERSD races,
+    # ECSV, SpecBranch branches); ECSV and SpecBranch hand it unnormalised residuals, the others
+    # normalise first (there the first bug is equivalent), so their kernel tests are the ones to see it
+    dict(path="spectheory/_kernels/core.py", old="    t = u * tot\n", new="    t = u\n",
+         why="weighted draw treats unnormalised weights as a distribution (u not scaled by the total)",
+         tests="tests/test_ecsv_kernel.py tests/test_sb_mc.py", claims="ecsv.*"),
+    dict(path="spectheory/_kernels/core.py", old="            acc += w[x]\n            if acc > t:",
+         new="            acc = w[x]\n            if acc > t:",
+         why="weighted draw compares each weight alone with the target instead of the running total",
+         tests="tests/test_ecsv_kernel.py tests/test_sb_mc.py", claims="ecsv.*"),
 ]

@@ -49,6 +49,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTANT_DIR = ROOT / "tests" / "mutants"
+#: Numba's cache files, and where the compiled kernels live (see apply_and_test)
+NUMBA_CACHE = shutil.ignore_patterns("*.nbi", "*.nbc")
+KERNEL_DIRS = ("spectheory/_kernels/",)
 IGNORE = shutil.ignore_patterns(".venv", "venv", ".git", "reports", ".pytest_cache", "*.egg-info", "build",
                                 "dist", "out", ".ipynb_checkpoints")
 
@@ -175,7 +178,10 @@ def apply_and_test(m: Mutant, base: Path, scratch: Path, timeout: float, full: b
     work = scratch / "repo"
     if work.exists():
         shutil.rmtree(work)
-    shutil.copytree(base, work, symlinks=True)
+    # a kernel's Numba cache is keyed to its own file only: a caller in another module keeps the
+    # unmutated code of a kernel it calls, so a bug planted in a kernel module gets no warm caches
+    shutil.copytree(base, work, symlinks=True,
+                    ignore=NUMBA_CACHE if m.path.startswith(KERNEL_DIRS) else None)
     (work / m.path).write_text(text.replace(m.old, m.new))
     rc, out = run(pytest_cmd([] if full else m.tests), work, timeout) if "pytest" in stages else (0, "")
     if rc is None:
