@@ -200,7 +200,6 @@ def test_the_worked_example_of_the_architecture_page_runs(monkeypatch):
     page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     section = page[page.index("## A claim end to end"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    registry.load_all()  # first: imported under the empty registry below, the real claims would land there
     monkeypatch.setattr(registry, "REGISTRY", {})
     module = types.ModuleType("sims.claims.f_example")
     monkeypatch.setitem(sys.modules, module.__name__, module)

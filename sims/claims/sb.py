@@ -801,12 +801,16 @@ def policy_of(name: str, h: Hrad, gamma: int) -> np.ndarray:
     return hrad_policy(name, gamma, h.sigma, h.shuffle)
 
 
+def label_law(name: str, gamma: int):
+    """(P(label | x) of every decision state x, the target's stationary law π of the states)."""
+    p = pair(name)
+    return hrad.label_probabilities(p, gamma), stationary_distribution(p.target.transition_matrix())
+
+
 def population_accuracy(name: str, h: Hrad, gamma: int):
     """(majority-class rate, H-RAD's accuracy), both exact over the target's stationary law of
     decision states: Σ_x π(x) Σ_d P(signal d | x) P(label d | x)."""
-    p = pair(name)
-    lab = hrad.label_probabilities(p, gamma)
-    w = stationary_distribution(p.target.transition_matrix())
+    lab, w = label_law(name, gamma)
     acc = float(w @ (policy_of(name, h, gamma) * lab).sum(axis=1))
     return float((w @ lab).max()), acc
 
@@ -814,9 +818,7 @@ def population_accuracy(name: str, h: Hrad, gamma: int):
 def bayes_ceiling(name: str, gamma: int):
     """(majority-class rate, Bayes accuracy given the source state), exact over the stationary law:
     no classifier of context features on a Markov source can do better than the second."""
-    p = pair(name)
-    lab = hrad.label_probabilities(p, gamma)
-    w = stationary_distribution(p.target.transition_matrix())
+    lab, w = label_law(name, gamma)
     return float((w @ lab).max()), float(w @ lab.max(axis=1))
 
 
