@@ -53,6 +53,68 @@ class Part:
     checkable: bool = True
     reason: str = ""
     modes: tuple[str, ...] | None = None
+    #: an algebraic identity of the model (it cannot fail in the model): its verdict comes from
+    #: ``proof`` (evidence mode ``proof``); numerical evidence of the part is kept as an
+    #: implementation test, not as support for the paper (issue 24, item 4)
+    identity: bool = False
+    #: ``proof() -> (holds: bool, detail: str)``: a symbolic proof (sympy) of an identity part; the
+    #: detail names the expression shown to simplify to zero (or what did not)
+    proof: Callable[[], tuple[bool, str]] | None = None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One way to read a claim (issue 24, item 1).
+
+    Exactly one reading of a claim has ``role="principal"``: the paper's statement with the
+    assumptions it states and, where it is silent, the reading its own text supports. Its
+    ``quote`` (the paper's words, with section and sentence: "§4.2: '...'") is required. The
+    headline verdict is the principal reading's: the combination of the verdicts of its
+    ``parts``. Every other reading (``role="alternative"``; ``kind`` says which: ``literal``,
+    ``stricter``, ``integer``, ``accounting``, ``rule``, ``disclaimed``, ``tacit-assumption``,
+    ...) is a finding reported beside the headline with its own verdict, never folded into it.
+    Every part belongs to exactly one reading. ``why``: one line saying why this reading is (or
+    is not) the principal one."""
+
+    id: str
+    statement: str
+    parts: tuple[str, ...]
+    role: str = "alternative"
+    quote: str = ""
+    why: str = ""
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What an instance must satisfy for a claim to speak about it and for its mechanism to be
+    active (issue 24, item 2). ``guard(pair, **settings) -> None`` when the instance is in scope,
+    else a short reason ("SpecBranch never forks: k_max(1 − max q) < 2"). Checks, the shrinker
+    (``shrinker(..., scope=...)``) and least-slack searches (``search_pairs(..., scope=...)``)
+    skip out-of-scope instances; a violation found outside the scope is reported as "outside
+    the claim's scope", never as a counterexample."""
+
+    statement: str
+    guard: Callable[..., str | None] | None = None
+
+    def why_out(self, pair, **settings) -> str | None:
+        """None if ``pair`` (with ``settings``) is in scope, else the reason it is not."""
+        return None if self.guard is None else self.guard(pair, **settings)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A modelling choice the paper leaves open (issue 24, item 3): ``default`` is what the
+    checks use; ``values`` the admissible range (its ends, or a few points) the runner sweeps
+    when the principal reading fails, so that a ``fails`` is robust only if it persists across
+    them. ``invented=True`` for a band or tolerance this project invents (the report names it
+    as ours). Checks read the value in force with ``ctx.choice(name)``."""
+
+    name: str
+    default: Any
+    values: tuple
+    why: str
+    invented: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,10 +169,34 @@ class Claim:
     parts: tuple[Part, ...] = ()
     #: set when the check runs on the user's own pairs (``verify --instances``; :class:`UserPairs`)
     user_pairs: UserPairs | None = None
+    #: the claim's readings (:class:`Reading`); empty: one principal reading over every part
+    readings: tuple[Reading, ...] = ()
+    #: what an instance must satisfy for the claim to speak about it (:class:`Scope`), or None
+    scope: Scope | None = None
+    #: modelling choices the paper leaves open (:class:`Choice`)
+    choices: tuple[Choice, ...] = ()
 
     def __post_init__(self):
         if not self.parts and self.relation is not None:  # one part, "main": the claim itself
             object.__setattr__(self, "parts", (Part("main", self.statement, self.relation),))
+        if not self.readings and self.parts:
+            object.__setattr__(self, "readings", (Reading("paper", self.statement, tuple(p.id for p in self.parts),
+                                                          role="principal"),))
+
+    @property
+    def principal(self) -> Reading:
+        """The reading that decides the headline verdict."""
+        return next(r for r in self.readings if r.role == "principal")
+
+    def reading_of(self, part_id: str) -> Reading:
+        """The reading a part belongs to."""
+        return next(r for r in self.readings if part_id in r.parts)
+
+    def choice(self, name: str) -> Choice:
+        for c in self.choices:
+            if c.name == name:
+                return c
+        raise KeyError(f"{self.id}: no choice {name!r} (choices: {', '.join(c.name for c in self.choices) or 'none'})")
 
     def control_modes(self, control: Control) -> tuple[str, ...]:
         """Modes in which ``control`` must come out ``fails``."""
@@ -192,6 +278,7 @@ def register(**kwargs) -> Claim:
     if claim.relation is not None and claim.relation not in RELATIONS:
         raise RegistrationError(f"{claim.id}: unknown relation {claim.relation!r}; use one of {', '.join(RELATIONS)}")
     _check_parts(claim)
+    _check_readings(claim)
     names = [c.name for c in claim.controls]
     if len(set(names)) != len(names):
         raise RegistrationError(f"{claim.id}: two controls share a name")
@@ -248,6 +335,49 @@ def _check_parts(claim: Claim) -> None:
                                     f"the claim's modes {claim.modes!r}")
 
 
+ROLES = ("principal", "alternative")
+
+
+def _check_readings(claim: Claim) -> None:
+    """Every part in exactly one reading, exactly one principal reading, valid choices/scope."""
+    rs = claim.readings
+    bad = [r for r in rs if not isinstance(r, Reading)]
+    if bad:
+        raise RegistrationError(f"{claim.id}: readings must be Reading(...) records, got {bad[0]!r}")
+    ids = [r.id for r in rs]
+    if len(set(ids)) != len(ids):
+        raise RegistrationError(f"{claim.id}: two readings share an id ({ids})")
+    roles = [r.role for r in rs]
+    if any(r not in ROLES for r in roles):
+        raise RegistrationError(f"{claim.id}: a reading's role must be one of {ROLES}, got {roles}")
+    if roles.count("principal") != 1:
+        raise RegistrationError(f"{claim.id}: exactly one reading must be principal (got {roles.count('principal')})")
+    part_ids = [p.id for p in claim.parts]
+    seen: dict[str, str] = {}
+    for r in rs:
+        if not r.parts:
+            raise RegistrationError(f"{claim.id}: reading {r.id!r} names no parts")
+        for pid in r.parts:
+            if pid not in part_ids:
+                raise RegistrationError(f"{claim.id}: reading {r.id!r} names unknown part {pid!r} "
+                                        f"(parts: {', '.join(part_ids)})")
+            if pid in seen:
+                raise RegistrationError(f"{claim.id}: part {pid!r} is in readings {seen[pid]!r} and {r.id!r}; "
+                                        "a part belongs to exactly one reading")
+            seen[pid] = r.id
+    loose = [p for p in part_ids if p not in seen]
+    if loose:
+        raise RegistrationError(f"{claim.id}: parts {loose} belong to no reading")
+    if claim.scope is not None and not isinstance(claim.scope, Scope):
+        raise RegistrationError(f"{claim.id}: scope must be a Scope(...) record, got {claim.scope!r}")
+    cn = [c.name for c in claim.choices]
+    if any(not isinstance(c, Choice) for c in claim.choices) or len(set(cn)) != len(cn):
+        raise RegistrationError(f"{claim.id}: choices must be Choice(...) records with distinct names")
+    for p in claim.parts:
+        if p.proof is not None and not p.identity:
+            raise RegistrationError(f"{claim.id}: part {p.id!r} has a proof but is not marked identity=True")
+
+
 def load_all() -> dict[str, Claim]:
     """Import every claim module so the registry is complete."""
     from . import claims  # noqa: F401  (modules register on import)
@@ -302,6 +432,11 @@ class Context:
     #: what this run is graded in, ``{part: modes}``: every part in its modes for the subject, the
     #: (part, mode) pairs a control must fail in for a control (:meth:`wants`); None: everything
     required: dict | None = None
+    #: overrides of the claim's open choices on this run (``{name: value}``; :meth:`choice`)
+    choices: dict = field(default_factory=dict)
+    #: the claim's choices and scope (set by the runner from the registration)
+    claim_choices: tuple = ()
+    scope: Any = None
     alpha_test: float = field(init=False)
     mc_tests_run: int = field(default=0, init=False)
     #: least-slack records found by the check, per part (:meth:`least_slack`)
@@ -337,6 +472,21 @@ class Context:
             return self.user[name]
         from spectheory import instances
         return instances.get(name)
+
+    def choice(self, name: str):
+        """The value in force of the claim's open choice ``name``: the run's override (the runner
+        sweeps a failing claim's choices over their admissible values) or the declared default."""
+        if name in self.choices:
+            return self.choices[name]
+        for c in self.claim_choices:
+            if c.name == name:
+                return c.default
+        raise KeyError(f"{self.claim_id}: no choice {name!r} declared "
+                       f"(choices: {', '.join(c.name for c in self.claim_choices) or 'none'})")
+
+    def out_of_scope(self, pair, **settings) -> str | None:
+        """None if ``pair`` is inside the claim's scope (or the claim declares none), else why not."""
+        return None if self.scope is None else self.scope.why_out(pair, **settings)
 
     def rng(self, *labels: str) -> np.random.Generator:
         """A Generator seeded from (run seed, claim id, subject, labels): reproducible and

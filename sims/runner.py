@@ -52,7 +52,8 @@ def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: boo
     if required is None:
         required = {p.id: claim.part_modes(p) for p in claim.checkable_parts}
     ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name,
-                  parts=claim.parts, user=user, mc_total=mc_total, required=required)
+                  parts=claim.parts, user=user, mc_total=mc_total, required=required,
+                  claim_choices=claim.choices, scope=claim.scope)
     t0 = time.perf_counter()
     evidence = claim.check(ctx, subject)
     skipped_mc = ctx.mc_tests_run == 0 and not ctx.wants("mc")  # a control not graded in mc may skip it

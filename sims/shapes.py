@@ -190,7 +190,7 @@ def differs(claimed: float, measured: float, tol: float = stats.EXACT_TOL) -> bo
 
 def shrinker(measure: Callable, *, fails: Callable[[float, float], bool] = differs,
              applies=("V", "order", "gamma", "seed"), modules: tuple[str, ...] = (), part: str | None = None,
-             **search) -> Callable:
+             scope=None, **search) -> Callable:
     """A claim's ``shrink(ctx, subject)`` from its measure.
 
     ``measure(pair, subject, **settings) -> (claimed, measured[, details])``, a module-level
@@ -199,12 +199,18 @@ def shrinker(measure: Callable, *, fails: Callable[[float, float], bool] = diffe
     failure. ``applies``: the settings reported (and the only ones that may vary); ``search``:
     the grid of :func:`sims.shrink.smallest_counterexample` (V_values, orders, gammas,
     K_values, seeds, extra, pair_factory). ``modules``: where to look for the subject's name in
-    the call (besides the measure's module and the subject's own)."""
+    the call (besides the measure's module and the subject's own). ``scope``: the claim's
+    :class:`sims.registry.Scope` (or any ``guard(pair, **settings)``); candidates outside it are
+    skipped, never returned as counterexamples (issue 24, item 2)."""
+    guard = getattr(scope, "why_out", scope)
+
     def shrink(ctx, subject):
         subj = expr_of(subject, measure.__module__, *modules)
 
         def check(pair, gamma, K, **kw):
             settings = {k: v for k, v in {"gamma": gamma, "K": K, **kw}.items() if k in applies}
+            if guard is not None and guard(pair, **settings):
+                return (False, float("nan"), float("nan"))
             out = measure(pair, subject, **settings)
             return (fails(out[0], out[1]), *out)
 

@@ -124,7 +124,7 @@ def _options(method: str, share: int) -> dict:
 
 def search_pairs(slack: Callable[..., float], space: PairSpace, *, budget: int = 2000, restarts: int = 8,
                  seed: int = 0, method: str = "Nelder-Mead", settings: dict | None = None,
-                 params: dict | None = None, start_scale: float = 2.0) -> LeastSlack:
+                 params: dict | None = None, start_scale: float = 2.0, scope=None) -> LeastSlack:
     """Least ``slack(pair, **settings, **params)`` over the pairs of ``space``: ``restarts`` seeded
     random starting tables (logits ~ N(0, start_scale²)), each locally optimised with
     ``scipy.optimize.minimize(method=...)``; at most ``budget`` slack evaluations in all (the
@@ -133,8 +133,11 @@ def search_pairs(slack: Callable[..., float], space: PairSpace, *, budget: int =
     tables (each one more coordinate, started from N(0, 1) and mapped onto the open interval
     (lo, hi) by a logistic function; e.g. an ensemble weight or a cost ratio); the instance and
     the call give the values found. Returns the least slack found (an upper bound on the true
-    least slack: a heuristic search, stated as such in ``search``)."""
+    least slack: a heuristic search, stated as such in ``search``). ``scope``: the claim's
+    :class:`sims.registry.Scope` (or a ``guard(pair, **settings)``): pairs outside it score +inf,
+    so the least slack found is in scope (issue 24, item 2)."""
     from scipy import optimize
+    guard = getattr(scope, "why_out", scope)
     if budget < 1 or restarts < 1:
         raise ValueError("budget and restarts must be ≥ 1")
     settings = dict(settings or {})
@@ -156,7 +159,11 @@ def search_pairs(slack: Callable[..., float], space: PairSpace, *, budget: int =
         if used >= budget:
             raise _Budget
         used += 1
-        v = float(slack(space.pair(x[:space.dim]), **settings, **{k: float(w) for k, w in values(x).items()}))
+        pair = space.pair(x[:space.dim])
+        found = {k: float(w) for k, w in values(x).items()}
+        if guard is not None and guard(pair, **settings, **found):
+            return np.inf
+        v = float(slack(pair, **settings, **found))
         if not np.isfinite(v):
             v = np.inf
         if v < best[0]:
