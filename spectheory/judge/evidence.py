@@ -73,6 +73,9 @@ class Evidence:
     note: str = ""
     part: str | None = None
     points: list | None = None
+    #: a ``fail`` of a strict inequality (< or >) by equality only: claimed == measured within the
+    #: comparison's tolerance (issue 24, item 4: reported as "fails by equality (tie)")
+    tie: bool = False
 
     def __post_init__(self):
         if self.part is None:
@@ -88,6 +91,8 @@ class Evidence:
                   "detectable", "tolerance"):
             d[k] = _num(d[k])
         d["n"] = None if self.n is None else int(self.n)
+        if not self.tie:
+            del d["tie"]
         if self.points is None:
             del d["points"]
         else:
