@@ -40,6 +40,9 @@ def read(path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise InstancesFileError(f"{path}: no such file")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        raise InstancesFileError(f"{path}: YAML is not a supported instances format; write the same document "
+                                 "as TOML (.toml) or JSON (any other name); docs/instances.md shows both")
     text = path.read_text()
     try:
         if path.suffix.lower() == ".toml":

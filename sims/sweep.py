@@ -442,7 +442,8 @@ def _sd_pair(params: dict):
 
 @job("sd.mc", check=_check_sd_mc)
 def sd_mc(params: dict, seed) -> dict:
-    """Monte Carlo of standard speculative sampling (:func:`spectheory.montecarlo.sd.simulate`).
+    """Monte Carlo of standard speculative sampling: tokens per iteration (mean, standard error) and τ.
+    Uses :func:`spectheory.montecarlo.sd.simulate`.
     Parameters: ``instance`` or ``alpha``, ``gamma``, ``n_iterations``, optional ``rule``
     (default ``standard``), ``restart`` (default True: i.i.d. iterations from state 0).
     Results: mean and standard error of tokens per iteration, mean τ."""
@@ -457,8 +458,8 @@ def sd_mc(params: dict, seed) -> dict:
 
 @job("sd.exact", check=lambda params: _check_sd("sd.exact")(params))
 def sd_exact(params: dict, seed) -> dict:
-    """Exact expected tokens per iteration from state 0 (chain DP) and the long-run tokens per
-    target call of standard speculative sampling. Parameters: ``instance`` or ``alpha``,
+    """Exact expected tokens per iteration from state 0 (chain DP) and long-run tokens per target call of SD.
+    Standard speculative sampling. Parameters: ``instance`` or ``alpha``,
     ``gamma``. The seed is unused (exact)."""
     from spectheory.closed_forms import sd as cf
     pair = _sd_pair(params)

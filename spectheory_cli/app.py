@@ -5,6 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from typer.core import TyperOption
+
+_display_type_rich = TyperOption.display_type_rich
+
+
+def _flag_display_type(self, ctx):
+    """A flag (``--quick``, ``--html-report/--no-html``) takes no value: show no ``<bool>`` type."""
+    if getattr(self, "is_flag", False) and self.metavar is None:
+        return None
+    return _display_type_rich(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_display_type
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Check the theory of speculative decoding claim by claim.")

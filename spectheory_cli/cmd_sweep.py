@@ -31,11 +31,49 @@ def parse_axis(spec: str) -> tuple[str, list]:
     return name, [_value(v.strip()) for v in values.split(",") if v.strip()]
 
 
-@app.command()
+def _kinds_epilog() -> str:
+    """The list of job kinds under ``sweep --help``, generated from the job registry."""
+    from sims import jobs
+    return "Job kinds (docs/engine.md):\n\n" + "\n\n".join(f"• {k}: {v}" for k, v in jobs.kinds().items())
+
+
+def summary_table(rows: list[dict], axes: dict):
+    """A rich table of what a sweep computed: one row per grid point (replicates pooled), the
+    point's varied parameters, the number of replicates and the mean of each numeric result (the
+    first six)."""
+    from rich.table import Table
+    varied = [a for a, vals in axes.items() if len(vals) > 1] or list(axes)[:3]
+    skip = {"job_id", "kind", "rep", *axes}
+    results: list[str] = []
+    for r in rows:
+        for k, v in r.items():
+            if k not in skip and k not in results and isinstance(v, (int, float)) and not isinstance(v, bool):
+                results.append(k)
+    shown = results[:6]
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(tuple(json.dumps(r.get(a), sort_keys=True) for a in varied), []).append(r)
+    t = Table(title=f"sweep: {len(rows)} job(s) at {len(groups)} grid point(s)"
+              + (f"; first {len(shown)} of {len(results)} results" if len(results) > len(shown) else ""))
+    for a in varied:
+        t.add_column(a)
+    t.add_column("reps", justify="right")
+    for k in shown:
+        t.add_column(f"mean {k}", justify="right")
+    for key, group in groups.items():
+        means = []
+        for k in shown:
+            vals = [g[k] for g in group if isinstance(g.get(k), (int, float)) and not isinstance(g.get(k), bool)]
+            means.append(f"{sum(vals) / len(vals):.4g}" if vals else "")
+        t.add_row(*[str(json.loads(k)) for k in key], str(len(group)), *means)
+    return t
+
+
+@app.command(epilog=_kinds_epilog())
 def sweep(
-    kind: str = typer.Argument(..., help="Job kind: sd.mc, sd.exact, se.mc, ersd.tree, ersd.bound, multidraft.mc, "
-                              "multidraft.exact (docs/engine.md), or an importable 'module:function' with the "
-                              "signature fn(params: dict, seed: numpy.random.SeedSequence) -> dict."),
+    kind: str = typer.Argument(..., help="Job kind: a built-in kind listed below, or an importable "
+                              "'module:function' with the signature fn(params: dict, seed: "
+                              "numpy.random.SeedSequence) -> dict."),
     grid: Optional[List[str]] = typer.Option(None, "--grid", "-g",
                                              help="An axis of the grid, NAME=V1,V2,... (repeat the option)."),
     reps: int = typer.Option(1, "--reps", help="Replicates (independent seeds) per grid point."),
@@ -105,6 +143,9 @@ def sweep(
         typer.echo(f"{done} finished job(s) kept in {out} (a rerun resumes)" if done else
                    "no job finished; nothing was written", err=True)
         raise typer.Exit(1) from None
+    if rows:
+        from rich.console import Console
+        Console().print(summary_table(rows, axes))
     typer.echo(f"{len(rows)} jobs ({resumed} already in {out}, {len(rows) - resumed} run); wrote {out}")
     if csv_path:
         sw.write_csv(rows, csv_path)

@@ -75,7 +75,10 @@ def parse(kind: str, params: dict, spec: dict[str, tuple[Callable, object]]) -> 
     for name, (check, default) in spec.items():
         if name not in params or params[name] is None:
             if default is REQUIRED:
-                raise ValueError(f"{kind}: missing parameter {name!r}")
+                need = [n for n, (_, d) in spec.items() if d is REQUIRED]
+                opt = [f"{n}={d!r}" if d is not None else n for n, (_, d) in spec.items() if d is not REQUIRED]
+                raise ValueError(f"{kind}: missing parameter {name!r}; required: {', '.join(need)}"
+                                 + (f"; optional: {', '.join(opt)}" if opt else ""))
             out[name] = default
         else:
             out[name] = check(params[name], f"{kind} parameter {name!r}")
@@ -133,6 +136,18 @@ def cached_pair(key: tuple):
 def pair_from(kind: str, p: dict):
     """The :class:`~spectheory.markov.MarkovPair` the pair parameters of ``p`` describe (cached)."""
     return cached_pair(pair_key(kind, p))
+
+
+def kinds() -> dict[str, str]:
+    """Every built-in job kind, ``{name: first line of its docstring}`` (imports each family's job
+    module, which loads no kernels): what ``spectheory sweep --help`` lists."""
+    import importlib
+
+    from ..sweep import JOBS
+    for fam in families():
+        importlib.import_module(f"{__name__}.{fam}")
+    return {k: ((JOBS[k].__doc__ or "").strip().splitlines() or [""])[0].rstrip(".").replace("``", "`")
+            for k in sorted(JOBS) if JOBS[k].__module__.startswith(("sims.sweep", "sims.jobs"))}
 
 
 def families() -> list[str]:

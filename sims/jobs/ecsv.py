@@ -58,6 +58,7 @@ def _setup(p: dict, pair):
 
 @job("ecsv.mc")
 def ecsv_mc(params: dict, seed) -> dict:
+    """Monte Carlo of one ECSV method on a default source: accepted length, verified tokens per target call, cross-entropy (and TV to p with ``tv_runs``)."""
     from spectheory.montecarlo import ecsv as mc
     p = parse("ecsv.mc", params, _spec({"n_steps": (integer(min=16), REQUIRED), "tv_runs": (integer(min=0), 0),
                                         "source_seed": (integer(min=0), 20260)}))
@@ -82,6 +83,7 @@ def ecsv_mc(params: dict, seed) -> dict:
 
 @job("ecsv.exact")
 def ecsv_exact(params: dict, seed) -> dict:
+    """Exact long-run rates of one ECSV method (chain DP on the V = 3 source): accepted length, verified tokens per target call, TV to p."""
     from spectheory.exact import ecsv as ex
     from spectheory.pairs import perturbed_pair
     p = parse("ecsv.exact", params, _spec({}))

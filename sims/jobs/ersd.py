@@ -85,6 +85,7 @@ def _check(kind: str, **extra):
 
 @job("ersd.tree", check=_check("ersd.tree", strategy=(choice(*STRATEGIES), REQUIRED)))
 def ersd_tree(params: dict, seed) -> dict:
+    """Expected accepted tokens of one draft tree (batch, sequence, SpecInfer or optimal) of size k: zero-order theory and simulation on sampled streams, with the gain over size k − 1."""
     from spectheory.closed_forms import ersd as cf
     from spectheory.montecarlo import ersd as mc
     p = parse("ersd.tree", params, _spec(strategy=(choice(*STRATEGIES), REQUIRED)))
@@ -114,6 +115,7 @@ def batch_means_se(x: np.ndarray, batches: int = BATCHES) -> float:
 
 @job("ersd.bound", check=_check("ersd.bound"))
 def ersd_bound(params: dict, seed) -> dict:
+    """The Lemma 4.2 bound of Kobus et al. (2025) on the optimal tree's expected accepted length for a tree size k (closed form)."""
     from spectheory.closed_forms import ersd as cf
     p = parse("ersd.bound", params, _spec())
     skey = _stream_key("ersd.bound", p)

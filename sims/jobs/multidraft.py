@@ -48,6 +48,7 @@ def _check_exact(params: dict) -> None:
 
 @job("multidraft.mc", check=_check_mc)
 def multidraft_mc(params: dict, seed) -> dict:
+    """Monte Carlo of one multi-draft verification rule (K-SEQ, GBV, SpecTr-GBV, ...): mean tokens per iteration and its standard error."""
     from spectheory.montecarlo import multidraft as mc
     p = _parse("multidraft.mc", params, rule=(choice(*RULE_NAMES), REQUIRED), n_runs=(integer(min=2), REQUIRED))
     res = mc.simulate(pair_from("multidraft.mc", p), p["gamma"], p["K"], p["n_runs"], 1, rule=_rule(p["rule"]),
@@ -58,6 +59,7 @@ def multidraft_mc(params: dict, seed) -> dict:
 
 @job("multidraft.exact", check=_check_exact)
 def multidraft_exact(params: dict, seed) -> dict:
+    """Exact expected tokens of a multi-draft method (SD, K-SEQ, GBV, SpecTr-GBV, the LP optimum or the Lemma 5.1 bound) by enumeration of the block tree."""
     from spectheory.closed_forms import multidraft as cf
     from spectheory.checks import check_state
     p = _parse("multidraft.exact", params, method=(choice(*METHODS), REQUIRED))

@@ -50,6 +50,7 @@ def _setup(kind: str, params: dict, **extra):
 
 @job("sb.exact")
 def sb_exact(params: dict, seed) -> dict:
+    """Exact long-run rates of one SpecBranch-family pipeline (SpecBranch, PEARL, SpS): latency, speedup over autoregressive decoding, rollback rate, tokens per target call, idle fractions."""
     from spectheory.exact import sb as ex
     _, src, method, pipe = _setup("sb.exact", params)
     r = ex.long_run_rates(src, method, pipe)
@@ -58,6 +59,7 @@ def sb_exact(params: dict, seed) -> dict:
 
 @job("sb.mc")
 def sb_mc(params: dict, seed) -> dict:
+    """Monte Carlo of one SpecBranch-family pipeline over ``n_rounds`` rounds: the same rates with standard errors."""
     from spectheory.montecarlo import sb as mc
     p, src, method, pipe = _setup("sb.mc", params, n_rounds=(integer(min=1), REQUIRED),
                                   n_streams=(integer(min=2, max=4096), 16))

@@ -73,6 +73,7 @@ def check(params: dict) -> None:
 
 @job("se.mc", check=check)
 def se_mc(params: dict, seed) -> dict:
+    """Monte Carlo of speculative ensemble (alternate proposers): mean speedup over ``n_streams`` streams and its standard error."""
     from spectheory.exact.se import Algorithm
     from spectheory.montecarlo.se import simulate_streams
     p = parse("se.mc", params, SPEC)
