@@ -57,6 +57,24 @@ PAPERS: dict[str, Paper] = {p.key: p for p in (
 )}
 
 
+#: the keys the package ships (a user's papers, added with :func:`add`, are the others)
+BUILTIN = frozenset(PAPERS)
+
+
+def add(paper: Paper) -> Paper:
+    """Add a paper to the bibliography (a user's claim module cites its own paper this way:
+    ``papers.add(Paper("mypaper2026", "A. Author & B. Author", "Title", "arXiv", 2026))``, then
+    ``register(paper="mypaper2026", ...)``). Adding the same record again is a no-op; a different
+    paper under a key already taken is refused."""
+    if not isinstance(paper, Paper):
+        raise TypeError(f"add() takes a Paper(key, authors, title, venue, year), got {type(paper).__name__}")
+    old = PAPERS.get(paper.key)
+    if old is not None and old != paper:
+        raise ValueError(f"paper key {paper.key!r} is taken by {old.cite()}; choose another key")
+    PAPERS[paper.key] = paper
+    return paper
+
+
 class UnknownPaperError(KeyError):
     def __str__(self):
         return str(self.args[0])
@@ -67,7 +85,7 @@ def keys_of(paper) -> tuple[str, ...]:
     keys = (paper,) if isinstance(paper, str) else tuple(paper)
     unknown = [k for k in keys if k not in PAPERS]
     if not keys or unknown:
-        raise UnknownPaperError(f"unknown paper key(s) {unknown or keys!r}; add the paper to sims/papers.py "
+        raise UnknownPaperError(f"unknown paper key(s) {unknown or keys!r}; add the paper with sims.papers.add(Paper(...)) "
                                 f"(known: {', '.join(PAPERS)})")
     return keys
 

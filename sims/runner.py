@@ -3,6 +3,7 @@ docs/report_schema.md; the JSON Schema is ``sims/schemas/report-2.json``)."""
 from __future__ import annotations
 
 import platform
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -94,20 +95,34 @@ class Result:
 
 
 def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha: float,
-              user: dict | None = None, mc_total: int | None = None):
-    """One (claim, control) check by name, so a worker process can run it."""
+              user: dict | None = None, mc_total: int | None = None, sources: tuple = ()):
+    """One (claim, control) check by name, so a worker process can run it. ``sources``: the
+    user's claim modules (:mod:`sims.user_claims`) a worker imports before looking the claim up.
+    A user claim whose check raises, or breaks a registry rule at run time, raises
+    :class:`sims.user_claims.UserClaimsError` naming the claim (a usage error, not a crash)."""
+    from . import user_claims
     from .registry import load_all
+    user_claims.load_many(sources)
     claim = load_all()[claim_id]
     ctl = None if control is None else next(c for c in claim.controls if c.name == control)
     subject = claim.subject if ctl is None else ctl.subject
-    return _run_subject(claim, subject, "subject" if ctl is None else f"control:{ctl.name}",
-                        seed, quick, alpha, user, mc_total, None if ctl is None else claim.control_requirements(ctl))
+    who = "subject" if ctl is None else f"control:{ctl.name}"
+    try:
+        return _run_subject(claim, subject, who, seed, quick, alpha, user, mc_total,
+                            None if ctl is None else claim.control_requirements(ctl))
+    except Exception as err:  # noqa: BLE001 - only user claims are rewrapped
+        if not user_claims.is_user_claim(claim_id):
+            raise
+        origin = getattr(sys.modules.get(claim.check.__module__), "__file__", "") or ""
+        raise user_claims.UserClaimsError(f"{claim_id} ({who}): {type(err).__name__}: {err}"
+                                          f"{user_claims._where(err, origin)}") from None
 
 
-def _run_group(items, seed: int, quick: bool, alpha: float, user: dict | None = None, mc_total: int | None = None):
+def _run_group(items, seed: int, quick: bool, alpha: float, user: dict | None = None, mc_total: int | None = None,
+               sources: tuple = ()):
     """Several (claim id, control name) checks in one worker, in order: a family's checks share
     its compiled kernels, so keeping them in one process compiles each kernel once."""
-    return [_run_task(cid, ctl, seed, quick, alpha, user, mc_total) for cid, ctl in items]
+    return [_run_task(cid, ctl, seed, quick, alpha, user, mc_total, sources) for cid, ctl in items]
 
 
 def family_of(claim: Claim) -> str:
@@ -181,7 +196,7 @@ class _Progress:
 def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha: float = 0.01,
                progress: bool = True, jobs: int = 1, executor=None, extra_evidence=None,
                extra_source: str | None = None, log=None, pairs: dict | None = None,
-               pairs_source: str | None = None) -> dict:
+               pairs_source: str | None = None, claims_from=(), builtin: bool = True) -> dict:
     """Run every claim matching ``pattern`` and its negative controls; return the report.
     ``jobs`` > 1 (or an ``executor``) runs the checks in parallel (a local process pool,
     :mod:`sims.sweep`), each family's checks in one worker so its kernels compile once;
@@ -200,8 +215,21 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
     pairs: the user's own pairs (``{name: MarkovPair}``, :mod:`sims.instances_file`): only the
     claims that take pairs (registered with ``user_pairs=``) run, each on these pairs instead of
     its built-in instances (docs/instances.md); pairs_source: where they came from (the report's
-    ``run.instances``)."""
+    ``run.instances``).
+
+    claims_from: the user's claim modules (``.py`` paths, module names, or ``"entry-points"``;
+    :mod:`sims.user_claims`, docs/your_claims.md), loaded before ``pattern`` is matched; with
+    ``builtin=False`` only their claims run ("instead of" the built-in registry) and the
+    Bonferroni split counts only their Monte Carlo tests; with ``builtin=True`` they run beside the
+    built-in claims ``pattern`` selects. A declaration problem raises
+    :class:`sims.user_claims.UserClaimsError` before any report exists."""
     from spectheory.checks import check_int, check_real
+
+    from . import user_claims
+    if isinstance(claims_from, str):
+        claims_from = (claims_from,)
+    sources = tuple(claims_from or ())
+    mine = user_claims.load_many(sources)
     seed = check_int(seed, "seed", min=0)
     alpha = check_real(alpha, "alpha (family-wise error rate)", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     jobs = check_int(jobs, "jobs", min=0)
@@ -210,6 +238,12 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     claims = select(pattern)
     user = mc_total = None
+    if sources and not builtin:
+        claims = [c for c in claims if c.id in mine]
+        if not claims:
+            raise ValueError(f"no claim of {', '.join(sources)} matches {pattern!r}; theirs: {', '.join(mine)}")
+        from .registry import load_all
+        mc_total = sum(load_all()[cid].n_mc_tests for cid in mine)
     if pairs is not None:
         user = dict(pairs)
         if not user:
@@ -236,7 +270,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
             ex = executor or local_executor(min(jobs, len(groups)))
             prog.describe(f"{len(groups)} families on {min(jobs, len(groups)) if executor is None else 'the'} workers")
             try:
-                futs = {ex.submit(_run_group, g, seed, quick, alpha, user, mc_total): (g, time.perf_counter())
+                futs = {ex.submit(_run_group, g, seed, quick, alpha, user, mc_total, sources): (g, time.perf_counter())
                         for g in groups}
                 for fut in cf.as_completed(futs):
                     g, t_sub = futs[fut]
@@ -252,11 +286,15 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
                 t_g = time.perf_counter()
                 for cid, ctl in g:
                     prog.describe(cid if ctl is None else f"{cid} [control {ctl}]")
-                    results[(cid, ctl)] = _run_task(cid, ctl, seed, quick, alpha, user, mc_total)
+                    results[(cid, ctl)] = _run_task(cid, ctl, seed, quick, alpha, user, mc_total, sources)
                     prog.advance()
                 prog.family_done(g, time.perf_counter() - t_g)
     finally:
         prog.stop()
+    for claim in claims:  # a user claim's control that never ran is a declaration problem
+        if claim.id in mine:
+            user_claims.check_run(claim, results[(claim.id, None)].evidence,
+                                  {c.name: results[(claim.id, c.name)].evidence for c in claim.controls})
     for cid, evs in extra.items():  # real-logit evidence joins the claim's verdict (serial or parallel)
         if (cid, None) in results and evs:
             r = results[(cid, None)]
@@ -266,10 +304,11 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
 
     out = [_claim_entry(claim, results, user is not None) for claim in claims]
     m = total_mc_tests() if mc_total is None else mc_total
-    run = {"claims_pattern": pattern, "seed": seed, "quick": quick, "alpha_family": alpha,
+    run = {"claims_pattern": pattern, "claims_from": list(sources), "seed": seed, "quick": quick, "alpha_family": alpha,
            "mc_tests_in_registry": m, "alpha_per_test": alpha / max(1, m),
            "correction": "Bonferroni over every Monte Carlo test in the registry (controls included)"
-                         if user is None else "Bonferroni over every Monte Carlo test the claims taking pairs may "
+                         if mc_total is None else "Bonferroni over every Monte Carlo test of the claims of "
+                         + ", ".join(sources) + " (controls included)" if user is None else "Bonferroni over every Monte Carlo test the claims taking pairs may "
                                               "run on these pairs (controls included)",
            "power": 0.9, "logits_run": extra_source, "started_at": started.isoformat(timespec="seconds"),
            "duration_s": round(time.perf_counter() - t0, 2), "versions": versions(),

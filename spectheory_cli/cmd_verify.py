@@ -11,6 +11,7 @@ beside it (``r.md``, ``r-evidence.md``, ``r.html``)."""
 from __future__ import annotations
 
 import re
+from typing import List, Optional
 from pathlib import Path
 
 import typer
@@ -28,17 +29,22 @@ def slug(pattern: str) -> str:
     return "+".join(p for p in pats if p)[:80] or "subset"
 
 
-def output_paths(claims: str, instances: Path | None, json_path, md_path, html_path) -> dict[str, Path]:
+def output_paths(claims: str, instances: Path | None, json_path, md_path, html_path,
+                 claims_from: tuple = ()) -> dict[str, Path]:
     """The report's files: the ones given, the others beside the first given, else the default
-    base (``reports/verify`` for every claim, ``reports/verify-<slug>`` for a subset or for the
-    user's pairs)."""
+    base (``reports/verify`` for every claim, ``reports/verify-<slug>`` for a subset, the user's
+    pairs or the user's claim modules: ``verify-from-<module>``)."""
     given = {"json": json_path, "md": md_path, "html": html_path}
     first = next((p for p in given.values() if p is not None), None)
     if first is not None:
         base = str(first.with_suffix(""))
     else:
-        full = claims.strip() in ("", "*") and instances is None
+        full = claims.strip() in ("", "*") and instances is None and not claims_from
         tag = slug(claims) if claims.strip() not in ("", "*") else ""
+        if claims_from:
+            mods = "+".join(re.sub(r"[^A-Za-z0-9._-]+", "-", Path(c).stem if c.endswith(".py") else c)
+                            for c in claims_from)
+            tag = "+".join(t for t in (f"from-{mods}", tag) if t)
         if instances is not None:
             tag = "+".join(t for t in (tag, f"pairs-{re.sub(r'[^A-Za-z0-9._-]+', '-', instances.stem)}") if t)
         base = str(REPORTS / ("verify" if full else f"verify-{tag}"))
@@ -68,20 +74,38 @@ def verify(
     logits: Path = typer.Option(None, "--logits", help="A `spectheory validate` run directory: add its real-model (logits) evidence."),
     instances: Path = typer.Option(None, "--instances", help="A TOML or JSON file of your own Markov pairs "
                                    "(docs/instances.md): run every claim that takes pairs on them."),
+    claims_from: Optional[List[str]] = typer.Option(None, "--claims-from", help="Your own claims: a .py file, an "
+                                                    "importable module, or 'entry-points' (installed packages' "
+                                                    "spectheory.claims group); repeatable (docs/your_claims.md). "
+                                                    "Runs only them unless --with-builtin."),
+    with_builtin: bool = typer.Option(False, "--with-builtin", help="With --claims-from: run your claims beside the "
+                                      "built-in ones --claims selects (default: yours only)."),
 ):
     """Run every registered claim check on its default instances (or on your pairs) and write the report."""
     if not 0 < alpha < 1:
         raise typer.BadParameter(f"alpha must lie in (0, 1), got {alpha!r}", param_hint="--alpha")
     if jobs < 0:
         raise typer.BadParameter("jobs must be ≥ 0 (0 = one per CPU)", param_hint="--jobs")
-    from sims import runner
+    from sims import runner, user_claims
     from sims.registry import UnknownClaimError, select
     from sims.report import evidence_markdown, print_table, to_markdown
     from spectheory.judge.format import write_json
+    sources = tuple(claims_from or ())
+    if with_builtin and not sources:
+        raise typer.BadParameter("--with-builtin goes with --claims-from", param_hint="--with-builtin")
+    try:
+        mine = user_claims.load_many(sources)  # before the patterns are matched, so they can name user claims
+    except user_claims.UserClaimsError as err:
+        raise typer.BadParameter(str(err), param_hint="--claims-from") from None
     try:
         chosen = [c.id for c in select(claims)]  # every pattern must match before anything runs
     except UnknownClaimError as err:
         raise typer.BadParameter(str(err), param_hint="--claims") from None
+    if sources and not with_builtin:
+        chosen = [cid for cid in chosen if cid in mine]
+        if not chosen:
+            raise typer.BadParameter(f"no claim of {', '.join(sources)} matches {claims!r}; theirs: {', '.join(mine)}",
+                                     param_hint="--claims")
     pairs = None
     if instances is not None:
         from sims.instances_file import InstancesFileError, load
@@ -94,7 +118,7 @@ def verify(
             raise typer.BadParameter(f"no claim matching {claims!r} takes pairs; claims that do: "
                                      + ", ".join(c.id for c in runner.takes_pairs()), param_hint="--claims")
         chosen = taking
-    paths = output_paths(claims, instances, json_path, md_path, html_path)
+    paths = output_paths(claims, instances, json_path, md_path, html_path, sources)
     if not html:
         paths.pop("html")
     named = {"json": "--json", "md": "--markdown", "html": "--html", "evidence": "--markdown"}
@@ -110,11 +134,15 @@ def verify(
                                  param_hint="--logits")
     check_trace_env(chosen)
     extra = real_logits_evidence(logits, alpha, chosen)
-    report = runner.run_claims(",".join(chosen) if pairs is not None else claims, quick=quick, seed=seed,
-                               alpha=alpha, progress=progress, jobs=jobs, extra_evidence=extra,
-                               extra_source=None if logits is None else str(logits),
-                               log=lambda line: typer.echo(line, err=True), pairs=pairs,
-                               pairs_source=None if instances is None else str(instances))
+    try:
+        report = runner.run_claims(",".join(chosen) if pairs is not None else claims, quick=quick, seed=seed,
+                                   alpha=alpha, progress=progress, jobs=jobs, extra_evidence=extra,
+                                   extra_source=None if logits is None else str(logits),
+                                   log=lambda line: typer.echo(line, err=True), pairs=pairs,
+                                   pairs_source=None if instances is None else str(instances),
+                                   claims_from=sources, builtin=with_builtin or not sources)
+    except user_claims.UserClaimsError as err:  # a declaration problem only a run shows: no report is written
+        raise typer.BadParameter(str(err), param_hint="--claims-from") from None
     if pairs is not None:
         report["run"]["claims_pattern"] = claims
     print_table(report)
@@ -137,12 +165,18 @@ def verify(
 def list_claims(claims: str = typer.Option("*", "--claims", "-c", help="Claim ids or globs, comma-separated."),
                 takes_pairs: bool = typer.Option(False, "--takes-pairs", help="Only the claims that run on your own "
                                                  "pairs (verify --instances)."),
-                brief: bool = typer.Option(False, "--brief", help="One line per claim, no statements.")):
+                brief: bool = typer.Option(False, "--brief", help="One line per claim, no statements."),
+                claims_from: Optional[List[str]] = typer.Option(None, "--claims-from", help="Also list the claims "
+                                                                "of your file or module (docs/your_claims.md).")):
     """List the registered claims: id, relation, paper and where in it, statement and parts."""
     import textwrap
 
-    from sims import papers
+    from sims import papers, user_claims
     from sims.registry import UnknownClaimError, select
+    try:
+        user_claims.load_many(claims_from or ())
+    except user_claims.UserClaimsError as err:
+        raise typer.BadParameter(str(err), param_hint="--claims-from") from None
     try:
         chosen = select(claims)
     except UnknownClaimError as err:

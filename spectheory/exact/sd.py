@@ -14,7 +14,7 @@ import numpy as np
 
 from ..checks import check_int, check_state
 from ..markov import MarkovPair, next_state
-from ..rules.sd import STANDARD, SDRule
+from ..rules.sd import STANDARD, SDRule, TokenRule
 
 #: Refuse enumerations larger than this many blocks per iteration.
 MAX_BLOCKS = 2_000_000
@@ -50,8 +50,9 @@ class _StateCache:
 def _check_args(pair, gamma, rule, start_state) -> tuple[int, int]:
     if not isinstance(pair, MarkovPair):
         raise TypeError(f"pair must be a MarkovPair, got {type(pair).__name__}")
-    if not isinstance(rule, SDRule):
-        raise TypeError(f"rule must be an SDRule, got {type(rule).__name__}")
+    if not isinstance(rule, TokenRule):
+        raise TypeError(f"rule must be a TokenRule (spectheory.rules.sd; SDRule or your subclass), got "
+                        f"{type(rule).__name__}")
     return check_int(gamma, "gamma (draft length)", min=1), check_state(start_state, pair.n_states)
 
 

@@ -102,8 +102,10 @@ def _check_reference(t: _k.SDRefTables) -> _k.SDRefTables:
 def _check_pair_rule(pair, rule):
     if not isinstance(pair, MarkovPair):
         raise TypeError(f"expected a MarkovPair, got {type(pair).__name__}")
-    if not isinstance(rule, SDRule):
-        raise TypeError(f"rule must be an SDRule (spectheory.rules.sd), got {type(rule).__name__}")
+    if type(rule) is not SDRule:
+        raise TypeError(f"rule must be an SDRule (spectheory.rules.sd), got {type(rule).__name__}: the Numba "
+                        "kernel runs the built-in rules only (a TokenRule subclass runs in the exact engine, "
+                        "spectheory.exact.sd; sample a new rule with your own sampler)")
 
 
 def _check_flag(value, name):

@@ -16,8 +16,31 @@ ACCEPT_RATIO = 0      # accept iff u < p(x)/q(x)  (correct)
 ACCEPT_SWAPPED = 1    # accept iff u < q(x)/p(x)  (a classic bug)
 
 
+class TokenRule:
+    """The interface of a token-level verification rule the exact engine
+    (:mod:`spectheory.exact.sd`) runs: one draft token x ~ q is accepted with probability
+    ``accept_probability(p, q)[x]``; on the first rejection a correction token is drawn from
+    ``residual_distribution(p, q)`` and the iteration stops; after γ acceptances a bonus token is
+    drawn from p if ``bonus``. Subclass it (a frozen dataclass with a ``name``, like
+    :class:`SDRule`) to check a rule a paper proposes: the exact engine enumerates it on any
+    Markov pair. The Numba kernel (:mod:`spectheory.montecarlo.sd`) runs only :class:`SDRule`
+    itself; write your own sampler for Monte Carlo evidence of a new rule (docs/your_claims.md).
+    Public and stable."""
+
+    name: str = "rule"
+    bonus: bool = True
+
+    def accept_probability(self, p, q) -> np.ndarray:  # pragma: no cover - interface
+        """P(accept | drafted token x) for every x (an array like ``q``)."""
+        raise NotImplementedError
+
+    def residual_distribution(self, p, q) -> np.ndarray:  # pragma: no cover - interface
+        """The law of the correction token after a rejection (sums to 1)."""
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class SDRule:
+class SDRule(TokenRule):
     """One speculative-sampling verification rule.
 
     accept: ``"ratio"`` (min(1, p/q), correct) or ``"swapped"`` (min(1, q/p)).

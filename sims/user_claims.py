@@ -1,0 +1,178 @@
+"""Claims a researcher writes outside the package (docs/your_claims.md): a Python file or an
+importable module that calls :func:`sims.registry.register` with the same vocabulary the built-in
+families use, run by ``spectheory verify --claims-from PATH_OR_MODULE`` (or
+``sims.runner.run_claims(..., claims_from=[...])``) with the same budgets, levels, shrinking,
+least slack and report.
+
+Where claims come from (``spec``):
+
+* a path to a ``.py`` file: imported as the module named after the file (``my_paper.py`` →
+  ``my_paper``), with its folder put first on ``sys.path`` so the report's one-line calls
+  (``my_paper.measure(...)``) recompute from that folder;
+* an importable module name (``mypkg.claims``);
+* ``entry-points``: every module an installed package declares in the entry-point group
+  ``spectheory.claims`` (``[project.entry-points."spectheory.claims"] mypaper = "mypkg.claims"``).
+
+Safety (issue 29, item 4): a module that raises at import, registers an id twice or an id a
+built-in claim already has, or registers nothing, is refused with :class:`UserClaimsError` naming
+the problem, before anything runs; the command line turns it into a usage error (exit 2) and
+never writes a half-finished report. Problems only a run can show (a checkable part that gets no
+graded evidence, a negative control whose check never calls it) are refused the same way by the
+runner (:func:`check_run`).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+
+from . import registry
+
+#: the entry-point group installed packages declare their claim modules in
+ENTRY_POINT_GROUP = "spectheory.claims"
+#: the ``spec`` that loads every installed entry point of :data:`ENTRY_POINT_GROUP`
+ENTRY_POINTS = "entry-points"
+
+#: what was loaded in this process: spec → the claim ids it registered (workers replay the specs)
+LOADED: dict[str, tuple[str, ...]] = {}
+
+
+class UserClaimsError(ValueError):
+    """A user's claim module that cannot be used; the message names the module and the problem."""
+
+
+def _where(err: BaseException, origin: str) -> str:
+    """``file:line`` of the innermost frame of ``err`` inside ``origin`` (else the innermost)."""
+    frames = traceback.extract_tb(err.__traceback__)
+    mine = [f for f in frames if origin and Path(f.filename).resolve() == Path(origin).resolve()]
+    f = (mine or frames or [None])[-1]
+    return "" if f is None else f" at {f.filename}:{f.lineno}"
+
+
+def _import(spec: str):
+    """Import one module spec (a .py path or a module name); returns the module."""
+    path = Path(spec)
+    if spec.endswith(".py") or path.suffix == ".py" or path.is_file():
+        if not path.is_file():
+            raise UserClaimsError(f"--claims-from {spec}: no such file")
+        if path.suffix != ".py":
+            raise UserClaimsError(f"--claims-from {spec}: a claim file must be a Python file (.py)")
+        name = path.stem
+        if not name.isidentifier():
+            raise UserClaimsError(f"--claims-from {spec}: the file name must be a Python identifier "
+                                  f"(it becomes the module name in the report's calls), got {name!r}")
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        old = sys.modules.get(name)
+        if old is not None and Path(getattr(old, "__file__", "") or "").resolve() != path.resolve():
+            raise UserClaimsError(f"--claims-from {spec}: a different module named {name!r} is already imported "
+                                  f"({getattr(old, '__file__', old)}); rename the file")
+        origin = str(path)
+    else:
+        name, origin = spec, ""
+        try:
+            found = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            raise UserClaimsError(f"--claims-from {spec}: no such file, and no importable module of that name")
+        origin = found.origin or ""
+    try:
+        return importlib.import_module(name)
+    except UserClaimsError:
+        raise
+    except registry.RegistrationError as err:
+        raise UserClaimsError(f"{spec}: {err}{_where(err, origin)}") from None
+    except Exception as err:  # noqa: BLE001 - any import-time failure of user code is a usage error
+        raise UserClaimsError(f"{spec}: importing it raised {type(err).__name__}: {err}{_where(err, origin)}") from None
+
+
+def _entry_point_modules() -> list[str]:
+    from importlib.metadata import entry_points
+    return [ep.value.partition(":")[0] for ep in entry_points(group=ENTRY_POINT_GROUP)]
+
+
+def load(spec: str) -> tuple[str, ...]:
+    """Import the claims of ``spec`` (a ``.py`` path, a module name, or :data:`ENTRY_POINTS`) into
+    the registry, after the built-in claims; returns the ids it registered. Loading the same spec
+    twice in one process is a no-op (returns the same ids)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise UserClaimsError(f"--claims-from expects a file path or a module name, got {spec!r}")
+    spec = spec.strip()
+    if spec in LOADED:
+        return LOADED[spec]
+    registry.load_all()  # built-ins first: a user id that clashes with one is refused
+    if spec == ENTRY_POINTS:
+        mods = _entry_point_modules()
+        if not mods:
+            raise UserClaimsError(f"--claims-from {ENTRY_POINTS}: no installed package declares the entry-point group "
+                                  f"{ENTRY_POINT_GROUP!r}")
+        ids: list[str] = []
+        for m in mods:
+            ids.extend(load(m))
+        LOADED[spec] = tuple(ids)
+        return LOADED[spec]
+    before = set(registry.REGISTRY)
+    builtin = {cid for cid, c in registry.REGISTRY.items() if c.check.__module__.startswith("sims.claims.")}
+    try:
+        _import(spec)
+    except UserClaimsError as err:
+        for cid in set(registry.REGISTRY) - before:  # never a half-registered module
+            del registry.REGISTRY[cid]
+        if "registered twice" in str(err):
+            clash = [cid for cid in builtin if repr(cid) in str(err)]
+            if clash:
+                raise UserClaimsError(f"{spec}: claim id {clash[0]!r} is a built-in claim's id; choose another "
+                                      "(e.g. prefix your paper's key: 'mypaper.lossless')") from None
+        raise
+    new = tuple(cid for cid in registry.REGISTRY if cid not in before)
+    if not new:
+        raise UserClaimsError(f"{spec}: registers no claim (call sims.registry.register(...) at module level; "
+                              "docs/your_claims.md)")
+    LOADED[spec] = new
+    return new
+
+
+def load_many(specs) -> tuple[str, ...]:
+    """:func:`load` each spec in order; the ids of all of them."""
+    out: list[str] = []
+    for s in specs or ():
+        out.extend(load(s))
+    return tuple(out)
+
+
+def unload_all() -> None:
+    """Forget every user claim loaded in this process (their registry entries, modules and papers
+    stay out of later runs: the Bonferroni split counts the registry). For tests and notebooks."""
+    from . import papers
+    ids = {cid for ids in LOADED.values() for cid in ids}
+    mods = {registry.REGISTRY[cid].check.__module__ for cid in ids if cid in registry.REGISTRY}
+    for cid in ids:
+        registry.REGISTRY.pop(cid, None)
+    for m in mods:
+        sys.modules.pop(m, None)
+    builtin = {k for c in registry.REGISTRY.values() for k in papers.keys_of(c.paper)}
+    for key in [k for k in papers.PAPERS if k not in builtin and k not in papers.BUILTIN]:
+        del papers.PAPERS[key]
+    LOADED.clear()
+
+
+def is_user_claim(claim_id: str) -> bool:
+    """Whether a registered claim came from a user's module (not ``sims.claims``)."""
+    return any(claim_id in ids for ids in LOADED.values())
+
+
+def check_run(claim, subject_evidence, control_evidence: dict) -> None:
+    """Refuse a user claim whose run shows a declaration problem: a negative control whose check
+    gave exactly the subject's evidence (the check never used its ``subject`` argument, so the
+    control cannot fail for its own reason). Raises :class:`UserClaimsError`."""
+    def key(evs):
+        return [(e.part, e.mode, e.instance, e.claimed, e.measured, e.outcome) for e in evs]
+    mine = key(subject_evidence)
+    for name, evs in control_evidence.items():
+        if evs and key(evs) == mine:
+            raise UserClaimsError(f"{claim.id}: negative control {name!r} never ran: its check gave exactly the "
+                                  "subject's evidence (does the check use its `subject` argument?)")
