@@ -29,25 +29,45 @@ def slug(pattern: str) -> str:
     return "+".join(p for p in pats if p)[:80] or "subset"
 
 
+def _tag(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "x"
+
+
+def report_base(claims: str = "*", *, instances: Path | None = None, claims_from: tuple = (), quick: bool = False,
+                logits: Path | None = None, seed: int = 0) -> Path:
+    """The default file base of a run's report, naming what was run, so that no two kinds of run
+    overwrite each other: ``reports/verify`` for the default run (every claim, default tier, seed
+    0, built-in instances, no logits); otherwise ``reports/verify-<tags>`` with, in this order, the
+    claims (``sd.acceptance``), the user's claim modules (``from-<module>``), the user's pairs
+    (``pairs-<file>``), the logits run (``logits-<run>``), ``quick`` and ``seed<N>``."""
+    tags = []
+    if claims.strip() not in ("", "*"):
+        tags.append(slug(claims))
+    if claims_from:
+        tags.append("from-" + "+".join(_tag(Path(c).stem if c.endswith(".py") else c) for c in claims_from))
+    if instances is not None:
+        tags.append(f"pairs-{_tag(Path(instances).stem)}")
+    if logits is not None:
+        tags.append(f"logits-{_tag(Path(logits).resolve().name)}")
+    if quick:
+        tags.append("quick")
+    if seed:
+        tags.append(f"seed{seed}")
+    return REPORTS / ("verify" + ("-" + "+".join(tags) if tags else ""))
+
+
 def output_paths(claims: str, instances: Path | None, json_path, md_path, html_path,
-                 claims_from: tuple = ()) -> dict[str, Path]:
+                 claims_from: tuple = (), *, quick: bool = False, logits: Path | None = None,
+                 seed: int = 0) -> dict[str, Path]:
     """The report's files: the ones given, the others beside the first given, else the default
-    base (``reports/verify`` for every claim, ``reports/verify-<slug>`` for a subset, the user's
-    pairs or the user's claim modules: ``verify-from-<module>``)."""
+    base :func:`report_base` (named for what was run)."""
     given = {"json": json_path, "md": md_path, "html": html_path}
     first = next((p for p in given.values() if p is not None), None)
     if first is not None:
         base = str(first.with_suffix(""))
     else:
-        full = claims.strip() in ("", "*") and instances is None and not claims_from
-        tag = slug(claims) if claims.strip() not in ("", "*") else ""
-        if claims_from:
-            mods = "+".join(re.sub(r"[^A-Za-z0-9._-]+", "-", Path(c).stem if c.endswith(".py") else c)
-                            for c in claims_from)
-            tag = "+".join(t for t in (f"from-{mods}", tag) if t)
-        if instances is not None:
-            tag = "+".join(t for t in (tag, f"pairs-{re.sub(r'[^A-Za-z0-9._-]+', '-', instances.stem)}") if t)
-        base = str(REPORTS / ("verify" if full else f"verify-{tag}"))
+        base = str(report_base(claims, instances=instances, claims_from=claims_from, quick=quick, logits=logits,
+                               seed=seed))
     out = {k: (v if v is not None else Path(f"{base}.{k}")) for k, v in given.items()}
     md = out["md"]
     out["evidence"] = md.with_name((md.name[:-3] if md.name.endswith(".md") else md.name) + "-evidence.md")
@@ -118,9 +138,11 @@ def verify(
             raise typer.BadParameter(f"no claim matching {claims!r} takes pairs; claims that do: "
                                      + ", ".join(c.id for c in runner.takes_pairs()), param_hint="--claims")
         chosen = taking
-    paths = output_paths(claims, instances, json_path, md_path, html_path, sources)
+    paths = output_paths(claims, instances, json_path, md_path, html_path, sources, quick=quick, logits=logits,
+                         seed=seed)
+    stale = []
     if not html:
-        paths.pop("html")
+        stale.append(paths.pop("html"))  # a run writes all its formats, or removes the stale one beside them
     named = {"json": "--json", "md": "--markdown", "html": "--html", "evidence": "--markdown"}
     seen: dict = {}
     for key, path in paths.items():
@@ -153,10 +175,18 @@ def verify(
         if "html" in paths:
             from sims.report_html import write_html
             write_html(report, paths["html"], jobs=jobs)
+        for path in stale:
+            if path.is_file() and html_path is None:
+                path.unlink()
+        index = None
+        if paths["json"].parent.resolve() == REPORTS.resolve():
+            from .report_index import write_index
+            index = write_index(REPORTS)
     except OSError as err:
         typer.echo(f"Error: could not write the report: {err}", err=True)
         raise typer.Exit(2) from None
-    typer.echo("wrote " + ", ".join(str(paths[k]) for k in ("md", "evidence", "html", "json") if k in paths))
+    typer.echo("wrote " + ", ".join(str(paths[k]) for k in ("md", "evidence", "html", "json") if k in paths)
+               + (f"; every report is listed in {index}" if index else ""))
     if strict and any(c["verdict"] != "holds" for c in report["claims"]):
         raise typer.Exit(1)
 
@@ -204,7 +234,8 @@ def list_claims(claims: str = typer.Option("*", "--claims", "-c", help="Claim id
 
 
 def _reports_with(claim_id: str) -> list[Path]:
-    """Report files under reports/ that contain ``claim_id``, newest first."""
+    """Report files under reports/ that contain ``claim_id``: the default run's report
+    (``reports/verify.json``) first when it has the claim, then the others, newest first."""
     import json
     found = []
     for path in sorted(REPORTS.glob("verify*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
@@ -214,14 +245,16 @@ def _reports_with(claim_id: str) -> list[Path]:
             continue
         if any(c.get("id") == claim_id for c in data.get("claims", [])):
             found.append(path)
-    return found
+    return sorted(found, key=lambda p: p.name != "verify.json")  # stable: newest first among the rest
 
 
 @app.command()
 def show(claim_id: str = typer.Argument(..., help="A claim id (spectheory list shows them)."),
          report: Path = typer.Option(None, "--report", help="A report JSON (default: the newest reports/verify*.json "
                                      "that contains the claim)."),
-         evidence: bool = typer.Option(True, "--evidence/--no-evidence", help="Also print every evidence table.")):
+         evidence: bool = typer.Option(True, "--evidence/--no-evidence", help="Also print every evidence table."),
+         markdown: str = typer.Option("auto", "--markdown", help="auto: render the Markdown on a terminal, print it "
+                                      "raw into a pipe or file; 'render' or 'raw' to choose.")):
     """Print one claim of the last report in full (statement, reading, parts, counterexample, evidence)."""
     import difflib
     import json
@@ -229,7 +262,11 @@ def show(claim_id: str = typer.Argument(..., help="A claim id (spectheory list s
     from sims.registry import load_all
     from sims.report import claim_section
     from sims.report import _evidence_blocks as evidence_blocks
+    if markdown not in ("auto", "render", "raw"):
+        raise typer.BadParameter(f"--markdown must be auto, render or raw, got {markdown!r}", param_hint="--markdown")
     known = list(load_all())
+    report_given = report is not None
+    paths: list = []
     if report is None:
         paths = _reports_with(claim_id)
         if not paths:
@@ -252,11 +289,29 @@ def show(claim_id: str = typer.Argument(..., help="A claim id (spectheory list s
                                                                             else ""), param_hint="CLAIM_ID")
     c = claims[claim_id]
     run = data.get("run", {})
-    typer.echo(f"From {report} ({'quick' if run.get('quick') else 'default'} tier, seed {run.get('seed')}, "
-               f"{run.get('started_at', '')})\n")
-    typer.echo("\n".join(claim_section(c, anchor_tag=False)))
+    what = [f"{'quick' if run.get('quick') else 'default'} tier", f"seed {run.get('seed')}"]
+    if (run.get("instances") or {}).get("source"):
+        what.append(f"your pairs from {run['instances']['source']}")
+    if run.get("logits_run"):
+        what.append(f"logits from {run['logits_run']}")
+    what.append(str(run.get("started_at", "")))
+    others = [] if report_given else [str(p) for p in paths[1:]]
+    header = f"From {report} ({', '.join(what)})" + (f"; also in {', '.join(others)} (--report FILE)" if others else "")
+    text = "\n".join(claim_section(c, anchor_tag=False))
     if evidence:
-        typer.echo("\n".join(["Every evidence item:"] + evidence_blocks({"claims": [c]}, headings=False)))
+        text += "\n" + "\n".join(["Every evidence item:"] + evidence_blocks({"claims": [c]}, headings=False))
+    typer.echo(header + "\n")
+    if markdown == "raw" or (markdown == "auto" and not _is_tty()):
+        typer.echo(text)
+    else:
+        from rich.console import Console
+        from rich.markdown import Markdown
+        Console().print(Markdown(text))
+
+
+def _is_tty() -> bool:
+    import sys
+    return sys.stdout.isatty()
 
 
 #: environment variable naming a captured ERSD LogitTrace (.npz) whose replay adds ``logits``

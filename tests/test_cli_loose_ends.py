@@ -37,7 +37,7 @@ def test_missing_job_parameter_lists_the_required_and_optional_parameters(tmp_pa
     res = CliRunner().invoke(app, ["sweep", "sd.mc", "-g", "instance=iid-V4-random", "--out",
                                    str(tmp_path / "t.jsonl")])
     assert res.exit_code == 2
-    flat = " ".join(res.output.split())
+    flat = " ".join(res.output.replace("│", " ").split())
     assert "missing parameter 'gamma'" in flat
     assert "required: gamma, n_iterations" in flat
     assert "optional:" in flat and "rule='standard'" in flat

@@ -78,11 +78,11 @@ def pairs_run(tmp_path_factory):
 def test_a_subset_never_overwrites_the_full_report(subset_run):
     d, res = subset_run
     assert (d / "reports" / "verify.md").read_text() == "the full report\n"
-    for name in ("verify-sd.acceptance.json", "verify-sd.acceptance.md", "verify-sd.acceptance-evidence.md",
-                 "verify-sd.acceptance.html"):
+    for name in ("verify-sd.acceptance+quick.json", "verify-sd.acceptance+quick.md", "verify-sd.acceptance+quick-evidence.md",
+                 "verify-sd.acceptance+quick.html"):
         assert (d / "reports" / name).is_file(), name
     assert not (d / "reports" / "verify.json").exists()
-    assert "wrote reports/verify-sd.acceptance.md" in res.output
+    assert "wrote reports/verify-sd.acceptance+quick.md" in res.output
 
 
 def test_without_a_terminal_each_family_prints_a_line(subset_run):
@@ -92,13 +92,13 @@ def test_without_a_terminal_each_family_prints_a_line(subset_run):
 
 def test_report_files_summary_sections_and_evidence(subset_run):
     d, _ = subset_run
-    md = (d / "reports" / "verify-sd.acceptance.md").read_text()
+    md = (d / "reports" / "verify-sd.acceptance+quick.md").read_text()
     assert "| claim | paper | relation | verdict | what was found | controls |" in md
     assert "| [`sd.acceptance`](#sd-acceptance) | Leviathan et al. 2023 + | = | **holds** | equality holds: " in md
     assert "**Legend.**" in md and "*relation*:" in md
-    assert "[verify-sd.acceptance-evidence.md](verify-sd.acceptance-evidence.md#sd-acceptance)" in md
+    assert "[verify-sd.acceptance+quick-evidence.md](verify-sd.acceptance+quick-evidence.md#sd-acceptance)" in md
     assert "> P(accept at a position) = Σ_x min(p(x), q(x)) = 1 − TV(p, q)." in md
-    ev = (d / "reports" / "verify-sd.acceptance-evidence.md").read_text()
+    ev = (d / "reports" / "verify-sd.acceptance+quick-evidence.md").read_text()
     assert "**Negative control `accept=min(1,q/p)`**" in ev and "| mode | instance |" in ev
     assert len(md) < len(ev)  # the long tables live in the evidence file
 
@@ -113,7 +113,7 @@ def test_show_prints_one_claim_from_the_last_report(subset_run):
     finally:
         os.chdir(old)
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("From reports/verify-sd.acceptance.json (quick tier, seed 0")
+    assert res.output.startswith("From reports/verify-sd.acceptance+quick.json (quick tier, seed 0")
     assert "## `sd.acceptance`: holds" in res.output and "**Reading.**" in res.output
     assert "Every evidence item:" in res.output and "per-state binomial" in res.output
     assert missing.exit_code == 2 and "no report under reports/ contains sd.lossless" in " ".join(missing.output.split())
@@ -121,7 +121,7 @@ def test_show_prints_one_claim_from_the_last_report(subset_run):
 
 def test_naming_one_output_puts_the_others_beside_it(tmp_path, monkeypatch, subset_run):
     from sims import runner
-    canned = json.loads((subset_run[0] / "reports" / "verify-sd.acceptance.json").read_text())
+    canned = json.loads((subset_run[0] / "reports" / "verify-sd.acceptance+quick.json").read_text())
     monkeypatch.setattr(runner, "run_claims", lambda *a, **k: canned)
     res = CliRunner().invoke(app, ["verify", "--claims", "sd.acceptance", "--json", str(tmp_path / "r.json"),
                                    "--no-html"])
@@ -274,3 +274,43 @@ def test_a_part_no_user_pair_fits_is_not_checkable_and_its_controls_are_not_requ
     ctl = c["controls"][0]
     assert ctl["verdict"] == "fails" and set(ctl["required"]) == {"chain"}, ctl["required"]
     assert c["summary"] == "holds (1 of 3 parts; 2 not checkable)"
+
+
+def test_report_names_encode_what_was_run():
+    from spectheory_cli.cmd_verify import report_base
+    names = {report_base().name, report_base(quick=True).name, report_base("sd.*").name,
+             report_base("sd.*", quick=True).name, report_base(logits=Path("data/runs/r1")).name,
+             report_base(logits=Path("data/runs/r1"), quick=True).name, report_base(seed=3).name,
+             report_base(instances=Path("pairs.toml")).name, report_base(claims_from=("x/my_paper.py",)).name}
+    assert len(names) == 9, names  # nine kinds of run, nine names
+    assert report_base().name == "verify"
+    assert report_base("sd.*", instances=Path("p.toml"), logits=Path("r1"), quick=True, seed=2).name == \
+        "verify-sd+pairs-p+logits-r1+quick+seed2"
+
+
+def test_no_html_removes_a_stale_page_and_the_index_lists_every_report(tmp_path):
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        stale = tmp_path / "reports" / "verify-sd.acceptance+quick.html"
+        stale.parent.mkdir()
+        stale.write_text("stale")
+        args = ["verify", "--claims", "sd.acceptance", "--quick", "--no-progress", "--no-html"]
+        assert CliRunner().invoke(app, args).exit_code == 0
+        assert not stale.exists(), "--no-html leaves no stale page beside fresh Markdown/JSON"
+        assert CliRunner().invoke(app, args[:-1] + ["--seed", "1"]).exit_code == 0
+        index = (tmp_path / "reports" / "index.html").read_text()
+        for name in ("verify-sd.acceptance+quick", "verify-sd.acceptance+quick+seed1"):
+            assert f"<b>{name}</b>" in index
+        assert 'href="verify-sd.acceptance+quick+seed1.html"' in index
+        assert 'href="verify-sd.acceptance+quick.html"' not in index
+        res = CliRunner().invoke(app, ["show", "sd.acceptance", "--no-evidence"])
+        assert res.exit_code == 0, res.output
+        first = res.output.splitlines()[0]
+        assert first.startswith("From reports/verify-sd.acceptance+quick+seed1.json (quick tier, seed 1")
+        assert "also in reports/verify-sd.acceptance+quick.json" in first
+        rendered = CliRunner().invoke(app, ["show", "sd.acceptance", "--no-evidence", "--markdown", "render"])
+        raw = CliRunner().invoke(app, ["show", "sd.acceptance", "--no-evidence", "--markdown", "raw"])
+        assert "## " in raw.output and "## " not in rendered.output.split("\n", 2)[2]
+    finally:
+        os.chdir(old)
