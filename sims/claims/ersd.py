@@ -363,8 +363,11 @@ register(
 
 #: "comparable" / "ahead", in units of GSD's lead at k = 1 (the only scale the paper's Fig. 3
 #: description gives: it calls the k = 1 difference "outperforms"): comparable when the gap is at
-#: most half that lead, ahead when it is more than half
+#: most half that lead, ahead when it is more than half (the default of the invented choice "band")
 BAND = 0.5
+#: "moderate k" read on the integer batch sizes (default of the invented choice "moderate_k"), or
+#: on the curves drawn through them ("interpolated": the lines of Fig. 3 between k − 1 and k)
+MODERATE_K = ("integer", "interpolated")
 BAND_K = 5  # batch sizes k = 1..5 on the V = 8 sources (GSD enumeration: V!/(V−5)! draw orders)
 CROSSOVER_K_MC = 6  # the Monte Carlo texts keep indices 1..6
 #: exact sources for the regime parts: aligned V = 8 order-0 pairs (q = p mixed with noise of
@@ -395,18 +398,24 @@ def batch_gaps(pair, methods, K: int) -> np.ndarray:
     return batch_curve(pair, methods[0], K) - batch_curve(pair, methods[1], K)
 
 
-def band_regimes(gaps):
-    """The regime reading of a gap curve (GSD − ERSD at k = 1, 2, ...): τ = BAND·gap(1);
+def band_regimes(gaps, band: float = BAND, moderate_k: str = "integer"):
+    """The regime reading of a gap curve (GSD − ERSD at k = 1, 2, ...): τ = band·gap(1);
     ``moderate`` = τ − |gap(k*)| at k*, the first k ≥ 2 where GSD no longer leads by more than τ
     (≥ 0: the curves pass through a comparable band before ERSD pulls ahead; if GSD leads by more
-    than τ at every k ≥ 2, the most negative τ − gap(k)); ``large`` = max_{k ≥ 2} (−gap(k)) − τ
-    (> 0: ERSD ahead by more than τ somewhere). Returns (τ, k*, moderate, large, k of ERSD's lead)."""
-    tau = BAND * gaps[0]
+    than τ at every k ≥ 2, the most negative τ − gap(k)); with ``moderate_k="interpolated"`` the
+    least |gap| on the line from k* − 1 to k* (0 where the curves cross there) in place of
+    |gap(k*)|; ``large`` = max_{k ≥ 2} (−gap(k)) − τ (> 0: ERSD ahead by more than τ somewhere).
+    Returns (τ, k*, moderate, large, k of ERSD's lead)."""
+    if moderate_k not in MODERATE_K:
+        raise ValueError(f"moderate_k must be one of {MODERATE_K}, got {moderate_k!r}")
+    tau = band * gaps[0]
     rest = gaps[1:]
     below = np.flatnonzero(rest <= tau)
     if below.size:
         k_star = int(below[0]) + 2
-        moderate = tau - abs(gaps[k_star - 1])
+        lo, hi = gaps[k_star - 2], gaps[k_star - 1]
+        crossed = moderate_k == "interpolated" and lo * hi <= 0
+        moderate = tau - (0.0 if crossed else abs(hi))
     else:
         k_star, moderate = None, float(np.min(tau - rest))
     j = int(np.argmax(-rest))
@@ -424,18 +433,43 @@ def band_gaps(methods, strength: float, seed: int) -> np.ndarray:
     return batch_gaps(band_pair(strength, seed), methods, BAND_K)
 
 
-def band_slack(methods, part: str, strength: float, seed: int):
+def band_slack(methods, part: str, strength: float, seed: int, band: float = BAND, moderate_k: str = "integer"):
     """The band reading's slack (``moderate`` or ``large`` of :func:`band_regimes`) on the V = 8
     scan pair of mix ``strength`` and ``seed``."""
-    tau, k_star, moderate, large, _ = band_regimes(band_gaps(methods, strength, seed))
+    tau, k_star, moderate, large, _ = band_regimes(band_gaps(methods, strength, seed), band, moderate_k)
     return moderate if part == "batch-moderate" else large
 
 
+def crossover_scope(pair, **settings) -> str | None:
+    """The regime parts' scope: GSD strictly ahead at k = 1 (gap(1) > 0), the scale 'comparable'
+    and 'ahead' are read against; it needs V ≥ 3 (on every V = 2 pair ERSD's race attains 1 − TV
+    and gap(1) = 0)."""
+    if pair.V < 3:
+        return "V = 2: ERSD's race attains 1 − TV, gap(1) = 0, no k = 1 lead to read the regimes against"
+    g1 = batch_gaps(pair, METHODS, 1)[0]
+    if not g1 > 1e-12:
+        return f"gap(1) = {g1:.3g}: GSD is not ahead at k = 1, no scale for 'comparable'"
+    return None
+
+
+CROSSOVER_SCOPE = Scope("the regime parts (moderate, large) speak about pairs where GSD leads at k = 1 (gap(1) > 0: "
+                        "V ≥ 3 and ERSD's race below 1 − TV), the scale they are read against; batch-k1 and "
+                        "sequence about every pair", crossover_scope)
+
+
+def _band_scan(ctx):
+    """The V = 8 scan's points inside the regime parts' scope."""
+    return [pt for pt in grid(**BAND_SCAN) if ctx.out_of_scope(band_pair(**pt)) is None]
+
+
 def shrink_crossover(ctx, methods):
-    """The first failing point of the V = 8 band scan, for the regime parts."""
+    """The first failing in-scope point of the V = 8 band scan, for the regime parts."""
+    band, mk = ctx.choice("band"), ctx.choice("moderate_k")
+    scan = {"strength": sorted({pt["strength"] for pt in _band_scan(ctx)}), "seed": BAND_SCAN["seed"]}
     return next(filter(None, (_first_failing(
-        part, lambda strength, seed: band_slack(methods, part, strength, seed), BAND_SCAN,
-        lambda strength, seed: call_line(band_slack, methods, part, strength=strength, seed=seed),
+        part, lambda strength, seed: band_slack(methods, part, strength, seed, band, mk), scan,
+        lambda strength, seed: call_line(band_slack, methods, part, strength=strength, seed=seed, band=band,
+                                         moderate_k=mk),
         lambda strength, seed: f"spectheory.pairs.perturbed_pair(8, 0, how='mix', strength={strength}, seed={seed})")
         for part in ("batch-moderate", "batch-large"))), None)
 
@@ -451,13 +485,16 @@ def crossover_slack(pair, methods, tree: str):
 
 
 def _band_evidence(ctx, name, gaps):
-    tau, k_star, moderate, large, k_lead = band_regimes(gaps)
+    band, mk = ctx.choice("band"), ctx.choice("moderate_k")
+    tau, k_star, moderate, large, k_lead = band_regimes(gaps, band, mk)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.round(gaps / gaps[0], 2).tolist()
-    curve = f"GSD − ERSD by k: {np.round(gaps, 5).tolist()} (÷ gap(1): {ratio}); τ = {BAND:g}·gap(1) = {tau:.5f}"
+    curve = (f"GSD − ERSD by k: {np.round(gaps, 5).tolist()} (÷ gap(1): {ratio}); τ = {band:g}·gap(1) = {tau:.5f} "
+             f"(band ours); moderate k read {mk}")
     return [ctx.part("batch-moderate")(stats.exact_bound(
                 label(name, k=f"1..{len(gaps)}", what="moderate"), 0.0, moderate, side="ge",
-                what="τ − |gap(k*)| at the first k* ≥ 2 where GSD's lead is ≤ τ",
+                what="τ − |gap| at the first k* ≥ 2 where GSD's lead is ≤ τ" + (
+                    " (least |gap| on the line from k* − 1 to k*)" if mk == "interpolated" else ""),
                 note=f"k* = {k_star}; {curve}")),
             ctx.part("batch-large")(stats.exact_bound(
                 label(name, k=f"1..{len(gaps)}", what="large"), 1e-9, large, side="ge", tol=0.0,
@@ -472,20 +509,25 @@ def _band_mc(ctx, name, methods):
     tests τ − |gap(k*)| ≥ 0 and −gap(k_lead) − τ > 0. Each statistic is a linear combination
     Σ_k c_k (1[I_GSD ≤ k] − 1[I_ERSD ≤ k]) along the texts (batch-means se, methods independent)."""
     pair, n = get(name), ctx.size(400_000, 150_000)
+    band, mk = ctx.choice("band"), ctx.choice("moderate_k")
     ig, ie = (_simulated(ctx, ("crossover", name, r.name, n), lambda rng, r=r: mc.index_stream(
         pair, r, n, m=CROSSOVER_K_MC, seed=rng)[0]) for r in methods)
     h = ig.shape[0] // 2
     pilot = np.array([(ig[:h] <= k).mean() - (ie[:h] <= k).mean() for k in range(1, CROSSOVER_K_MC + 1)])
-    tau, k_star, _, _, k_lead = band_regimes(pilot)
+    tau, k_star, _, _, k_lead = band_regimes(pilot, band, mk)
     k_star = k_star or int(np.argmin(tau - pilot[1:])) + 2
     s = -1.0 if pilot[k_star - 1] < 0 else 1.0
+    if mk == "interpolated" and pilot[k_star - 2] * pilot[k_star - 1] <= 0:  # the lines cross: |gap| = 0 there
+        moderate = ({1: band}, f"τ = {band:g}·gap(1): the pilot's lines cross between k = {k_star - 1} and {k_star}")
+    else:
+        moderate = ({1: band, k_star: -s},
+                    f"τ − |gap(k*)| = {band:g}·gap(1) − |gap({k_star})|, k* = {k_star} from the pilot half")
     ev = []
     for part, rows, coef, what in (
             ("batch-k1", slice(None), {1: 1.0}, "E_GSD − E_ERSD at k = 1"),
-            ("batch-moderate", slice(h, None), {1: BAND, k_star: -s},
-             f"τ − |gap(k*)| = {BAND:g}·gap(1) − |gap({k_star})|, k* = {k_star} from the pilot half"),
-            ("batch-large", slice(h, None), {1: -BAND, k_lead: -1.0},
-             f"−gap({k_lead}) − {BAND:g}·gap(1), k = {k_lead} (ERSD's largest lead in the pilot half)")):
+            ("batch-moderate", slice(h, None), *moderate),
+            ("batch-large", slice(h, None), {1: -band, k_lead: -1.0},
+             f"−gap({k_lead}) − {band:g}·gap(1), k = {k_lead} (ERSD's largest lead in the pilot half)")):
         (mg, sg, m_), (me, se_, _) = (mc.batch_means(sum(c * (ix[rows] <= k) for k, c in coef.items()))
                                       for ix in (ig, ie))
         ev.append(mc_bound(ctx, label(name, k=max(coef), what=part.split("-")[1]), 0.0, mean=mg - me,
@@ -510,14 +552,22 @@ def check_crossover(ctx, methods):
         ev.append(sweep(label(name, seq="1..5"), grid(k=range(1, 6)), lambda k: (seq[5 + k - 1], seq[k - 1]),
                         grade="bound", side="ge", what="sequence drafting: E_GSD ≥ E_ERSD, worst k", part="sequence"))
     for name, strength in BAND_SOURCES.items():
-        ev += _band_evidence(ctx, name, band_gaps(methods, strength, 41))
+        why = ctx.out_of_scope(band_pair(strength, 41))
+        ev += ([ctx.part("batch-moderate")(stats.info("exact", name, None, None, note=f"outside the claim's scope: "
+                                                                                      f"{why}"))]
+               if why else _band_evidence(ctx, name, band_gaps(methods, strength, 41)))
     ev += _searched(ctx, "batch-k1", crossover_slack, PairSpace(V=3), {"methods": methods, "tree": "batch1"})
     ev += _searched(ctx, "sequence", crossover_slack, PairSpace(V=3, order=1),
                     {"methods": methods, "tree": "sequence"}, default=120, quick=20, restarts=(4, 2))
+    band, mk = ctx.choice("band"), ctx.choice("moderate_k")
+    scan = _band_scan(ctx)
     for part in ("batch-moderate", "batch-large"):
-        ev += _scanned(ctx, part, lambda strength, seed: band_slack(methods, part, strength, seed), BAND_SCAN,
-                       lambda strength, seed: call_line(band_slack, methods, part, strength=strength, seed=seed),
-                       "V = 8 mix-strength scan")
+        if _needed(ctx, part):
+            ev.append(least_slack(ctx, part, lambda: slack.exhaustive(
+                lambda strength, seed: band_slack(methods, part, strength, seed, band, mk), scan,
+                call=lambda strength, seed: call_line(band_slack, methods, part, strength=strength, seed=seed,
+                                                      band=band, moderate_k=mk)),
+                instance=f"V = 8 mix-strength scan ({len(scan)} of 18 pairs in scope)"))
     for name in ("markov1-V50-strong", "markov1-V50-weak"):
         ev += _band_mc(ctx, name, methods)
     return ev
@@ -535,10 +585,13 @@ register(
     interpretation="E = exact E[generated] from the stationary context law; gap(k) = E_GSD − E_ERSD of batch "
                    "drafting with k alternatives. 'Small k' is k = 1 (the paper: 'consistent with Lemma 3.1'). "
                    f"'Comparable' and 'ahead' are read against GSD's k = 1 lead, the only scale the paper's "
-                   f"Fig. 3 description gives (we read no numbers from it): τ = {BAND:g}·gap(1); "
+                   f"Fig. 3 description gives (we read no numbers from it): τ = band·gap(1), band = {BAND:g} "
+                   "by default (ours: the choice 'band', swept over 0.5, 1, 1.5); "
                    "comparable at k when |gap(k)| ≤ τ, ERSD ahead when −gap(k) > τ. 'Comparable for moderate "
                    "k': at the first k ≥ 2 where GSD's lead falls to τ or below, |gap| ≤ τ (the curves pass "
-                   "through a band before ERSD pulls ahead); 'ERSD wins for large k': −gap(k) > τ for some "
+                   "through a band before ERSD pulls ahead; the choice 'moderate_k': on integer k by default, or "
+                   "on the lines through them, where a crossing between k* − 1 and k* counts as comparable); "
+                   "'ERSD wins for large k': −gap(k) > τ for some "
                    f"k ≥ 2. Graded exactly on V = 8 order-0 aligned pairs (k ≤ {BAND_K}, draft = target mixed with "
                    "noise of strength 0.7 and 0.1) and by Monte Carlo on V = 50 order-1 texts, split-sample: "
                    "half of the streams picks k* and ERSD's best k, the other half tests there. The least slack "
@@ -557,6 +610,24 @@ register(
                                "k ≥ 2.", relation="ordering"),
            Part("sequence", "For sequence drafting (k = 1..5), GSD's expected generated tokens are at least "
                             "ERSD's.", relation="ordering", modes=("exact",))),
+    readings=(Reading("fig3", "GSD ahead at k = 1, the two comparable for moderate k, ERSD ahead for large k "
+                              "(batch drafting); GSD ≥ ERSD for sequence drafting.",
+                      ("batch-k1", "batch-moderate", "batch-large", "sequence"), role="principal",
+                      quote="§5: 'Figure 3 reveals that for batch drafting with [k = 1], GSD outperforms ERSD, "
+                            "consistent with Lemma 3.1. However, with [moderate k], both methods exhibit comparable "
+                            "performance. For [large k], ERSD achieves a higher expected number of accepted tokens.' "
+                            "and 'For sequence drafting, GSD demonstrates superior performance compared to ERSD, "
+                            "owing to sequence's focus on the first arrivals.'",
+                      why="the paper's own description of its Fig. 3, read as a property of the method pair; its "
+                          "ranges of k and any tolerance for 'comparable' are lost or unstated, so the band and "
+                          "what 'moderate k' ranges over are named choices of ours, swept"),),
+    scope=CROSSOVER_SCOPE,
+    choices=(Choice("band", BAND, (0.5, 1.0, 1.5),
+                    "'comparable' when |gap(k)| ≤ band·gap(1), 'ERSD ahead' when −gap(k) > band·gap(1): the paper "
+                    "states no tolerance; GSD's k = 1 lead is the only scale its description gives", invented=True),
+             Choice("moderate_k", "integer", MODERATE_K,
+                    "'moderate k' read on integer batch sizes, or on the lines Fig. 3 draws through them (the "
+                    "curves then are comparable where they cross between k − 1 and k)", invented=True)),
     check=check_crossover, subject=METHODS,
     controls=(Control("methods-swapped", SWAPPED,
                       "negative control: the two methods' results swapped (ERSD read as GSD and back)",
