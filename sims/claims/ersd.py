@@ -133,13 +133,15 @@ def _needed(ctx, part: str, mode: str = "exact") -> bool:
     return mode in claim.control_requirements(ctl).get(part, ())
 
 
-def _searched(ctx, part, slack_fn, space, settings, default=300, quick=30, restarts=(6, 3)):
+def _searched(ctx, part, slack_fn, space, settings, default=300, quick=30, restarts=(6, 3), scope=None):
     """The shared seeded pair search (sims.slack.search_pairs) on ``part``: budget and restarts by
-    tier; [] where this run does not need it (:func:`_needed`)."""
+    tier, pairs outside ``scope`` (the claim's, where it speaks about the part) skipped; [] where
+    this run does not need it (:func:`_needed`)."""
     if not _needed(ctx, part):
         return []
     return [least_slack(ctx, part, lambda: search_pairs(slack_fn, space, budget=ctx.size(default, quick),
-                                                        restarts=ctx.size(*restarts), settings=settings))]
+                                                        restarts=ctx.size(*restarts), settings=settings,
+                                                        scope=scope))]
 
 
 def _scanned(ctx, part, slack_fn, grid_, call, instance):
@@ -1087,8 +1089,9 @@ register(
 
 # === zero_order.underestimates ===================================================================
 
-ZO_MARGIN = 0.01  # "plateaus above": by at least 1% of the 0th-order prediction
+ZO_MARGIN = 0.01  # "plateaus above": by at least 1% of the prediction (the default of the invented choice "margin")
 ZO_SEQ = 16
+ZO_MC_TOLERANCE = 0.005  # the Monte Carlo test's indifference width on the relative gap (its power is stated at it)
 #: the regime family's exhaustive scan (regime_pair): persistence of a regime, draft misalignment in B
 REGIME_SCAN = {"stay": (0.7, 0.8, 0.9, 0.95), "skew": (0.6, 0.85)}
 ZO_SAMPLE_SEEDS = range(10)  # the random order-1 sources of the info row (default tier)
@@ -1117,18 +1120,18 @@ def zero_order_gaps(pair, rule):
             for tree in (T.sequence_tree(ZO_SEQ), T.optimal_tree(T.zero_order(a), 16, pair.V))]
 
 
-def zero_order_worst(pair, sources=None):
+def zero_order_worst(pair, sources=None, margin: float = ZO_MARGIN):
     """((1 + margin) × prediction, measured) at the (method, tree) of least measured/prediction:
     the shrinker's measure (``sources`` unused: the shrinker draws its own pairs)."""
-    rows = [(pred * (1 + ZO_MARGIN), meas) for rule in METHODS for _, pred, meas in zero_order_gaps(pair, rule)]
+    rows = [(pred * (1 + margin), meas) for rule in METHODS for _, pred, meas in zero_order_gaps(pair, rule)]
     return min(rows, key=lambda r: r[1] / r[0])
 
 
-def zero_order_slack(pair, sources: ZOSources = ZO_SOURCES):
+def zero_order_slack(pair, sources: ZOSources = ZO_SOURCES, margin: float = ZO_MARGIN):
     """min over methods and trees of measured/prediction − (1 + margin), on ``pair`` (flattened to
     its order-0 marginals for the control)."""
-    c, m = zero_order_worst(flattened(pair) if sources.flatten else pair)
-    return m / c * (1 + ZO_MARGIN) - (1 + ZO_MARGIN)
+    c, m = zero_order_worst(flattened(pair) if sources.flatten else pair, margin=margin)
+    return m / c * (1 + margin) - (1 + margin)
 
 
 def flattened(pair) -> MarkovPair:
@@ -1139,12 +1142,38 @@ def flattened(pair) -> MarkovPair:
     return pair_from_tables(p, q, order=0, name=f"{pair.name} flattened")
 
 
-def regime_slack(sources: ZOSources, stay: float, skew: float):
+def regime_slack(sources: ZOSources, stay: float, skew: float, margin: float = ZO_MARGIN):
     """zero_order_slack on the regime family's pair (flattened to order 0 for the control)."""
-    return zero_order_slack(regime_pair(stay, skew), sources)
+    return zero_order_slack(regime_pair(stay, skew), sources, margin)
 
 
-def zero_order_sample(seeds, Vs=(2, 3), orders=(1,)) -> tuple[float, float, float, int]:
+def acceptance_covariance(pair, rule) -> float:
+    """Lag-1 covariance of first-draft acceptance along the text (stationary start):
+    P(first two indices are 1) − P(first index is 1)²; > 0 where acceptance comes in runs (the
+    paper's mechanism: 'regions of language where the target model and draft model exhibit greater
+    alignment')."""
+    f = ex.acceptance_function(pair, rule, ex.stationary_start(pair))
+    return float(f((1, 1)) - f((1,)) ** 2)
+
+
+def zero_order_scope(pair, **settings) -> str | None:
+    """zero_order.underestimates' scope: a source with higher-order dependence, i.e. Markov order ≥ 1
+    whose conditionals differ across contexts (else the 0th-order model is exact)."""
+    if pair.order < 1:
+        return "order 0: no higher-order dependence, the 0th-order model is exact"
+    tables = [np.array([m.conditional(s) for s in range(pair.n_states)]) for m in (pair.target, pair.draft)]
+    if all(np.ptp(t, axis=0).max() <= 1e-12 for t in tables):
+        return "the conditionals do not depend on the context: an order-0 source in disguise"
+    return None
+
+
+ZO_SCOPE = Scope("sources with higher-order dependence: Markov order ≥ 1 whose conditionals differ across contexts; "
+                 "the principal reading's mechanism (alignment in persistent regimes, acceptance positively "
+                 "correlated along the text: lag-1 covariance > 0, stated on each of its instances) is built into "
+                 "its instances", zero_order_scope)
+
+
+def zero_order_sample(seeds, Vs=(2, 3), orders=(1,), margin: float = ZO_MARGIN) -> tuple[float, float, float, int]:
     """Over random_pair(V, order, concentration 1, seed) for the Vs, orders and seeds, both methods
     and both trees: (share with measured < predicted, share with measured ≥ (1+margin)·predicted,
     share whose gap sign is the sign of the lag-1 covariance of first-draft acceptance, rows)."""
@@ -1158,52 +1187,65 @@ def zero_order_sample(seeds, Vs=(2, 3), orders=(1,)) -> tuple[float, float, floa
                 for _, pred, meas in zero_order_gaps(pair, rule):
                     n += 1
                     below += meas < pred
-                    above += meas >= pred * (1 + ZO_MARGIN)
+                    above += meas >= pred * (1 + margin)
                     agree += np.sign(meas - pred) == np.sign(cov)
     return below / n, above / n, agree / n, n
 
 
 def check_zero_order(ctx, sources):
+    margin = ctx.choice("margin")
     ev = []
     with ctx.part("higher-order"):
         for name in sources.exact:
             for rule in METHODS:
-                ev += [stats.exact_bound(label(name, method=rule.name, tree=tname), pred * (1 + ZO_MARGIN), meas,
-                                         side="ge", note=f"gap {100 * (meas - pred) / pred:+.2f}%",
-                                         what=f"exact E[generated] ≥ (1+{ZO_MARGIN:g})·0th-order prediction")
+                ev += [stats.exact_bound(label(name, method=rule.name, tree=tname), pred * (1 + margin), meas,
+                                         side="ge", note=f"gap {100 * (meas - pred) / pred:+.2f}%; lag-1 covariance "
+                                                         f"of acceptance {acceptance_covariance(get(name), rule):+.4f}",
+                                         what=f"exact E[generated] ≥ (1+{margin:g})·0th-order prediction")
                        for tname, pred, meas in zero_order_gaps(get(name), rule)]
         if not ctx.quick:  # the share on each side of the prediction over random sources (info)
-            below, above, agree, n = zero_order_sample(ZO_SAMPLE_SEEDS)
+            below, above, agree, n = zero_order_sample(ZO_SAMPLE_SEEDS, margin=margin)
             ev.append(stats.info(
                 "exact", f"random order-1 sources V ∈ {{2, 3}}, seeds 0..{len(ZO_SAMPLE_SEEDS) - 1}", None, below,
                 n=n,
                 test="share of (source, method, tree) with the measured plateau below the 0th-order prediction",
-                note=f"{n} rows; ≥ (1+{ZO_MARGIN:g})× the prediction: {above:.0%}; gap sign = sign of the lag-1 "
+                note=f"{n} rows; ≥ (1+{margin:g})× the prediction: {above:.0%}; gap sign = sign of the lag-1 "
                      f"covariance of first-draft acceptance: {agree:.0%}"))
-    ev += _searched(ctx, "higher-order", zero_order_slack, PairSpace(V=2, order=1), {"sources": sources},
-                    default=60, quick=10, restarts=(3, 1))
+    ev += _searched(ctx, "higher-order", zero_order_slack, PairSpace(V=2, order=1),
+                    {"sources": sources, "margin": margin}, default=60, quick=10, restarts=(3, 1), scope=ctx.scope)
     with ctx.part("regimes"):
         pair = flattened(get("o1-V4-regimes")) if sources.flatten else get("o1-V4-regimes")
         for rule in METHODS:
-            ev += [stats.exact_bound(label("o1-V4-regimes", method=rule.name, tree=tname), pred * (1 + ZO_MARGIN),
-                                     meas, side="ge", note=f"gap {100 * (meas - pred) / pred:+.2f}%",
-                                     what=f"exact E[generated] ≥ (1+{ZO_MARGIN:g})·0th-order prediction")
+            cov = acceptance_covariance(pair, rule)
+            ev += [stats.exact_bound(label("o1-V4-regimes", method=rule.name, tree=tname), pred * (1 + margin),
+                                     meas, side="ge", note=f"gap {100 * (meas - pred) / pred:+.2f}%; lag-1 covariance "
+                                                           f"of acceptance {cov:+.4f} (the mechanism: > 0)",
+                                     what=f"exact E[generated] ≥ (1+{margin:g})·0th-order prediction")
                    for tname, pred, meas in zero_order_gaps(pair, rule)]
-    ev += _scanned(ctx, "regimes", lambda stay, skew: regime_slack(sources, stay, skew), REGIME_SCAN,
-                   lambda stay, skew: call_line(regime_slack, sources, stay=stay, skew=skew), "regime scan")
+    ev += _scanned(ctx, "regimes", lambda stay, skew: regime_slack(sources, stay, skew, margin), REGIME_SCAN,
+                   lambda stay, skew: call_line(regime_slack, sources, stay=stay, skew=skew, margin=margin),
+                   "regime scan (lag-1 covariance of acceptance > 0 at every point)")
     for name, rule in zip(sources.mc, METHODS):
         n = ctx.size(1_000_000, 250_000)
         tree = T.sequence_tree(ZO_SEQ)
         gaps, preds = _simulated(ctx, ("zero-order", name, rule.name, n), lambda rng, name=name, rule=rule, n=n:
                                  mc.block_zero_order_gaps(mc.index_stream(get(name), rule, n, m=8, seed=rng)[0], tree,
                                                           n_batches=10))
-        ev.append(mc_bound(ctx, label(name, method=rule.name, tree=tree.name), ZO_MARGIN, mean=float(gaps.mean()),
-                           se=float(gaps.std(ddof=1) / np.sqrt(gaps.size)), n=n, side="ge", tolerance=ZO_MARGIN / 2,
+        ev.append(mc_bound(ctx, label(name, method=rule.name, tree=tree.name), margin, mean=float(gaps.mean()),
+                           se=float(gaps.std(ddof=1) / np.sqrt(gaps.size)), n=n, side="ge", tolerance=ZO_MC_TOLERANCE,
                            what="relative gap measured/predicted − 1 (mean over text blocks)", part="higher-order",
                            note=f"{gaps.size} blocks of consecutive positions (8 streams × 10); in each, a fitted to "
                                 f"the block and the measured tokens of iterations started at every position of it; "
                                 f"mean 0th-order prediction {preds.mean():.4f}"))
     return ev
+
+
+def shrink_zero_order(ctx, sources):
+    """The smallest in-scope random order-1 source where the plateau is below (1 + margin)× the
+    prediction (part higher-order, the alternative reading; margin = the choice in force)."""
+    return shrinker(zero_order_worst, applies=("V", "order", "seed", "margin"), V_values=(2, 3), orders=(1,),
+                    gammas=(1,), extra={"margin": (ctx.choice("margin"),)}, fails=lambda c, m: m < c,
+                    part="higher-order", scope=ZO_SCOPE)(ctx, sources)
 
 
 register(
@@ -1213,12 +1255,13 @@ register(
               "expected generated tokens plateau above what the fitted 0th-order acceptance "
               "distribution predicts.",
     interpretation=f"a = the stationary acceptance-index law (what fitting to a long run estimates). 'Plateau "
-                   f"above' read as ≥ (1+{ZO_MARGIN:g})× the prediction, for the 16-token sequence (plateau) and "
+                   f"above' read as ≥ (1+margin)× the prediction (margin {ZO_MARGIN:g}, ours: the choice 'margin'), for the 16-token sequence (plateau) and "
                    "the 16-vertex tree Alg. 3 builds from a, exact E from the stationary context law. Two parts: "
                    "as a consequence of any higher-order dependence (graded on the small Markov sources, at the "
                    "least-slack pair of a seeded search over V = 2 order-1 tables, by MC on a V = 50 order-1 "
                    "text, and on real logits when given), with the share of random order-1 sources on each side "
-                   "as info; and where alignment comes in persistent regimes, the paper's explanation (graded "
+                   "as info (the alternative reading 'any-dependence'); and where alignment comes in persistent regimes, the "
+                   "paper's explanation (the principal reading; graded "
                    "on o1-V4-regimes and an exhaustive scan of a regime family: the text stays in a regime "
                    "with probability 0.7..0.95, i.e. regimes last 3.3 tokens or more on average, and the draft "
                    "puts 0.6 or 0.85 of the misaligned regime's mass on one token). Control: order-0 sources, "
@@ -1229,12 +1272,32 @@ register(
            Part("regimes", f"Where the draft's alignment comes in persistent regimes (acceptance positively "
                            f"correlated along the text), the plateau is ≥ (1+{ZO_MARGIN:g})× the 0th-order "
                            "prediction.", relation=">", modes=("exact",))),
+    readings=(Reading("regimes", "Where the draft's alignment comes in persistent regions of the text (acceptance "
+                                 "positively correlated along it), the measured plateau is above the fitted "
+                                 "0th-order prediction.", ("regimes",), role="principal",
+                      quote="§5: 'The empirical performance plateaus at a higher level than predicted by the "
+                            "measured [a], indicating higher-order Markov dependencies. This can be explained by "
+                            "regions of language where the target model and draft model exhibit greater alignment, "
+                            "leading to extended sequences of accepted tokens.' (§4: 'this 0-th order approximation "
+                            "proves to be inaccurate, leading to an underestimation of the speed-up')",
+                      why="the paper reports one observation on language and explains it by regions of greater "
+                          "alignment; it infers dependence from the observation and names the mechanism, it "
+                          "never says that every higher-order dependence raises the plateau"),
+              Reading("any-dependence", "On every source with higher-order dependence (Markov order ≥ 1, real "
+                                        "logits), the plateau is above the 0th-order prediction.",
+                      ("higher-order",), kind="stricter",
+                      why="the converse of the paper's inference, read as a law for any dependence: the sign of "
+                          "the gap follows the sign of the lag-1 covariance of acceptance, which dependence alone "
+                          "does not fix")),
+    scope=ZO_SCOPE,
+    choices=(Choice("margin", ZO_MARGIN, (ZO_MARGIN, 0.0, 0.02),
+                    "'plateaus at a higher level' read as ≥ (1 + margin)× the prediction: the paper states no margin",
+                    invented=True),),
     check=check_zero_order, subject=ZO_SOURCES, modes=("exact", "mc", "logits"),
     controls=(Control("order-0-sources", ZO_ORDER0,
                       "negative control: order-0 sources (and the regime family flattened to order 0), where the "
                       "0th-order model is exact"),),
-    mc_tests=2, shrink=shrinker(zero_order_worst, applies=("V", "order", "seed"), V_values=(2, 3), orders=(1,),
-                                gammas=(1,), fails=lambda c, m: m < c, part="higher-order"))
+    mc_tests=2, shrink=shrink_zero_order)
 
 
 # === opt_tree.log_growth =========================================================================
