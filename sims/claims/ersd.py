@@ -240,6 +240,15 @@ register(
                         "simple, sequence, batch and tree drafting.", relation="law"),
            Part("gsd", "GSD (alternatives drawn without replacement, recursive rejection, Alg. 4) emits "
                        "sequences distributed exactly as p with batch (and tree) drafting.", relation="law")),
+    readings=(Reading("paper", "ERSD (Alg. 2/5) and GSD (Alg. 4) emit text distributed exactly as the target's "
+                               "autoregressive sampling, for every drafting strategy the paper runs them with.",
+                      ("ersd", "gsd"), role="principal",
+                      quote="§1: speculative decoding accelerates generation 'while guaranteeing the same output "
+                            "quality–that is, the distribution of generated text remains identical to standard "
+                            "autoregressive decoding'; §3: 'Like the traditional GSD, the batch case can be "
+                            "generalized to the full tree by continuing different trajectories.'",
+                      why="losslessness is the paper's defining requirement of speculative decoding, stated for "
+                          "both methods and every strategy it runs (App. A's Alg. 4 is GSD on any tree)"),),
     check=check_lossless, subject=METHODS,
     controls=(Control("ersd-resample-on-reject", WITH_ERSD_RESAMPLE, R.BROKEN_ERSD_RESAMPLE.description,
                       parts=("ersd",)),
@@ -294,6 +303,23 @@ def lemma_violation(pair, subject: Lemma31):
     return 0.0, max(max(abs(c - e), lo - e, e - hi) for c, e, lo, hi in lemma_rows(pair, subject))
 
 
+def prove_race_formula() -> tuple[bool, str]:
+    """Symbolic proof that ERSD's first-draft acceptance is Σ_x 1/Σ_y max(p(y)/p(x), q(y)/q(x)): x
+    wins both races iff E_y > E_x·m_y for every y ≠ x, m_y = max(p(y)/p(x), q(y)/q(x)) (an event
+    identity); given E_x = e these are independent with P = exp(−e m_y), so P(x wins both) =
+    ∫_0^∞ e^{−e} Π_y e^{−e m_y} de = 1/(1 + Σ_{y≠x} m_y), and m_x = 1 (sympy: the product of the
+    exponentials for three rivals, and the integral for any sum S of the rates). Notebook (a)."""
+    import sympy as sp
+    e, S = sp.symbols("e S", positive=True)
+    m = sp.symbols("m1:4", positive=True)
+    product = sp.simplify(sp.Mul(*[sp.exp(-e * mi) for mi in m]) - sp.exp(-e * sum(m)))
+    integral = sp.integrate(sp.exp(-e) * sp.exp(-e * S), (e, 0, sp.oo))
+    rest = sp.simplify(integral - 1 / (1 + S))
+    ok = product == 0 and rest == 0
+    return ok, (f"Π_y exp(−e·m_y) − exp(−e·Σ m_y) → {product} (three rivals); ∫_0^∞ e^(−e)·e^(−e·S) de − 1/(1+S) "
+                f"→ {rest}: P(x wins both races) = 1/(1 + Σ_(y≠x) max(p(y)/p(x), q(y)/q(x))), summed over x")
+
+
 #: per instance: (part, label setting, what, grade, side, claimed column, measured column)
 LEMMA_COMPARISONS = (
     ("formula", None, "Σ_x 1/Σ_y max(p(y)/p(x), q(y)/q(x)) vs race integral, worst state", "equal", "ge", 0, 1),
@@ -343,11 +369,20 @@ register(
                    "formula. Logits (a captured trace in $SPECTHEORY_TRACE, or `verify --logits`): "
                    "validate.replay_ersd.",
     parts=(Part("formula", "ERSD's first-draft acceptance P(X_p = X_q) equals Σ_x 1/Σ_y max(p(y)/p(x), "
-                           "q(y)/q(x)).", relation="="),
+                           "q(y)/q(x)).", relation="=", identity=True, proof=prove_race_formula),
            Part("lower", "ERSD's first-draft acceptance is at least the Poisson-matching bound Σ_x p(x)q(x)/"
                          "(p(x)+q(x)).", relation="≥", modes=("exact", "logits")),
            Part("upper", "ERSD's first-draft acceptance (hence also the Poisson-matching bound) is at most "
                          "1 − TV(p, q).", relation="≤", modes=("exact", "logits"))),
+    readings=(Reading("paper", "ERSD's first-draft acceptance lies between the Poisson-matching bound Σ pq/(p+q) "
+                               "and 1 − TV(p, q) (its exact value Σ_x 1/Σ_y max(·) is an identity of the race).",
+                      ("formula", "lower", "upper"), role="principal",
+                      quote="Lemma 3.1: 'For ERSD with target distribution [p] and draft distribution [q], the "
+                            "probability of accepting the first drafted token [...] satisfies: (1)'; App. B: "
+                            "'Furthermore, it is known that [it] is upper-bounded by [1 − TV] (cite), and in general "
+                            "those bounds do not coincide'",
+                      why="the lemma and App. B state both bounds for every (p, q); the exact value is the race "
+                          "integral App. B marginalises, proved symbolically, so it is an identity, not support"),),
     check=check_lemma, subject=LEMMA31, modes=("exact", "mc", "logits"),
     controls=(Control("independent-races", LEMMA31_INDEPENDENT, R.BROKEN_ERSD_INDEPENDENT.description,
                       parts=("formula", "lower")),
@@ -718,6 +753,19 @@ register(
                 reason="an alternative reading, not the one graded: reported as info (optimal on every "
                        "source-derived function tried; not for every function decreasing along paths, where "
                        "a weak sibling can hide a strong one)")),
+    readings=(Reading("paper", "Alg. 3's k-vertex tree attains the maximum of Σ_v f(v) over every valid (ancestor-"
+                               "closed) k-vertex tree, for f decreasing along paths.", ("optimal",), role="principal",
+                      quote="§4: 'Crucially, for any vertex and its descendant in a drafting tree, the acceptance "
+                            "probability is decreasing [...] Consequently, the top [k] vertices with the highest "
+                            "acceptance probabilities form a valid tree. [...] This observation leads to a greedy "
+                            "algorithm (Algorithm 3) for constructing an optimal tree with [k] vertices.'",
+                      why="the paper's validity condition is ancestor-closure ('a valid tree'), and its argument is "
+                          "for any f decreasing along paths"),
+              Reading("sibling-closed", "With sibling-closed trees and a first-child / next-sibling queue, Alg. 3 "
+                                        "returns the best sibling-closed tree.", ("sibling-closed",),
+                      kind="stated-cost",
+                      why="the O(k log k) cost the paper states ('a maximum queue size of [k]') fits this variant; "
+                          "reported as info")),
     check=check_greedy, subject=T.optimal_tree,
     controls=(Control("breadth-first-builder", T.breadth_first_tree,
                       "negative control: grows the shallowest candidate first (not greedy in f)"),),
@@ -788,7 +836,7 @@ def _tunstall_check(ctx, bound, what, info=()):
                 note=lambda p, c, m, tree: f"tightest at k = {p['k']}, M = {max(max(v) for v in tree.vertices)}")
           for case, a, V in _zero_order_cases()]
     ev += _searched(ctx, "main", tunstall_slack, PairSpace(V=3), {"bound": bound}, default=150, quick=24,
-                    restarts=(5, 2))
+                    restarts=(5, 2), scope=TUNSTALL_SCOPE)
     ev += list(info)
     pair = get("o0-V50-weak")
     n = ctx.size(200_000, 50_000)
@@ -824,8 +872,16 @@ def check_lemma42(ctx, bound):
 
 def _tunstall_shrinker():
     return shrinker(tunstall_gap, applies=("V", "order", "k", "seed"), orders=(0,), gammas=(1,),
-                    extra={"k": (1, 2, 4, 8, 16)}, fails=lambda b, E: E > b + 1e-10, part="main")
+                    extra={"k": (1, 2, 4, 8, 16)}, fails=lambda b, E: E > b + 1e-10, part="main", scope=TUNSTALL_SCOPE)
 
+
+def tunstall_scope(pair, **settings) -> str | None:
+    """Thm 4.1 / Lemma 4.2's scope: a 0th-order acceptance-index law (an order-0 source)."""
+    return None if pair.order == 0 else (f"order {pair.order}: Thm 4.1 and Lemma 4.2 are stated for a 0th-order "
+                                         "acceptance law (Markov sources are the info part 'markov')")
+
+
+TUNSTALL_SCOPE = Scope("a 0th-order acceptance-index law (order-0 source); H(a) = 0 gives the bound +∞", tunstall_scope)
 
 _TUNSTALL_SEARCH = ("the least slack (bound − E, tokens) at the pair a seeded search over V = 3 order-0 sources "
                     "finds (a = either method's stationary index law, k ∈ {1, 2, 4, 8, 16, 64})")
@@ -845,6 +901,18 @@ register(
            Part("markov", "On Markov sources, the bound at the fitted stationary 0th-order a bounds the exact "
                           "E[generated] of the optimal tree.", relation="≤", checkable=False,
                 reason="outside Thm 4.1's 0th-order assumption (the paper does not claim it): reported as info")),
+    readings=(Reading("paper", "For a 0th-order acceptance law a and the optimal k-vertex tree, E[generated] ≤ "
+                               "log((k+1)(|A|−1)+1)/H(a).", ("main",), role="principal",
+                      quote="Thm 4.1 (Upper bound Tunstall): 'For speculative decoding employing the optimal drafting "
+                            "strategy [...], the expected number of generated tokens is bounded as follows'; App. C "
+                            "derives it from Tunstall coding of a memoryless source (eqs. 25–26)",
+                      why="the theorem's derivation (App. C, source entropy H per symbol) is for a 0th-order "
+                          "acceptance law; the best tree bounds every tree"),
+              Reading("markov", "On Markov sources, the bound at the stationary 0th-order a bounds the exact E of the "
+                                "optimal tree.", ("markov",), kind="another-instance",
+                      why="§4: 'our findings can be generalized to higher-order Markov sources' (with the source's "
+                          "own entropy, not the 0th-order a's): reported as info")),
+    scope=TUNSTALL_SCOPE,
     check=check_thm41, subject=bound_thm41,
     controls=(Control("mixed-log-bases", bound_thm41_mixed_bases,
                       "negative control: natural-log numerator over the entropy in bits", parts=("main",)),),
@@ -859,6 +927,19 @@ register(
     interpretation="n ranges over the integers with r/n ≤ a(M) (the lemma's 'each ≤ a(M)'), up to 4096; "
                    "n = 0 when r = 0. Checked on the Alg.-3 tree for k up to 256 (0th-order a of order-0 "
                    "sources) and " + _TUNSTALL_SEARCH + "; MC as for tunstall.thm4_1 (the same simulation).",
+    readings=(Reading("paper", "For a 0th-order acceptance law a, with M the largest index the optimal k-tree uses "
+                               "and the residual spread evenly over n extra indices (each ≤ a(M)), E[generated] ≤ "
+                               "log((k+1)(M+n−1)+1)/H(ã_n); the minimum over n is the plotted bound.", ("main",),
+                      role="principal",
+                      quote="Lemma 4.2: 'For a fixed number of drafted tokens [k] and initial index range [M], "
+                            "consider a 0-th order acceptance probability distribution [a] [...] Then, for any "
+                            "integer [n], the expected number of generated tokens is upper-bounded by'; §4: '[ã] "
+                            "matches [a] on tree nodes for the first [M] indices and is upper-bounded by [a(M)] "
+                            "thereafter'; §5: 'the minimal upper bound derived from Lemma 4.2 by optimizing the "
+                            "parameter [n]'",
+                      why="the cap r/n ≤ a(M) is the paper's own construction of ã; without it the minimum over n "
+                          "also held on 900 random V ≤ 4 laws (least slack 2e-5, docs/ersd.md)"),),
+    scope=TUNSTALL_SCOPE,
     check=check_lemma42, subject=bound_lemma42,
     controls=(Control("alphabet-without-extra-indices", bound_lemma42_no_extra_alphabet,
                       "negative control: the n extra indices left out of the alphabet term"),),
@@ -891,6 +972,19 @@ def _covered(pair):
         p, q = pair.target.conditional(s), pair.draft.conditional(s)
         if not np.any((p > 0) & (q <= 0)):
             yield s, p, q
+
+
+def entropy_scope(pair, **settings) -> str | None:
+    """entropy.*'s scope: some state with supp p ⊆ supp q, where D_KL(p‖q) is finite (the graded states)."""
+    return None if next(_covered(pair), None) is not None else "q misses p's support in every state: D_KL = ∞"
+
+
+ENTROPY_SCOPE = Scope("states where supp p ⊆ supp q (D_KL(p‖q) finite); graded per such state", entropy_scope)
+
+_EQ5_QUOTE = ("§4: 'the generation speed-up is fundamentally governed by the entropy of the acceptance distribution, "
+              "[H(a)]. Channel simulation algorithms, such as greedy rejection sampling and Poisson functional "
+              "representation, are explicitly designed to minimize this entropy. Consequently, these methods, which "
+              "underpin both GSD and ERSD, inherently aim to maximize generation speed-up by reducing [H(a)].'")
 
 
 def entropy_rows(pair, rule, bound=cf.kl_lower_bound) -> dict:
@@ -950,9 +1044,10 @@ def check_kl_lower(ctx, subject):
                              part="iid-list", what="H(list index) ≥ D_KL(p‖q) (bits), PFR and GRS, tightest state"))
         return out
     ev = each(SMALL + EDGE, compare, get=get)
-    ev += _searched(ctx, "distinct", kl_slack, PairSpace(V=3), {"subject": subject, "index": "distinct"})
+    ev += _searched(ctx, "distinct", kl_slack, PairSpace(V=3), {"subject": subject, "index": "distinct"},
+                    scope=ENTROPY_SCOPE)
     ev += _searched(ctx, "iid-list", kl_slack, LIST_SPACE, {"subject": subject, "index": "iid-list"}, default=200,
-                    quick=25)
+                    quick=25, scope=ENTROPY_SCOPE)
     pair = get("o0-V50-weak")
     for rule in subject.rules:
         n = ctx.size(200_000, 60_000)
@@ -985,13 +1080,25 @@ register(
            Part("iid-list", "The entropy of the channel-simulation index into an i.i.d. list from q (with "
                             "repeats: the Poisson functional representation for ERSD, greedy rejection sampling "
                             "for GSD) is at least D_KL(p‖q).", relation="≥", modes=("exact",))),
+    readings=(Reading("sd-index", "The entropy H(a) of speculative decoding's acceptance index (the index GSD and "
+                                  "ERSD draft, eq. 5) is at least D_KL(p‖q).", ("distinct",), role="principal",
+                      quote=_EQ5_QUOTE + " 'From a channel simulation perspective, the KL divergence between the "
+                                         "target distribution and the draft distribution provides a lower bound on "
+                                         "this crucial entropy (Li, 2024): (6)'",
+                      why="'this crucial entropy' is H(a) of eq. 5, the acceptance distribution of GSD and ERSD whose "
+                          "speed-up Thm 4.1 ties to it: the paper transfers Li's bound to the SD index"),
+              Reading("channel-simulation", "The entropy of the channel-simulation index into an i.i.d. list from q "
+                                            "(with repeats; PFR for ERSD, greedy rejection for GSD) is at least "
+                                            "D_KL(p‖q).", ("iid-list",), kind="another-instance",
+                      why="the setting of Li (2024) the bound is cited from; the SD index runs over distinct tokens")),
+    scope=ENTROPY_SCOPE,
     check=check_kl_lower, subject=KL_LOWER,
     controls=(Control("gsd-accept-first-unverified", KL_ACCEPT_FIRST, R.BROKEN_GSD_ACCEPT_FIRST.description,
                       parts=("distinct",)),
               Control("doubled-bound", KL_DOUBLED, "negative control: the bound with a wrong constant, 2 D_KL(p‖q)",
                       parts=("iid-list",))),
     mc_tests=2, shrink=shrinker(kl_lower_worst, applies=("V", "order", "seed"), orders=(0,), gammas=(1,),
-                                fails=lambda D, H: H < D - 1e-10, part="distinct"))
+                                fails=lambda D, H: H < D - 1e-10, part="distinct", scope=ENTROPY_SCOPE))
 
 
 @dataclass(frozen=True)
@@ -1043,7 +1150,7 @@ def check_upper(ctx, subject):
             test="smallest constant C with H ≤ D + 2 log2(D+1) + C on every covered state")))
     for index in ("ersd-index", "pfr-list"):
         ev += _searched(ctx, index, upper_slack, PairSpace(V=3) if index == "ersd-index" else LIST_SPACE,
-                        {"subject": subject, "index": index}, default=200, quick=25)
+                        {"subject": subject, "index": index}, default=200, quick=25, scope=ENTROPY_SCOPE)
     for name in ("o0-V50-weak", "o0-V50-strong"):
         pair = get(name)
         D = float(kl_divergence(pair.target.rows[0], pair.draft.rows[0], 2.0))
@@ -1079,6 +1186,18 @@ register(
                        "constant C.", relation="≤", checkable=False,
                 reason="eq. 7's constant is not pinned down in our reading of the paper: the smallest C that would make it hold on the "
                        "small instances is reported as info")),
+    readings=(Reading("sd-index", "The acceptance index of speculative decoding (eq. 5) has H(a) ≤ D + log2(D+1) + "
+                                  "4 bits for ERSD (eq. 8), and the greedy-rejection form (eq. 7) for GSD.",
+                      ("ersd-index", "grs"), role="principal",
+                      quote=_EQ5_QUOTE + " 'Furthermore, channel simulation theory provides upper bounds on [H(a)] in "
+                                         "terms of [D_KL] for greedy rejection coding (Harsha et al., 2010) (relevant "
+                                         "to GSD): (7) [...] and for Poisson functional representation Li and El "
+                                         "Gamal (2018) (relevant to ERSD): (8)'",
+                      why="as for eq. 6: the bounds are stated on H(a), the SD acceptance index's entropy"),
+              Reading("channel-simulation", "The Poisson functional representation's index into an i.i.d. list "
+                                            "from q has H ≤ D + log2(D+1) + 4 bits.", ("pfr-list",),
+                      kind="another-instance", why="the setting of Li & El Gamal (2018) the bound is cited from")),
+    scope=ENTROPY_SCOPE,
     check=check_upper, subject=PFR_UPPER,
     controls=(Control("no-constant", PFR_NO_CONSTANT, "negative control: eq. 8 without its + 4, D + log2(D+1)",
                       parts=("pfr-list", "ersd-index")),
