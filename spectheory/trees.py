@@ -366,5 +366,7 @@ def optimal_curve(a, ks, n_indices: int) -> np.ndarray:
             break
     else:  # pragma: no cover - the count grows like 1/t, so this converges in a few steps
         raise RuntimeError("optimal_curve: no threshold found")
-    top = np.sort(vals)[::-1][:k_max]
+    if vals.size > k_max:
+        vals = np.partition(vals, vals.size - k_max)[vals.size - k_max:]
+    top = np.sort(vals)[::-1]
     return 1.0 + np.cumsum(top)[ks - 1]

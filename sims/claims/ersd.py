@@ -303,20 +303,22 @@ def lemma_violation(pair, subject: Lemma31):
     return 0.0, max(max(abs(c - e), lo - e, e - hi) for c, e, lo, hi in lemma_rows(pair, subject))
 
 
-def prove_race_formula() -> tuple[bool, str]:
+def prove_race_formula(value: Callable | None = None) -> tuple[bool, str]:
     """Symbolic proof that ERSD's first-draft acceptance is Σ_x 1/Σ_y max(p(y)/p(x), q(y)/q(x)): x
     wins both races iff E_y > E_x·m_y for every y ≠ x, m_y = max(p(y)/p(x), q(y)/q(x)) (an event
     identity); given E_x = e these are independent with P = exp(−e m_y), so P(x wins both) =
     ∫_0^∞ e^{−e} Π_y e^{−e m_y} de = 1/(1 + Σ_{y≠x} m_y), and m_x = 1 (sympy: the product of the
-    exponentials for three rivals, and the integral for any sum S of the rates). Notebook (a)."""
+    exponentials for three rivals, and the integral for any sum S of the rates). Notebook (a).
+    ``value(S)``: the closed form to prove (default 1/(1 + S); a test passes a wrong one)."""
     import sympy as sp
     e, S = sp.symbols("e S", positive=True)
     m = sp.symbols("m1:4", positive=True)
     product = sp.simplify(sp.Mul(*[sp.exp(-e * mi) for mi in m]) - sp.exp(-e * sum(m)))
     integral = sp.integrate(sp.exp(-e) * sp.exp(-e * S), (e, 0, sp.oo))
-    rest = sp.simplify(integral - 1 / (1 + S))
+    rest = sp.simplify(integral - (value(S) if value is not None else 1 / (1 + S)))
     ok = product == 0 and rest == 0
-    return ok, (f"Π_y exp(−e·m_y) − exp(−e·Σ m_y) → {product} (three rivals); ∫_0^∞ e^(−e)·e^(−e·S) de − 1/(1+S) "
+    return ok, (f"Π_y exp(−e·m_y) − exp(−e·Σ m_y) → {product} (three rivals); ∫_0^∞ e^(−e)·e^(−e·S) de − "
+                f"{value(S) if value is not None else 1 / (1 + S)} "
                 f"→ {rest}: P(x wins both races) = 1/(1 + Σ_(y≠x) max(p(y)/p(x), q(y)/q(x))), summed over x")
 
 
@@ -1547,10 +1549,17 @@ def _log_scan(ctx, subject, part, side, band, window=None):
             lambda strength: call_line(log_slope_slack, strength, subject, side, window=window, band=band))
 
 
+def _log_strengths(ctx) -> tuple:
+    """The scan's in-scope strengths for this tier (the check and the shrinker read the same ones)."""
+    return tuple(s for s in ctx.size(LOG_SCAN["strength"], LOG_SCAN["strength"][::4])
+                 if ctx.out_of_scope(scan_pair(s)) is None)
+
+
 def shrink_log_growth(ctx, subject):
-    """The first failing in-scope point of the V = 5 mix scan, per part (principal parts first)."""
+    """The first failing in-scope point of the V = 5 mix scan (the tier's points), per part
+    (principal parts first)."""
     band, window = tuple(ctx.choice("band")), tuple(ctx.choice("window"))
-    scan = {"strength": tuple(s for s in LOG_SCAN["strength"] if ctx.out_of_scope(scan_pair(s)) is None)}
+    scan = {"strength": _log_strengths(ctx)}
     out = []
     for part, side, win in (("lower", "lower", window), ("upper", "upper", window),
                             ("short-lower", "lower", None), ("short-upper", "upper", None)):
@@ -1592,8 +1601,7 @@ def check_log_growth(ctx, subject):
                                                     what="least-squares slope of E[generated] on ln k over k = "
                                                          "64..4096, times H(a)"))
                    for part, sd, b in zip(("short-lower", "short-upper"), ("ge", "le"), band)]
-    strengths = tuple(s for s in ctx.size(LOG_SCAN["strength"], LOG_SCAN["strength"][::4])
-                      if ctx.out_of_scope(scan_pair(s)) is None)
+    strengths = _log_strengths(ctx)
     for part, side, win in (("lower", "lower", window), ("upper", "upper", window),
                             ("short-lower", "lower", None), ("short-upper", "upper", None)):
         fn, call = _log_scan(ctx, subject, part, side, band, win)
