@@ -328,8 +328,8 @@ def optimal_curve(a, ks, n_indices: int) -> np.ndarray:
     along paths) the optimal tree's value is the sum of the k largest path values (the top k are
     ancestor-closed, the paper's §4 argument behind Alg. 3), so E(k) = 1 + Σ of the k largest
     products. The paths with product ≥ t are enumerated level by level (vectorised), with t moved
-    until at least max(ks) of them qualify (the count of paths above t grows like 1/t, which the
-    update uses); ties do not change the sum. Equal to ``expected_generated(f, optimal_tree(f, k,
+    until at least max(ks) of them qualify (the count of paths above t is about 1/(t·H(a)),
+    Tunstall's count, which the start and the updates use); ties do not change the sum. Equal to ``expected_generated(f, optimal_tree(f, k,
     n))`` (tests/test_ersd_exact.py); made for k up to ~10^6 (opt_tree.log_growth's windows)."""
     a = check_subprobability(a, "a (acceptance-index distribution)")
     n = check_int(n_indices, "n_indices", min=1)
@@ -355,7 +355,10 @@ def optimal_curve(a, ks, n_indices: int) -> np.ndarray:
             level = level[level >= t]
         return (np.concatenate(out) if out else np.zeros(0)), total
 
-    t = float(f.max()) ** 2
+    # start where Tunstall's count puts it: about 1/(t·H(a)) paths have value ≥ t (H in nats)
+    pos = a[a > 0]
+    H = float(-(pos * np.log(pos)).sum())
+    t = 0.8 / (k_max * H) if H > 0 else float(f.max()) ** 2
     for _ in range(200):
         vals, total = paths_above(t, 4 * k_max)
         if vals is None:  # too many: raise t (count ∝ 1/t)
