@@ -1038,7 +1038,8 @@ def check_kl_lower(ctx, subject):
                              what="H(acceptance index) ≥ D_KL(p‖q) (bits), tightest state")
                        if rows else
                        ctx.part("distinct")(stats.info("exact", label(name, method=rule.name), None, None,
-                                                       note="D_KL = ∞ in every state (q misses p's support)")))
+                                                       note="outside the claim's scope: D_KL = ∞ in every state "
+                                                            "(q misses p's support)")))
         rows = list_rows(pair, subject.bound, name)
         if rows:
             out.append(sweep(label(name, index="iid-list"), [{"state": s, "construction": c} for s, c in rows],
