@@ -652,7 +652,7 @@ register(
     readings=(Reading("fig3", "GSD ahead at k = 1, the two comparable for moderate k, ERSD ahead for large k "
                               "(batch drafting); GSD ≥ ERSD for sequence drafting.",
                       ("batch-k1", "batch-moderate", "batch-large", "sequence"), role="principal",
-                      quote="§5: 'Figure 3 reveals that for batch drafting with [k = 1], GSD outperforms ERSD, "
+                      quote="§5: 'Figure 3 reveals that for batch drafting with [small k], GSD outperforms ERSD, "
                             "consistent with Lemma 3.1. However, with [moderate k], both methods exhibit comparable "
                             "performance. For [large k], ERSD achieves a higher expected number of accepted tokens.' "
                             "and 'For sequence drafting, GSD demonstrates superior performance compared to ERSD, "
