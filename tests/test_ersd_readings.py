@@ -38,6 +38,19 @@ def test_every_claim_has_a_quoted_principal_reading():
                 assert r.kind and r.why.strip(), (cid, r.id)
 
 
+def test_lemma42_literal_reading_drops_the_cap():
+    """The alternative 'any-n' grades the minimum over every n ≥ 1, which is never larger than the
+    capped minimum (a superset of n), so it is the stricter of the two."""
+    c = load_all()["tunstall.lemma4_2"]
+    assert c.reading_of("any-n").kind == "literal" and c.reading_of("main").role == "principal"
+    assert E.literal_lemma42(E.bound_lemma42) is E.bound_lemma42_any_n
+    assert E.literal_lemma42(E.bound_lemma42_no_extra_alphabet) is E.bound_lemma42_no_extra_alphabet
+    for case, a, V in E._zero_order_cases():
+        for k in (1, 4, 16):
+            capped, _, tree = E.tunstall_point(a, V, E.bound_lemma42, k)
+            assert E.bound_lemma42_any_n(a, k, tree) <= capped + 1e-12, (case, k)
+
+
 def test_substantive_failure_stays_in_the_principal_reading():
     """entropy.kl_lower: the transfer of eq. 6 to the SD index is the principal reading (it fails)."""
     c = load_all()["entropy.kl_lower"]
