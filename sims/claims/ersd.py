@@ -888,8 +888,8 @@ def check_lemma42(ctx, bound):
                  what="E[generated] of the optimal tree ≤ Lemma 4.2 bound minimised over every n ≥ 1 (no cap)",
                  note=lambda p, c, m, tree: f"tightest at k = {p['k']}, M = {max(max(v) for v in tree.vertices)}")
            for case, a, V in _zero_order_cases()]
-    ev += _searched(ctx, "any-n", tunstall_slack, PairSpace(V=3), {"bound": literal}, default=150, quick=24,
-                    restarts=(5, 2), scope=TUNSTALL_SCOPE)
+    ev += _searched(ctx, "any-n", tunstall_slack, PairSpace(V=3), {"bound": literal}, default=80, quick=16,
+                    restarts=(4, 2), scope=TUNSTALL_SCOPE)
     return ev
 
 
