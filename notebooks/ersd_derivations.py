@@ -45,11 +45,18 @@ e = sp.Symbol("e", positive=True)
 # i.e. `E_y > E_x·m_y` with `m_y = max(p(y)/p(x), q(y)/q(x))`. Given `E_x = e` these are
 # independent with probability `exp(−e m_y)`, so
 # `P(x wins both) = ∫ e^{−e} Π_y e^{−e m_y} de = 1/(1 + Σ_{y≠x} m_y) = 1/Σ_y m_y` (m_x = 1).
+#
+# This is an identity of the race, not a finding: the registry marks the part `formula` of
+# `ersd.lemma3_1` `identity=True` with the same proof (`sims.claims.ersd.prove_race_formula`, which
+# also rejects a wrong closed form such as 1/S).
 
 # %%
+m = sp.symbols("m1:4", positive=True)  # three rivals' rates: the product of exponentials is one exponential
+assert sp.simplify(sp.Mul(*[sp.exp(-e * mi) for mi in m]) - sp.exp(-e * sum(m))) == 0
 S = sp.Symbol("S", positive=True)  # S = Σ_{y≠x} m_y
 P_both = sp.integrate(sp.exp(-e) * sp.exp(-e * S), (e, 0, sp.oo))
 assert sp.simplify(P_both - 1 / (1 + S)) == 0
+assert sp.simplify(P_both - 1 / S) != 0  # a wrong closed form does not simplify away
 print("P(x wins both races) =", P_both)
 
 # numeric: the closed form against the library's race integral (which never uses it)

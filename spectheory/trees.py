@@ -320,3 +320,56 @@ def exhaustive_optimal(f: Callable[[Path], float], k: int, n_indices: int, *,
         if val > best_val + 1e-15:
             best, best_val = vs, val
     return Tree(best, f"exhaustive-k{k}"), float(best_val), count
+
+
+def optimal_curve(a, ks, n_indices: int) -> np.ndarray:
+    """E[generated] of the optimal k-vertex tree under the 0th-order ``a``, for every k in ``ks``,
+    without building the trees: for a 0th-order f (``f(v) = Π_j a(i_j)``, which does not increase
+    along paths) the optimal tree's value is the sum of the k largest path values (the top k are
+    ancestor-closed, the paper's §4 argument behind Alg. 3), so E(k) = 1 + Σ of the k largest
+    products. The paths with product ≥ t are enumerated level by level (vectorised), with t moved
+    until at least max(ks) of them qualify (the count of paths above t is about 1/(t·H(a)),
+    Tunstall's count, which the start and the updates use); ties do not change the sum. Equal to ``expected_generated(f, optimal_tree(f, k,
+    n))`` (tests/test_ersd_exact.py); made for k up to ~10^6 (opt_tree.log_growth's windows)."""
+    a = check_subprobability(a, "a (acceptance-index distribution)")
+    n = check_int(n_indices, "n_indices", min=1)
+    ks = check_int_array(ks, "ks").ravel()
+    if ks.size == 0 or ks.min() < 1:
+        raise ValueError("ks must be a non-empty list of integers ≥ 1")
+    k_max = int(ks.max())
+    f = a[:n]
+    f = f[f > 0]
+    if f.size == 0:
+        return np.ones(ks.size)
+    if f.max() >= 1.0:  # a point mass on one index: every chain of it is accepted, E(k) = 1 + k
+        return 1.0 + ks.astype(np.float64)
+
+    def paths_above(t: float, cap: int):
+        out, total, level = [], 0, f[f >= t]
+        while level.size:
+            out.append(level)
+            total += level.size
+            if total > cap:
+                return None, total
+            level = (level[:, None] * f[None, :]).ravel()
+            level = level[level >= t]
+        return (np.concatenate(out) if out else np.zeros(0)), total
+
+    # start where Tunstall's count puts it: about 1/(t·H(a)) paths have value ≥ t (H in nats)
+    pos = a[a > 0]
+    H = float(-(pos * np.log(pos)).sum())
+    t = 0.8 / (k_max * H) if H > 0 else float(f.max()) ** 2
+    for _ in range(200):
+        vals, total = paths_above(t, 4 * k_max)
+        if vals is None:  # too many: raise t (count ∝ 1/t)
+            t *= min(4.0, total / (2.0 * k_max)) if total > 2 * k_max else 1.5
+        elif total < k_max:  # too few: lower t
+            t /= max(1.5, 1.5 * k_max / max(total, 1))
+        else:
+            break
+    else:  # pragma: no cover - the count grows like 1/t, so this converges in a few steps
+        raise RuntimeError("optimal_curve: no threshold found")
+    if vals.size > k_max:
+        vals = np.partition(vals, vals.size - k_max)[vals.size - k_max:]
+    top = np.sort(vals)[::-1]
+    return 1.0 + np.cumsum(top)[ks - 1]
