@@ -255,14 +255,16 @@ def _panels(claim) -> tuple[list, int]:
     return panels, skipped
 
 
-def claim_figure(claim: dict) -> tuple[str, str] | None:
-    """(PNG as base64, caption) of a claim's plot, or None when its evidence has no curve and
-    fewer than two comparisons."""
+def claim_plot(claim: dict, *, backend: str | None = "Agg"):
+    """``(figure, caption)``: a claim's plot as a matplotlib Figure (the caller closes it), or
+    None when its evidence has no curve and fewer than two comparisons. ``backend``: the
+    matplotlib backend to select first (None keeps the current one, e.g. a notebook's)."""
     panels, skipped = _panels(claim)
     if not panels:
         return None
     import matplotlib
-    matplotlib.use("Agg", force=False)
+    if backend is not None:
+        matplotlib.use(backend, force=False)
     import matplotlib.pyplot as plt
     parts = {p["id"]: p["relation"] for p in _parts(claim)}
     n = len(panels)
@@ -287,9 +289,6 @@ def claim_figure(claim: dict) -> tuple[str, str] | None:
     W, H = fig.get_size_inches()
     fig.subplots_adjust(left=0.75 / W, right=1 - 0.2 / W, bottom=0.55 / H, top=1 - 0.35 / H,
                         wspace=0.75 * cols / W, hspace=1.0 * rows / H)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96)
-    plt.close(fig)
     cap = []
     if any(k == "sweep" for k, _ in panels):
         cap.append("Sweeps: claimed (dashed) and measured (dots) against the setting that varies, one colour per "
@@ -299,7 +298,21 @@ def claim_figure(claim: dict) -> tuple[str, str] | None:
                    "confidence interval, failures in red)")
     if skipped > 0:
         cap.append(f"{skipped} more panel(s) not drawn: every number is in the evidence table")
-    return base64.b64encode(buf.getvalue()).decode("ascii"), "; ".join(cap) + "."
+    return fig, "; ".join(cap) + "."
+
+
+def claim_figure(claim: dict) -> tuple[str, str] | None:
+    """(PNG as base64, caption) of a claim's plot (:func:`claim_plot`), or None when there is
+    none."""
+    drawn = claim_plot(claim)
+    if drawn is None:
+        return None
+    import matplotlib.pyplot as plt
+    fig, caption = drawn
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96)
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii"), caption
 
 
 # --- page --------------------------------------------------------------------------------------------

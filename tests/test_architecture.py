@@ -24,6 +24,10 @@ FLOORS = {"spectheory": 0, "sims": 1, "validate": 2, "paper_figs": 2, "spectheor
 #: import only itself and the package's ``__init__`` (the version string)
 JUDGE = "spectheory.judge"
 
+#: scripts that run the top floor and that nothing imports: ``python -m spectheory`` (documented in
+#: docs/architecture.md); the only modules whose arrows may point up
+ENTRY_SCRIPTS = {"spectheory.__main__": "python -m spectheory runs the command line"}
+
 #: circles allowed: plugin registration inside one package (every module of the circle lies
 #: in the named package). Each is documented in docs/architecture.md.
 ALLOWED_CYCLES = {
@@ -94,6 +98,8 @@ def upward_edges() -> list[str]:
     bad = []
     for mod, deps in GRAPH.items():
         top = mod.split(".")[0]
+        if mod in ENTRY_SCRIPTS:
+            continue
         for dep in deps:
             dtop = dep.split(".")[0]
             if FLOORS[top] >= 4 or dtop == top:
@@ -147,7 +153,7 @@ def test_the_scan_sees_the_house():
     assert {"spectheory.judge.stats", "sims.registry", "spectheory_cli.main", "validate.evidence"} <= set(MODULES)
     assert "spectheory.judge.stats" in GRAPH["spectheory.conformance.checks"]
     assert "sims.registry" in GRAPH["spectheory_cli.cmd_verify"]
-    assert "validate.evidence" in GRAPH["spectheory_cli.cmd_verify"]
+    assert "validate.evidence" in GRAPH["spectheory_cli.runs"]
 
 
 def test_no_arrow_points_up():
@@ -157,8 +163,10 @@ def test_no_arrow_points_up():
 
 def test_the_command_line_is_imported_by_nothing_but_tests():
     users = [m for m, deps in GRAPH.items() if any(d.startswith("spectheory_cli") for d in deps)
-             and not m.startswith(("spectheory_cli", "tests"))]
+             and not m.startswith(("spectheory_cli", "tests")) and m not in ENTRY_SCRIPTS]
     assert not users, users
+    importers = [m for m, deps in GRAPH.items() if any(d in ENTRY_SCRIPTS for d in deps)]
+    assert not importers, f"entry scripts are imported by nothing: {importers}"
 
 
 def test_no_import_circle_except_plugin_registration():

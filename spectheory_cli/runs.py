@@ -1,0 +1,98 @@
+"""What a verify run is, shared by the command line (:mod:`.cmd_verify`) and the Python API
+(:mod:`.api`): where its report goes by default (:func:`report_base`, named for what was run) and
+the real-model evidence it adds (:func:`real_logits_evidence`). Errors are ``ValueError``; the
+command line turns them into usage errors."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPORTS = Path("reports")
+
+
+def slug(pattern: str) -> str:
+    """The file-name slug of a ``--claims`` pattern: ``sd.*`` → ``sd``; ``sd.walltime, sd.accept*``
+    → ``sd.walltime+sd.accept``."""
+    pats = [re.sub(r"[^A-Za-z0-9._-]+", "-", p.strip().replace("*", "").replace("?", "")).strip("-.")
+            for p in pattern.split(",") if p.strip()]
+    return "+".join(p for p in pats if p)[:80] or "subset"
+
+
+def _tag(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "x"
+
+
+def report_base(claims: str = "*", *, instances: Path | None = None, claims_from: tuple = (), quick: bool = False,
+                logits: Path | None = None, seed: int = 0) -> Path:
+    """The default file base of a run's report, naming what was run, so that no two kinds of run
+    overwrite each other: ``reports/verify`` for the default run (every claim, default tier, seed
+    0, built-in instances, no logits); otherwise ``reports/verify-<tags>`` with, in this order, the
+    claims (``sd.acceptance``), the user's claim modules (``from-<module>``), the user's pairs
+    (``pairs-<file>``), the logits run (``logits-<run>``), ``quick`` and ``seed<N>``."""
+    tags = []
+    if claims.strip() not in ("", "*"):
+        tags.append(slug(claims))
+    if claims_from:
+        tags.append("from-" + "+".join(_tag(Path(c).stem if c.endswith(".py") else c) for c in claims_from))
+    if instances is not None:
+        tags.append(f"pairs-{_tag(Path(instances).stem)}")
+    if logits is not None:
+        tags.append(f"logits-{_tag(Path(logits).resolve().name)}")
+    if quick:
+        tags.append("quick")
+    if seed:
+        tags.append(f"seed{seed}")
+    return REPORTS / ("verify" + ("-" + "+".join(tags) if tags else ""))
+
+
+#: environment variable naming a captured ERSD LogitTrace (.npz) whose replay adds ``logits``
+#: evidence to ``ersd.lemma3_1`` and ``zero_order.underestimates`` (docs/ersd.md)
+TRACE_ENV = "SPECTHEORY_TRACE"
+TRACE_CLAIMS = ("ersd.lemma3_1", "zero_order.underestimates")
+
+
+def check_trace_env(claim_ids) -> None:
+    """Refuse an unusable $SPECTHEORY_TRACE before the run (a one-line error naming what it
+    must be), when one of the claims it feeds is selected."""
+    import os
+    trace = os.environ.get(TRACE_ENV)
+    if not trace or not set(TRACE_CLAIMS) & set(claim_ids):
+        return
+    from validate import LogitTrace
+    try:
+        LogitTrace.load(trace)
+    except (OSError, ValueError, KeyError) as err:
+        hint = ""
+        try:
+            from validate.trace import CompactTrace
+            CompactTrace.load(trace)
+            hint = (" It is a compact trace that `spectheory validate` wrote: give its run directory with "
+                    "`spectheory verify --logits RUN_DIR` instead.")
+        except Exception:  # noqa: BLE001 - only for the hint
+            pass
+        raise ValueError(f"${TRACE_ENV}={trace} is not a full logit trace (validate.LogitTrace .npz, e.g. "
+                         f"data/traces/regimes.npz): {err}.{hint}") from None
+
+
+def real_logits_evidence(logits: Path | None, alpha: float, claim_ids=TRACE_CLAIMS) -> dict:
+    """Real-model evidence for the runner (``sims`` never imports ``validate``): the ``logits``
+    evidence of a `spectheory validate` run directory (tested at the report's per-test level),
+    plus the replay of the ERSD trace named by $SPECTHEORY_TRACE (at the family-wise level, as
+    that replay states) when one of those claims is among ``claim_ids``. Returns
+    ``{claim_id: [Evidence, ...]}``."""
+    import os
+
+    from sims.registry import total_mc_tests
+    extra: dict = {}
+    if logits is not None:
+        from validate.evidence import logits_evidence
+        for cid, evs in logits_evidence(logits, alpha=alpha / max(1, total_mc_tests())).items():
+            extra.setdefault(cid, []).extend(evs)
+    trace = os.environ.get(TRACE_ENV)
+    if trace and set(TRACE_CLAIMS) & set(claim_ids):
+        from validate import LogitTrace
+        from validate.replay_ersd import evidence_ersd, replay_ersd
+        rep = evidence_ersd(replay_ersd(LogitTrace.load(trace), k=16, m=16, n_mc=400, seed=0), alpha=alpha)
+        for cid in TRACE_CLAIMS:
+            extra.setdefault(cid, []).extend(rep[cid])
+    return extra
