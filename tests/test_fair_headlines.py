@@ -88,7 +88,17 @@ def test_principal_reading_decides_the_headline_and_others_are_beside_it(empty_r
     md = to_markdown(rep)
     assert "**holds** · integer: fails" in md and "Principal reading `as-printed`" in md
     assert "§3: 'the optimal γ is at most c'" in md
+    from sims.report_html import to_html
+    html = to_html(rep, plots=False)
+    assert '<span class="beside">· integer: fails</span>' in html and "Principal reading <code>as-printed</code>" in html
     _validate(rep)
+
+
+def test_the_terminal_table_shows_other_readings_beside_the_headline(empty_registry, capsys):
+    from rich.console import Console
+    _register(parts=(Part("printed", "a", "≤"), Part("integer", "b", "≤")), readings=TWO, check=two_readings_check)
+    print_table(_report(), Console(width=220, color_system=None))
+    assert "holds · integer: fails" in capsys.readouterr().out
 
 
 def test_a_failing_principal_reading_fails_whatever_the_others_say(empty_registry):
