@@ -386,3 +386,18 @@ def test_real_pair_verdict_beside_the_synthetic_one(empty_registry, logits, real
 def test_real_pair_verdict_needs_graded_logits_evidence():
     assert verdicts.real_pair_verdict([Evidence("logits", "i", 0, 0, outcome="info")]) is None
     assert verdicts.real_pair_verdict([]) is None
+
+
+# --- item 6: the README table counts the other readings that differ -----------------------------------
+
+def test_readme_rows_carry_readings_and_the_table_counts_those_that_differ(empty_registry):
+    from sims.readme_outputs import differ_cell, summary_rows, verify_table
+    _register(parts=(Part("printed", "a", "≤"), Part("integer", "b", "≤")), readings=TWO, check=two_readings_check)
+    rows = summary_rows(_report())
+    row = rows["claims"][0]
+    assert row["summary"] == "holds" and row["differ"] == 1 and differ_cell(row) == "1 of 1 differ"
+    assert [r["verdict"] for r in row["readings"]] == ["holds", "fails"]
+    table = verify_table(rows)
+    assert "other readings" in table and "1 of 1" in table
+    old = {"run": rows["run"], "claims": [{k: v for k, v in row.items() if k not in ("readings", "differ", "real")}]}
+    assert "other readings" not in verify_table(old)  # rows stored before report/3 render as before
