@@ -79,7 +79,7 @@ def verify_table(rows: dict) -> str:
     with_readings = any("readings" in c for c in rows["claims"])  # rows stored before report/3 have none
     t.add_column("verdict", max_width=20)
     if with_readings:
-        t.add_column("other readings", max_width=10)
+        t.add_column("other readings", max_width=14)
     t.add_column("what was found", ratio=1)
     t.add_column("controls", no_wrap=True)
     for c in rows["claims"]:
