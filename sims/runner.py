@@ -573,9 +573,13 @@ def _reading_summary(claim: Claim, pids, rv: dict, parts: list) -> str:
     text = verdicts.summary(rv)
     v = verdicts.claim_verdict(rv)
     mine = [p for p in parts if p["id"] in pids]
+    tag = None
     if v == "fails" and all(p["failure"] == "tie" for p in mine if p["verdict"] == "fails"):
-        text = text.replace("fails", "fails by equality (tie)", 1)
+        v, tag = "fails by equality", "tie"
     checked = [p for p in mine if p["checkable"]]
     if v == "holds" and checked and all(p["identity"] for p in checked):
-        text = text.replace("holds", "holds (identity)", 1) if len(rv) <= 1 else text + " (identity)"
-    return text
+        tag = "identity"
+    if tag is None:
+        return text
+    head = text.split(" (", 1)
+    return f"{v} ({tag}; {head[1]}" if len(head) > 1 else f"{v} ({tag})"
