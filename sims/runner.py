@@ -277,7 +277,8 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
 
     extra_evidence: ``{claim_id: [Evidence, ...]}`` computed elsewhere (real-model ``logits``
     evidence: the command line computes it with ``validate``, which this floor never imports);
-    it joins the subject's evidence and verdict. extra_source: where it came from (the report's
+    it joins the subject's evidence and gets its own verdict, the real pair's, beside the paper-level
+    one (the claim's ``sources.real``; it never enters the headline). extra_source: where it came from (the report's
     ``run.logits_run``).
 
     pairs: the user's own pairs (``{name: MarkovPair}``, :mod:`sims.instances_file`): only the
@@ -340,7 +341,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
                 prog.family_done(g, time.perf_counter() - t_g)
     finally:
         prog.stop()
-    for cid, evs in extra.items():  # real-logit evidence joins the claim's verdict (serial or parallel)
+    for cid, evs in extra.items():  # real-logit evidence joins the claim's evidence (its own verdict, serial or parallel)
         if (cid, None) in results and evs:
             r = results[(cid, None)]
             evs = list(evs)
