@@ -4,7 +4,9 @@ A report prints, beside each counterexample, least-slack record and out-of-scope
 of Python (``call``) that recomputes its numbers. :func:`mismatches` runs every such call of a
 report with :func:`sims.shrink.recompute` and compares what it returns with the printed numbers at
 the precision the report prints them (a counterexample's claimed and measured: 6 significant
-digits, :func:`spectheory.judge.format.fmt`; a least slack: 4, :func:`sims.report.short_fmt`)::
+digits, :func:`spectheory.judge.format.fmt`; a least slack: 4, :func:`sims.report.short_fmt`). A
+counterexample printed as claimed 0 and measured x (a slack or shortfall encoding) may have a call
+that returns x alone::
 
     python -m sims.reproduce reports/verify.json     # exit 1 and list the calls that do not reproduce
 """
@@ -20,9 +22,10 @@ from .report import short_fmt
 from .shrink import recompute
 
 
-def printed_calls(report: dict) -> list[dict]:
+def printed_calls(report: dict, controls: bool = True) -> list[dict]:
     """Every (claim, where, call, printed numbers) of a report: the counterexamples of the claim, its
-    parts and its controls, the least-slack records of its parts and controls, its scope findings."""
+    parts and (``controls``) its controls, the least-slack records of its parts and controls, its
+    scope findings."""
     out = []
 
     def cex(cid, where, x):
@@ -45,7 +48,7 @@ def printed_calls(report: dict) -> list[dict]:
         top = c.get("counterexample")
         if top and top.get("call") not in seen:
             cex(c["id"], "claim", top)
-        for k in c.get("controls") or []:
+        for k in (c.get("controls") or []) if controls else []:
             cex(c["id"], f"control {k['name']}", k.get("counterexample"))
             for pid, rec in (k.get("least_slack") or {}).items():
                 slack(c["id"], f"control {k['name']} part {pid}", rec)
@@ -76,6 +79,8 @@ def check_call(item: dict) -> dict | None:
         got = {"value": out if not isinstance(out, (tuple, list)) else out[0]}
         ok = _same(item["printed"]["value"], got["value"], 4)
     else:
+        if not isinstance(out, (tuple, list)) and item["printed"].get("claimed") == 0:
+            out = (0.0, out)  # a slack or shortfall encoding: claimed 0, the call gives the measured value
         if not isinstance(out, (tuple, list)) or len(out) < 2:
             return {**item, "got": f"not a (claimed, measured, ...) tuple: {out!r}"[:300]}
         got = {"claimed": out[0], "measured": out[1]}
@@ -85,18 +90,20 @@ def check_call(item: dict) -> dict | None:
     return {**item, "got": {k: (float(v) if isinstance(v, (int, float)) else str(v)) for k, v in got.items()}}
 
 
-def mismatches(report: dict) -> list[dict]:
-    """The printed calls of ``report`` that do not reproduce their printed numbers."""
-    return [m for item in printed_calls(report) if (m := check_call(item)) is not None]
+def mismatches(report: dict, controls: bool = True) -> list[dict]:
+    """The printed calls of ``report`` (``controls``: the negative controls' too) that do not
+    reproduce their printed numbers."""
+    return [m for item in printed_calls(report, controls) if (m := check_call(item)) is not None]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sims.reproduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("report", help="a report JSON (spectheory verify --json)")
+    ap.add_argument("--no-controls", action="store_true", help="only the claims' own calls (not the controls')")
     args = ap.parse_args(argv)
     report = json.loads(open(args.report).read())
-    calls = printed_calls(report)
-    bad = mismatches(report)
+    calls = printed_calls(report, not args.no_controls)
+    bad = mismatches(report, not args.no_controls)
     for m in bad:
         print(f"{m['claim']} ({m['where']}, {m['kind']}): printed {m['printed']}, the call gives {m['got']}\n"
               f"    {m['call']}")
