@@ -401,3 +401,13 @@ def test_readme_rows_carry_readings_and_the_table_counts_those_that_differ(empty
     assert "other readings" in table and "1 of 1" in table
     old = {"run": rows["run"], "claims": [{k: v for k, v in row.items() if k not in ("readings", "differ", "real")}]}
     assert "other readings" not in verify_table(old)  # rows stored before report/3 render as before
+
+
+def test_list_shows_readings_scope_and_choices(empty_registry):
+    from typer.testing import CliRunner
+    from spectheory_cli.main import app
+    _register(parts=(Part("printed", "a", "≤"), Part("integer", "b", "≤")), readings=TWO, check=two_readings_check,
+              scope=SCOPE, choices=(Choice("k_max", 4, (2, 4, 8), "open", invented=True),))
+    out = CliRunner().invoke(app, ["list", "--claims", "toy.*"]).output
+    assert "reading as-printed (principal; parts printed)" in out and "reading integer (integer; parts integer)" in out
+    assert "scope: V ≥ 3" in out and "choice k_max (invented): default 4, values 2, 4, 8" in out
