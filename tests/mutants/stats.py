@@ -140,8 +140,8 @@ MUTANTS = [
          tests="tests/test_shapes_slack.py"),
     # fair headlines (issue 24, issue 25 item 3): tests/test_fair_headlines.py on throw-away claims
     dict(path="sims/runner.py",
-         old="    return verdicts.reading_verdict(part_v, claim.principal.parts)",
-         new="    return verdicts.claim_verdict(part_v)",
+         old='                         "why": r.why, "parts": list(r.parts), "verdict": verdicts.reading_verdict(part_v, r.parts),',
+         new='                         "why": r.why, "parts": list(r.parts), "verdict": verdicts.claim_verdict(part_v),',
          why="the headline folds every reading's parts in again (an alternative reading decides it)",
          tests="tests/test_fair_headlines.py"),
     dict(path="sims/runner.py",
@@ -165,8 +165,8 @@ MUTANTS = [
          why="real-model (logits) evidence enters the paper-level headline again",
          tests="tests/test_fair_headlines.py"),
     dict(path="sims/shrink.py",
-         old="        if why and (found_outside is None or found_outside):",
-         new="        if why and False:",
+         old="        if why:\n            found_outside.append(",
+         new="        if False:\n            found_outside.append(",
          why="the shrinker returns an out-of-scope instance as the counterexample",
          tests="tests/test_fair_headlines.py"),
 ]
