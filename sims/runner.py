@@ -405,6 +405,11 @@ def _value_key(v) -> str:
     return v if isinstance(v, str) else json.dumps(v.tolist() if hasattr(v, "tolist") else v, ensure_ascii=False)
 
 
+def _json_value(v):
+    """A choice's value in the JSON: as is when it is a JSON scalar, else as text (:func:`_value_key`)."""
+    return v if v is None or isinstance(v, (bool, int, float, str)) else _value_key(v)
+
+
 def _scope_findings(claim: Claim, evidence, res: Result) -> list[dict]:
     """What was found outside the claim's scope: evidence labelled so (``Context.outside`` or an
     info note starting "outside the claim's scope") and the shrinker's out-of-scope failures."""
@@ -431,9 +436,8 @@ def _choices_entry(claim: Claim, res: Result, headline_parts: dict) -> tuple[lis
     pv_default = principal_verdict(claim, headline_parts)
     out, depends = [], []
     for ch in claim.choices:
-        entry = {"name": ch.name, "default": _value_key(ch.default) if not isinstance(ch.default, (int, float, str, bool))
-                 else ch.default, "values": [_value_key(v) for v in ch.values], "why": ch.why,
-                 "invented": bool(ch.invented), "verdicts": {}}
+        entry = {"name": ch.name, "default": _json_value(ch.default), "values": [_json_value(v) for v in ch.values],
+                 "why": ch.why, "invented": bool(ch.invented), "verdicts": {}}
         runs = [r for r in res.choice_runs if r["choice"] == ch.name]
         if pv_default == "fails" and runs:
             vals = list(ch.values) if ch.default in ch.values else [ch.default] + list(ch.values)
@@ -458,7 +462,7 @@ def _depends_text(choices: list, depends: list) -> str:
     for ch in choices:
         if ch["name"] not in depends:
             continue
-        d = ch["default"] if isinstance(ch["default"], str) else _value_key(ch["default"])
+        d = _value_key(ch["default"])
         bits.append(f"{ch['name']}: " + ", ".join(f"{v} at {k}" + (" (default)" if k == d else "")
                                                   for k, v in ch["verdicts"].items()))
     return "depends on " + "; ".join(bits)
