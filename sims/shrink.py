@@ -32,7 +32,7 @@ def smallest_counterexample(fails: Callable, *, V_values=(2, 3, 4), orders=(0, 1
                             K_values=(1,), seeds=range(10), concentration: float = 1.0,
                             extra: dict | None = None, pair_factory: Callable | None = None,
                             applies=None, call: Callable | None = None, outside: Callable | None = None,
-                            found_outside: list | None = None) -> dict | None:
+                            found_outside: list | None = None, scope=None) -> dict | None:
     """``fails(pair, gamma, K, **extra_values) -> (bool, claimed, measured[, details])``;
     returns the first failing instance as a dict, or None if none of the grid fails.
     ``extra``: ``{name: values}`` further grid axes, searched after K and before the seed.
@@ -45,7 +45,13 @@ def smallest_counterexample(fails: Callable, *, V_values=(2, 3, 4), orders=(0, 1
     (gamma, K, extra axes). ``outside(pair, gamma, K, **extra_values) -> reason | None``: the
     claim's scope (issue 24, item 2): a candidate outside it is never returned; the first one
     that fails is appended to ``found_outside`` (the same entry, with ``reason``), so the report
-    can say "outside the claim's scope"."""
+    can say "outside the claim's scope". ``scope``: the claim's :class:`sims.registry.Scope` (or a
+    ``guard(pair, **settings)``), called with gamma, K and the extra axes, in place of ``outside``."""
+    if scope is not None:
+        if outside is not None:
+            raise ValueError("give the scope or outside, not both")
+        guard = getattr(scope, "why_out", scope)
+        outside = lambda pair, gamma, K, **kw: guard(pair, gamma=gamma, K=K, **kw)  # noqa: E731
     extra = dict(extra or {})
     keys = list(extra)
     axes = {"V": tuple(V_values), "order": tuple(orders), "gamma": tuple(gammas), "K": tuple(K_values),

@@ -411,3 +411,15 @@ def test_list_shows_readings_scope_and_choices(empty_registry):
     out = CliRunner().invoke(app, ["list", "--claims", "toy.*"]).output
     assert "reading as-printed (principal; parts printed)" in out and "reading integer (integer; parts integer)" in out
     assert "scope: V ≥ 3" in out and "choice k_max (invented): default 4, values 2, 4, 8" in out
+
+
+def test_smallest_counterexample_honours_a_scope():
+    from sims.shrink import smallest_counterexample
+
+    def fails(pair, gamma, K):
+        return (pair.V * gamma == 2 or pair.V == 4, 0.0, 1.0)
+    found = []
+    cex = smallest_counterexample(fails, V_values=(2, 3, 4), orders=(0,), gammas=(1,), seeds=(0,), scope=SCOPE,
+                                  found_outside=found)
+    assert cex["V"] == 4 and [f["V"] for f in found] == [2] and "V = 2" in found[0]["reason"]
+    assert smallest_counterexample(fails, V_values=(2, 3, 4), orders=(0,), gammas=(1,), seeds=(0,))["V"] == 2
