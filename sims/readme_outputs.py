@@ -12,6 +12,8 @@ Each quoted output sits in README.md as a ``text`` block right after a marker
   in ``docs/outputs/verify-default.json`` and the table is rendered from them; the fast tests
   check that README.md matches that file and that it lists the registry's claims; the slow tier
   reruns the verify and compares the rows.
+  Rerunning also rewrites ``docs/readings.md`` (:mod:`sims.readings`), whose reading verdicts
+  come from the stored rows.
 * ``library-example``: what the README's library example (the ``python`` block before the
   marker) prints; the fast tests run it and compare.
 """
@@ -37,14 +39,26 @@ _BLOCK = re.compile(r"(<!-- output: (?P<name>[\w-]+) -->\n```text\n)(?P<body>.*?
 # --- verify-table ----------------------------------------------------------------------------------
 
 def summary_rows(report: dict) -> dict:
-    """What the README's table shows of a report (and what the slow tier compares)."""
-    from .report import controls_cell, finding
+    """What the README's table shows of a report (and what the slow tier compares), with every
+    reading's verdict (what docs/readings.md quotes, :mod:`sims.readings`) and the real pair's."""
+    from .report import controls_cell, finding, readings_differ, real_pair_text
     run = report["run"]
     return {"run": {"seed": run["seed"], "quick": run["quick"], "duration_s": run["duration_s"],
-                    "versions": run.get("versions", {})},
+                    "versions": run.get("versions", {}), "started_at": run.get("started_at"),
+                    "schema": report.get("schema")},
             "claims": [{"id": c["id"], "relation": c.get("relation"), "verdict": c["verdict"],
                         "summary": c.get("summary") or c["verdict"], "finding": finding(c),
-                        "controls": controls_cell(c)} for c in report["claims"]]}
+                        "controls": controls_cell(c),
+                        "readings": [{"id": r["id"], "role": r["role"], "verdict": r["verdict"],
+                                      "summary": r.get("summary") or r["verdict"]} for r in c.get("readings") or []],
+                        "differ": readings_differ(c), "real": real_pair_text(c)} for c in report["claims"]]}
+
+
+def differ_cell(row: dict) -> str:
+    """``1 of 2 differ``: how many of a claim's other readings have a verdict other than the
+    principal one's; ``–`` for a claim with one reading."""
+    others = [r for r in row.get("readings") or [] if r["role"] != "principal"]
+    return f"{row.get('differ', 0)} of {len(others)} differ" if others else "–"
 
 
 def run_verify() -> dict:
@@ -62,11 +76,15 @@ def verify_table(rows: dict) -> str:
     t = Table(title=f"spectheory verify (default tier, seed {run['seed']})")
     t.add_column("claim", no_wrap=True)
     t.add_column("relation")
+    with_readings = any("readings" in c for c in rows["claims"])  # rows stored before report/3 have none
     t.add_column("verdict", max_width=20)
+    if with_readings:
+        t.add_column("other readings", max_width=14)
     t.add_column("what was found", ratio=1)
     t.add_column("controls", no_wrap=True)
     for c in rows["claims"]:
-        t.add_row(c["id"], c["relation"] or "–", c["summary"], c["finding"], c["controls"])
+        t.add_row(c["id"], c["relation"] or "–", c["summary"], *([differ_cell(c)] if with_readings else []),
+                  c["finding"], c["controls"])
     console.print(t)
     return "\n".join(line.rstrip() for line in console.export_text().splitlines()).strip("\n")
 
@@ -98,6 +116,8 @@ def outputs(rerun: bool = False, only: str | None = None) -> dict[str, str]:
         if rerun:
             STORED.parent.mkdir(parents=True, exist_ok=True)
             STORED.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
+            from . import readings  # docs/readings.md quotes the stored run's reading verdicts
+            readings.main([])
         out["verify-table"] = verify_table(rows)
     if only in (None, "library-example"):
         out["library-example"] = library_example()

@@ -230,9 +230,17 @@ class Claim:
         return out
 
     @property
+    def choice_reruns(self) -> int:
+        """Re-runs of the subject a failing principal reading triggers: one per non-default value
+        of each open choice (:class:`Choice`)."""
+        return sum(sum(1 for v in c.values if v != c.default) for c in self.choices)
+
+    @property
     def n_mc_tests(self) -> int:
-        """Monte Carlo tests in one full run of this claim, controls included."""
-        return self.mc_tests * (1 + len(self.controls))
+        """Monte Carlo tests in one full run of this claim: the subject, its controls, and the
+        re-runs of the subject at its choices' other values (counted whether or not they run, so
+        the Bonferroni denominator is known before anything runs)."""
+        return self.mc_tests * (1 + len(self.controls) + self.choice_reruns)
 
     @property
     def relation_label(self) -> str:
@@ -272,9 +280,10 @@ def register(**kwargs) -> Claim:
         papers.keys_of(claim.paper)
     except papers.UnknownPaperError as err:
         raise RegistrationError(f"{claim.id}: {err}") from None
-    bad = [m for m in claim.modes if m not in MODES]
+    bad = [m for m in claim.modes if m not in MODES or m == "proof"]
     if bad or not claim.modes:
-        raise RegistrationError(f"{claim.id}: modes must be a non-empty subset of {MODES}, got {claim.modes!r}")
+        raise RegistrationError(f"{claim.id}: modes must be a non-empty subset of {MODES[:3]} (mode 'proof' comes "
+                                f"from identity parts' proofs), got {claim.modes!r}")
     if claim.relation is not None and claim.relation not in RELATIONS:
         raise RegistrationError(f"{claim.id}: unknown relation {claim.relation!r}; use one of {', '.join(RELATIONS)}")
     _check_parts(claim)
@@ -376,6 +385,16 @@ def _check_readings(claim: Claim) -> None:
     for p in claim.parts:
         if p.proof is not None and not p.identity:
             raise RegistrationError(f"{claim.id}: part {p.id!r} has a proof but is not marked identity=True")
+        if p.identity and not callable(p.proof):
+            raise RegistrationError(f"{claim.id}: identity part {p.id!r} needs proof=fn, fn() -> (holds, detail): "
+                                    "its verdict comes from the symbolic proof")
+        if p.identity and not p.checkable:
+            raise RegistrationError(f"{claim.id}: identity part {p.id!r} must be checkable (its numerical check is "
+                                    "kept as an implementation test)")
+    for c in claim.choices:
+        if not isinstance(c.values, tuple) or not c.values:
+            raise RegistrationError(f"{claim.id}: choice {c.name!r} needs a non-empty tuple of values (its admissible "
+                                    f"range), got {c.values!r}")
 
 
 def load_all() -> dict[str, Claim]:
@@ -443,6 +462,9 @@ class Context:
     slack: dict = field(default_factory=dict, init=False)
     #: notes the check leaves for the report (e.g. a user pair skipped by a comparison, and why)
     notes: list = field(default_factory=list, init=False)
+    #: violations found outside the claim's scope (by the shrinker, or :meth:`outside`): reported
+    #: as "outside the claim's scope", never as counterexamples (issue 24, item 2)
+    scope_findings: list = field(default_factory=list, init=False)
 
     def __post_init__(self):
         self.alpha_test = self.alpha_family / max(1, total_mc_tests() if self.mc_total is None else self.mc_total)
@@ -487,6 +509,15 @@ class Context:
     def out_of_scope(self, pair, **settings) -> str | None:
         """None if ``pair`` is inside the claim's scope (or the claim declares none), else why not."""
         return None if self.scope is None else self.scope.why_out(pair, **settings)
+
+    def outside(self, ev: Evidence, reason: str) -> Evidence:
+        """Label ``ev`` as evidence about an instance outside the claim's scope (``reason``, e.g.
+        what :meth:`out_of_scope` returned): it becomes ``info``, shown under the claim as "outside
+        the claim's scope: ...", and never enters a verdict. Returns ``ev``."""
+        if not reason:
+            raise ValueError(f"{self.claim_id}: say why the instance is outside the claim's scope")
+        ev.out_of_scope, ev.outcome, ev.tie = str(reason), "info", False
+        return ev
 
     def rng(self, *labels: str) -> np.random.Generator:
         """A Generator seeded from (run seed, claim id, subject, labels): reproducible and

@@ -1,4 +1,4 @@
-"""Render a report (schema ``spectheory.report/2``) for people: the terminal table (rich), the
+"""Render a report (schema ``spectheory.report/3``; older ``/2`` reports render too) for people: the terminal table (rich), the
 Markdown report and its evidence file, and the words every rendering shares (relations,
 findings, counterexample lines). The HTML report is :mod:`sims.report_html`; the JSON is written
 by :func:`spectheory.judge.format.write_json`. Also renders conformance reports, which have no
@@ -18,15 +18,20 @@ from spectheory.judge.format import fmt, interval
 RELATION_NOUN = {"=": "equality", "law": "equality in law", "≤": "upper bound", "≥": "lower bound",
                  "<": "strict upper bound", ">": "strict lower bound", "ordering": "ordering",
                  "monotone": "monotonicity", "scaling": "scaling", "exists": "existence"}
-_VERB = {"holds": "holds", "fails": "fails", "inconclusive": "undecided", "not-checkable": "not checked"}
+_VERB = {"holds": "holds", "fails": "fails", "inconclusive": "undecided", "not-checkable": "not checked",
+         "depends": "depends on a choice"}
 
 #: the legend printed under every summary (terminal, Markdown, HTML), one entry per line
 LEGEND = (
     ("relation", "what the claim asserts: = a value equality; law two distributions are equal; ≤ ≥ < > a "
                  "bound; ordering a ranking of methods; monotone in a parameter; scaling a growth rate; exists "
                  "some setting achieves it (a multi-part claim lists its parts' relations, `/`-joined)"),
-    ("verdict", "holds / fails / inconclusive / not-checkable, from the claim's parts: any part fails → fails; "
-                "`fails (1 of 3 parts)` says how many parts have that verdict"),
+    ("verdict", "the principal reading's (the paper's words, quoted in the report): holds / fails / inconclusive / "
+                "not-checkable from its parts (any part fails → fails; `fails (1 of 3 parts)` says how many); "
+                "`depends on k_max: ...` when it fails at the default of a choice the paper leaves open but not at "
+                "every value; `fails by equality (tie)` when a strict inequality is only met with equality; "
+                "`holds (identity)` when it rests on proved identities; after `·`, every other reading with its own "
+                "verdict, and the real pair's (logits) verdict, never folded into the headline"),
     ("what was found", "the verdict in the relation's terms: for a bound its least slack (≥ 0 while it holds) "
                        "and where; for an equality or law the largest exact deviation or the smallest Monte Carlo "
                        "p-value; for a failure the claimed and measured numbers where it fails"),
@@ -212,6 +217,9 @@ def finding(claim: dict) -> str:
     failing part, else the first undecided one, else the first that holds), prefixed with the
     part's id when the claim has several."""
     parts = _parts(claim)
+    principal = next((r for r in claim.get("readings") or [] if r.get("role") == "principal"), None)
+    if principal is not None:  # the headline's parts decide what is shown
+        parts = [p for p in parts if p["id"] in principal["parts"]] or parts
     for v in ("fails", "inconclusive", "holds", "not-checkable"):
         p = next((p for p in parts if p["verdict"] == v), None)
         if p is not None:
@@ -232,7 +240,51 @@ def controls_cell(claim) -> str:
 
 
 def _summary(claim) -> str:
+    """The headline in words (the principal reading's, or ``depends on ...``)."""
     return claim.get("summary") or claim["verdict"]
+
+
+def alternatives(claim) -> list[dict]:
+    """The readings beside the headline (every reading but the principal one)."""
+    return [r for r in claim.get("readings") or [] if r.get("role") != "principal"]
+
+
+def real_pair_text(claim) -> str:
+    """``real pair: holds (n 8,992 ≥ 6,244)``, ``real pair: underpowered (n 1,536 of 6,600 needed)``,
+    ``real pair: fails``; '' without graded logits evidence."""
+    real = (claim.get("sources") or {}).get("real")
+    if not real:
+        return ""
+    v, n, need = real["verdict"], real.get("n"), real.get("n_needed")
+    if n is None or need is None:
+        return f"real pair: {v}"
+    if v == "underpowered":
+        return f"real pair: underpowered (n {n:,} of {need:,} needed)"
+    if v == "holds":
+        return f"real pair: holds (n {n:,} ≥ {need:,})"
+    return f"real pair: {v} (n {n:,}; {need:,} needed)"
+
+
+def beside(claim) -> list[str]:
+    """What is shown beside the headline: each other reading with its verdict (``integer:
+    fails``), then the real pair's verdict."""
+    out = [f"{r['id']}: {r.get('summary') or r['verdict']}" for r in alternatives(claim)]
+    real = real_pair_text(claim)
+    return out + ([real] if real else [])
+
+
+def verdict_text(claim) -> str:
+    """The headline followed by what is beside it: ``holds · integer: fails · real pair: holds (...)``."""
+    return " · ".join([_summary(claim)] + beside(claim))
+
+
+def readings_differ(claim) -> int:
+    """How many other readings have a verdict different from the principal reading's."""
+    readings = claim.get("readings") or []
+    principal = next((r for r in readings if r.get("role") == "principal"), None)
+    if principal is None:
+        return 0
+    return sum(r["verdict"] != principal["verdict"] for r in alternatives(claim))
 
 
 def _cite_short(claim) -> str:
@@ -249,8 +301,9 @@ def _cite_short(claim) -> str:
 def verdict_counts(report) -> str:
     from collections import Counter
     n = Counter(c["verdict"] for c in report["claims"])
-    words = [f"{n[v]} {w}" for v, w in (("holds", "hold"), ("fails", "fail"), ("inconclusive", "inconclusive"),
-                                          ("not-checkable", "not checkable")) if n[v]]
+    words = [f"{n[v]} {w}" for v, w in (("holds", "hold"), ("fails", "fail"), ("depends", "depend on a choice"),
+                                          ("inconclusive", "inconclusive"), ("not-checkable", "not checkable"))
+             if n[v]]
     ctl = [k for c in report["claims"] for k in c.get("controls") or []]
     rej = sum(k["verdict"] == "fails" for k in ctl)
     return (f"{len(report['claims'])} claims: {', '.join(words)}"
@@ -263,6 +316,11 @@ def _title(report) -> str:
             f"{run['duration_s']} s)")
 
 
+def _escape_markup(text: str) -> str:
+    from rich.markup import escape
+    return escape(text)
+
+
 # --- terminal --------------------------------------------------------------------------------------
 
 def print_table(report: dict, console=None) -> None:
@@ -273,17 +331,21 @@ def print_table(report: dict, console=None) -> None:
         console = Console()
         if not console.is_terminal:
             console = Console(width=160)
-    colour = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim"}
+    colour = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim", "depends": "magenta"}
     t = Table(title=_title(report), caption=verdict_counts(report), show_lines=False)
     t.add_column("claim", no_wrap=True)
     t.add_column("relation")
-    t.add_column("verdict", max_width=20)
+    t.add_column("verdict", max_width=34)
     t.add_column("what was found", ratio=1)
     t.add_column("controls", no_wrap=True)
     for c in report["claims"]:
-        t.add_row(c["id"], c.get("relation") or "–", f"[{colour.get(c['verdict'], 'white')}]{_summary(c)}[/]",
-                  finding(c), controls_cell(c))
+        extra = beside(c)
+        t.add_row(c["id"], c.get("relation") or "–", f"[{colour.get(c['verdict'], 'white')}]{_summary(c)}[/]"
+                  + "".join(f" · {_escape_markup(b)}" for b in extra), finding(c), controls_cell(c))
     console.print(t)
+    errors = (report.get("run") or {}).get("implementation_errors") or []
+    for err in errors:
+        console.print(f"[bold red]{_escape_markup(err)}[/]", highlight=False)
     for k, text in LEGEND:
         console.print(f"[bold]{k}[/]: {text}", highlight=False)
 
@@ -368,8 +430,12 @@ def to_markdown(report: dict, evidence_name: str | None = None) -> str:
               "| claim | paper | relation | verdict | what was found | controls |",
               "|---|---|---|---|---|---|"]
     for c in report["claims"]:
+        side = "".join(f" · {_esc(b)}" for b in beside(c))
         lines.append(f"| [`{c['id']}`](#{anchor(c['id'])}) | {_esc(_cite_short(c)) or '–'} | {c.get('relation') or '–'} "
-                     f"| **{_summary(c)}** | {_esc(finding(c))} | {_esc(controls_cell(c))} |")
+                     f"| **{_esc(_summary(c))}**{side} | {_esc(finding(c))} | {_esc(controls_cell(c))} |")
+    errors = (report.get("run") or {}).get("implementation_errors") or []
+    if errors:
+        lines += [""] + [f"> **{_esc(e)}**" for e in errors]
     lines += ["", "**Legend.**", ""] + [f"- *{k}*: {text}" for k, text in LEGEND]
     for c in report["claims"]:
         lines += [""] + claim_section(c, evidence_name)
@@ -389,14 +455,21 @@ def claim_section(c: dict, evidence_name: str | None = None, anchor_tag: bool = 
              f"> {c['statement']}", ""]
     if c.get("interpretation"):
         lines += [f"**Reading.** {c['interpretation']}", ""]
+    lines += readings_lines(c)
     if multi:
         lines += ["| part | relation | verdict | what it says | what was found |", "|---|---|---|---|---|"]
         for p in parts:
-            lines.append(f"| `{p['id']}` | {p['relation']} | **{p['verdict']}** | {_esc(p['statement'])} | "
+            lines.append(f"| `{p['id']}` | {p['relation']} | **{part_verdict_text(p)}** | {_esc(p['statement'])} | "
                          f"{_esc(part_finding(c, p))} |")
         lines.append("")
     else:
-        lines += [f"**Verdict.** {part_phrase(c, parts[0])}.", ""]
+        lines += [f"**Verdict.** {part_verdict_text(parts[0]) + ' · ' if parts[0].get('identity') else ''}"
+                  f"{part_phrase(c, parts[0])}.", ""]
+    lines += scope_lines(c) + choices_lines(c)
+    real = real_pair_text(c)
+    if real:
+        lines += [f"**Real pair** (logits evidence, its own verdict beside the paper-level one): {real[len('real pair: '):]}.",
+                  ""]
     for p in parts:
         if p.get("least_slack") and p["least_slack"].get("call"):
             rec, of = p["least_slack"], f" of `{p['id']}`" if multi else ""
@@ -429,6 +502,63 @@ def claim_section(c: dict, evidence_name: str | None = None, anchor_tag: bool = 
     for n in c.get("notes") or []:
         lines.append(f"- Note: {n}")
     return lines
+
+
+def part_verdict_text(p: dict) -> str:
+    """A part's verdict with its kind: ``fails by equality (tie)``, ``holds: identity (proved)``."""
+    v = p["verdict"]
+    if v == "fails" and p.get("failure") == "tie":
+        v = "fails by equality (tie)"
+    if p.get("identity"):
+        v = f"{v}: identity ({'proved' if p['verdict'] == 'holds' else 'proof ' + p['verdict']})"
+        if p.get("implementation_test"):
+            v += f"; implementation test {p['implementation_test']}"
+    return v
+
+
+def readings_lines(c: dict) -> list[str]:
+    """The principal reading (quoted, with why) and every other reading with its own verdict."""
+    readings = c.get("readings") or []
+    if not readings or (len(readings) == 1 and not readings[0].get("quote")):
+        return []
+    out = []
+    for r in readings:
+        head = "Principal reading" if r["role"] == "principal" else f"Other reading ({r.get('kind') or 'alternative'})"
+        out.append(f"- **{head} `{r['id']}`: {_esc(r.get('summary') or r['verdict'])}** "
+                   f"(parts {', '.join(f'`{p}`' for p in r['parts'])}). {r['statement']}"
+                   + (f" Paper: {r['quote']}" if r.get("quote") else "") + (f" Why: {r['why']}" if r.get("why") else ""))
+    return out + [""]
+
+
+def scope_lines(c: dict) -> list[str]:
+    """The claim's scope and what was found outside it ("outside the claim's scope: ...")."""
+    scope = c.get("scope") or {}
+    out = []
+    if scope.get("statement"):
+        out.append(f"**Scope.** {scope['statement']}")
+    for f in scope.get("out_of_scope") or []:
+        where = f" (part `{f['part']}`)" if f.get("part") and len(_parts(c)) > 1 else ""
+        nums = (f": claimed {short_fmt(f.get('claimed'))}, measured {short_fmt(f.get('measured'))}"
+                if f.get("claimed") is not None or f.get("measured") is not None else "")
+        out.append(f"- outside the claim's scope{where}: {f.get('instance', '')} — {f.get('reason', '')}{nums}"
+                   + (f"; recompute: `{f['call']}`" if f.get("call") else ""))
+    return out + ([""] if out else [])
+
+
+def choices_lines(c: dict) -> list[str]:
+    """The open choices (invented ones marked) and, when the principal reading failed, its verdict
+    at each value swept."""
+    out = []
+    for ch in c.get("choices") or []:
+        vals = ", ".join(str(v) for v in ch["values"])
+        swept = "; principal verdict at each value: " + ", ".join(f"{k} {v}" for k, v in ch["verdicts"].items()) \
+            if ch.get("verdicts") else ""
+        out.append(f"- Choice `{ch['name']}`{' (invented by this project)' if ch.get('invented') else ''}: default "
+                   f"{ch['default']}, values {vals}. {ch.get('why', '')}{swept}")
+    if c.get("robust") is not None:
+        out.append("- The principal reading's failure is robust: it fails at every value of every open choice."
+                   if c["robust"] else f"- The principal reading's failure {_summary(c)}.")
+    return (["**Open choices.**", ""] + out + [""]) if out else []
 
 
 def _evidence_blocks(report, headings: bool = True) -> list[str]:

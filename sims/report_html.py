@@ -24,8 +24,9 @@ import os
 
 from spectheory.judge.format import fmt, interval
 
-from .report import (LEGEND, _num, _parts, _summary, anchor, bound_slack, controls_cell, finding, key_evidence,
-                     part_finding, part_phrase, settings_text, verdict_counts)
+from .report import (LEGEND, _num, _parts, _summary, anchor, beside, bound_slack, choices_lines, controls_cell,
+                     finding, key_evidence, part_finding, part_phrase, part_verdict_text, readings_lines, scope_lines,
+                     settings_text, verdict_counts)
 
 #: settings never used as an axis
 _META = ("claimed", "measured", "outcome")
@@ -47,6 +48,7 @@ code,pre{font-family:SFMono-Regular,Consolas,Menlo,monospace;font-size:12.5px}
 pre{background:#f3f4f6;border:1px solid #e1e4e8;padding:8px 10px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
 .badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12.5px;font-weight:600;color:#fff;white-space:nowrap}
 .holds{background:#2e7d32}.fails{background:#c62828}.inconclusive{background:#b26a00}.not-checkable{background:#78828c}
+.depends{background:#7b3fa0}.underpowered{background:#b26a00}.beside{font-size:12.5px;color:#444}
 section.claim{border-top:3px solid #e3e6ea;padding:18px 0 8px;margin-top:18px}
 section.claim.v-fails{border-top-color:#c62828}section.claim.v-holds{border-top-color:#2e7d32}
 section.claim.v-inconclusive{border-top-color:#b26a00}
@@ -69,6 +71,35 @@ def _e(x) -> str:
 
 def _badge(verdict: str, text: str | None = None) -> str:
     return f'<span class="badge {_e(verdict)}">{_e(text or verdict)}</span>'
+
+
+def _beside(c: dict) -> str:
+    """Every other reading's verdict and the real pair's, beside the headline badge."""
+    extra = beside(c)
+    return (' <span class="beside">· ' + _e(" · ".join(extra)) + "</span>") if extra else ""
+
+
+def _md_inline(text: str) -> str:
+    """The Markdown lines :mod:`sims.report` writes, as HTML (bold, code, list items)."""
+    import re
+    t = _e(text)
+    t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
+    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    return t
+
+
+def _md_block(lines: list[str]) -> str:
+    out, items = [], []
+    for line in lines + [""]:
+        if line.startswith("- "):
+            items.append(f"<li>{_md_inline(line[2:])}</li>")
+            continue
+        if items:
+            out.append("<ul>" + "".join(items) + "</ul>")
+            items = []
+        if line.strip():
+            out.append(f"<p>{_md_inline(line)}</p>")
+    return "".join(out)
 
 
 # --- plots -----------------------------------------------------------------------------------------
@@ -352,19 +383,22 @@ def _section(c: dict, plots: bool, figs: dict | None = None) -> str:
     parts = _parts(c)
     multi = len(parts) > 1
     out = [f'<section class="claim v-{_e(c["verdict"])}" id="{anchor(c["id"])}">',
-           f"<h2><code>{_e(c['id'])}</code> {_badge(c['verdict'], _summary(c))}</h2>",
+           f"<h2><code>{_e(c['id'])}</code> {_badge(c['verdict'], _summary(c))}{_beside(c)}</h2>",
            f'<p class="cite">{_e(c.get("paper") or "")}{" · " + _e(c["reference"]) if c.get("reference") else ""}</p>',
            f"<blockquote>{_e(c['statement'])}</blockquote>"]
     if c.get("interpretation"):
         out.append(f"<p><b>Reading.</b> {_e(c['interpretation'])}</p>")
+    out.append(_md_block(readings_lines(c)))
     if multi:
         out.append("<table><tr><th>part</th><th>relation</th><th>verdict</th><th>what it says</th>"
                    "<th>what was found</th></tr>" + "".join(
                        f"<tr><td><code>{_e(p['id'])}</code></td><td class=rel>{_e(p['relation'])}</td>"
-                       f"<td>{_badge(p['verdict'])}</td><td>{_e(p['statement'])}</td>"
+                       f"<td>{_badge(p['verdict'], part_verdict_text(p))}</td><td>{_e(p['statement'])}</td>"
                        f"<td>{_e(part_finding(c, p))}</td></tr>" for p in parts) + "</table>")
     else:
-        out.append(f'<p class="finding"><b>Verdict.</b> {_e(part_phrase(c, parts[0]))}.</p>')
+        ident = part_verdict_text(parts[0]) + " · " if parts[0].get("identity") else ""
+        out.append(f'<p class="finding"><b>Verdict.</b> {_e(ident + part_phrase(c, parts[0]))}.</p>')
+    out.append(_md_block(scope_lines(c) + choices_lines(c)))
     for p in parts:
         rec = p.get("least_slack")
         if rec and rec.get("call"):
@@ -424,11 +458,14 @@ def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verifi
                  + _e(", ".join(f"{p['name']} (V={p['V']}, order {p['order']})" for p in inst["pairs"])) + "</p>")
     rows = "".join(
         f'<tr><td><a href="#{anchor(c["id"])}"><code>{_e(c["id"])}</code></a></td>'
-        f"<td class=rel>{_e(c.get('relation') or '–')}</td><td>{_badge(c['verdict'], _summary(c))}</td>"
+        f"<td class=rel>{_e(c.get('relation') or '–')}</td><td>{_badge(c['verdict'], _summary(c))}{_beside(c)}</td>"
         f"<td>{_e(finding(c))}</td><td>{_e(controls_cell(c))}</td></tr>" for c in report["claims"])
     legend = "".join(f"<dt>{_e(k)}</dt><dd>{_e(t)}</dd>" for k, t in LEGEND)
     figs = figures(report, jobs) if plots else None
     body = "\n".join(_section(c, plots, figs) for c in report["claims"])
+    errors = run.get("implementation_errors") or []
+    if errors:
+        extra += "".join(f'<p class="cex"><b>{_e(e)}</b></p>' for e in errors)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"

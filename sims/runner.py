@@ -1,5 +1,14 @@
-"""Run registered claim checks and assemble a report (schema ``spectheory.report/2``,
-docs/report_schema.md; the JSON Schema is ``sims/schemas/report-2.json``)."""
+"""Run registered claim checks and assemble a report (schema ``spectheory.report/3``,
+docs/report_schema.md; the JSON Schema is ``sims/schemas/report-3.json``).
+
+The headline of a claim is its principal reading's verdict; every other reading gets its own
+verdict beside it (issue 24, item 1). When the principal reading fails, the subject is re-run at
+every other value of each open choice (:class:`sims.registry.Choice`, one at a time, the others at
+their defaults, same seeds; controls stay at the defaults): the failure is robust if it persists
+at every value, else the headline is ``depends`` (item 3). Identity parts get their verdict from
+their symbolic proof (evidence mode ``proof``); their numerical check is an implementation test
+(item 4). Real-model (``logits``) evidence gets its own verdict beside the paper-level one
+(issue 25, item 3)."""
 from __future__ import annotations
 
 import platform
@@ -9,13 +18,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from spectheory.judge import verdicts
-from spectheory.judge.evidence import combine
+from spectheory.judge.evidence import Evidence, combine
 from spectheory.judge.format import versions
 
 from . import papers
 from .registry import Claim, Context, select, total_mc_tests
 
-SCHEMA = "spectheory.report/2"
+SCHEMA = "spectheory.report/3"
+#: how an info evidence's note starts when a check reports an instance outside the claim's scope
+#: without :meth:`sims.registry.Context.outside` (the report lists both the same way)
+OUTSIDE = "outside the claim's scope"
 
 
 def control_verdict(claim: Claim, control, evidence):
@@ -46,15 +58,18 @@ def tag_parts(claim: Claim, evidence, who: str = "subject") -> None:
 
 
 def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float,
-                 user: dict | None = None, mc_total: int | None = None, required: dict | None = None):
+                 user: dict | None = None, mc_total: int | None = None, required: dict | None = None,
+                 choices: dict | None = None, shrink: bool = True):
     """One check; ``user``/``mc_total``: the user's pairs and their Bonferroni denominator on a
     ``--instances`` run; ``required``: the (part, mode) pairs a control is judged on (None: the
-    subject, judged on every part in its modes)."""
+    subject, judged on every part in its modes); ``choices``: overrides of the claim's open
+    choices (a re-run of a failing subject); ``shrink``: look for the smallest counterexample
+    when it fails."""
     if required is None:
         required = {p.id: claim.part_modes(p) for p in claim.checkable_parts}
     ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name,
                   parts=claim.parts, user=user, mc_total=mc_total, required=required,
-                  claim_choices=claim.choices, scope=claim.scope)
+                  claim_choices=claim.choices, scope=claim.scope, choices=dict(choices or {}))
     t0 = time.perf_counter()
     evidence = claim.check(ctx, subject)
     skipped_mc = ctx.mc_tests_run == 0 and not ctx.wants("mc")  # a control not graded in mc may skip it
@@ -78,8 +93,10 @@ def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: boo
                                    f"graded no evidence in {missing} (a part that cannot be graded is declared "
                                    "checkable=False with a reason)")
     verdict = combine(evidence)
-    counterexample = claim.shrink(ctx, subject) if verdict == "fails" and claim.shrink and user is None else None
-    return Result(verdict, evidence, counterexample, time.perf_counter() - t0, ctx.slack, ctx.notes)
+    counterexample = (claim.shrink(ctx, subject) if shrink and verdict == "fails" and claim.shrink and user is None
+                      else None)
+    return Result(verdict, evidence, counterexample, time.perf_counter() - t0, ctx.slack, ctx.notes,
+                  ctx.scope_findings)
 
 
 @dataclass
@@ -92,6 +109,67 @@ class Result:
     seconds: float
     slack: dict
     notes: list = field(default_factory=list)
+    #: violations found outside the claim's scope (the shrinker's), for the report
+    scope_findings: list = field(default_factory=list)
+    #: the subject re-run at other values of the claim's choices (when its principal reading
+    #: failed): ``[{"choice", "value", "parts": {part: verdict}, "seconds"}]``
+    choice_runs: list = field(default_factory=list)
+    #: parts a control left inconclusive (set by the report assembly)
+    demoted: set = field(default_factory=set)
+
+
+def proof_evidence(claim: Claim) -> list[Evidence]:
+    """Evidence of mode ``proof`` for each identity part: its ``proof()`` run (pass if it returns
+    holds; a proof that raises fails, with the error as its note)."""
+    out = []
+    for p in claim.parts:
+        if not p.identity:
+            continue
+        try:
+            ok, detail = p.proof()
+        except Exception as err:  # noqa: BLE001 - a broken proof is a failed proof, said so
+            ok, detail = False, f"the proof raised {type(err).__name__}: {err}"
+        out.append(Evidence("proof", f"{p.id}: symbolic identity", None, None, part=p.id,
+                            test="symbolic proof (sympy): the identity's two sides simplify to the same expression",
+                            outcome="pass" if ok else "fail", note=str(detail)))
+    return out
+
+
+def part_verdicts(claim: Claim, evidence) -> tuple[dict, dict]:
+    """The parts' paper-level verdicts from a subject's evidence (exact, Monte Carlo and proof;
+    logits evidence has its own verdict, :func:`spectheory.judge.verdicts.real_pair_verdict`).
+    An identity part's verdict is its proof's; its numerical evidence is its implementation test.
+    Returns (verdict per part, implementation-test verdict per identity part)."""
+    syn = verdicts.synthetic(evidence)
+    out, impl = {}, {}
+    for p in claim.parts:
+        mine = [e for e in syn if e.part == p.id]
+        if not p.checkable:
+            out[p.id] = verdicts.NOT_CHECKABLE
+        elif p.identity:
+            out[p.id] = combine([e for e in mine if e.mode == "proof"])
+            impl[p.id] = combine([e for e in mine if e.mode != "proof"])
+        else:
+            out[p.id] = combine(mine)
+    return out, impl
+
+
+def principal_verdict(claim: Claim, part_v: dict) -> str:
+    return verdicts.reading_verdict(part_v, claim.principal.parts)
+
+
+def _sweep_choices(claim: Claim, res: Result, seed: int, quick: bool, alpha: float, mc_total) -> None:
+    """Re-run the subject at every non-default value of each open choice (one choice at a time,
+    the others at their defaults, same seeds, no shrinking) and keep each run's part verdicts."""
+    proofs = [e for e in res.evidence if e.mode == "proof"]
+    for ch in claim.choices:
+        for value in ch.values:
+            if value == ch.default:
+                continue
+            r = _run_subject(claim, claim.subject, "subject", seed, quick, alpha, None, mc_total, None,
+                             choices={ch.name: value}, shrink=False)
+            pv, _ = part_verdicts(claim, list(r.evidence) + proofs)
+            res.choice_runs.append({"choice": ch.name, "value": value, "parts": pv, "seconds": r.seconds})
 
 
 def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha: float,
@@ -108,8 +186,14 @@ def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha:
     subject = claim.subject if ctl is None else ctl.subject
     who = "subject" if ctl is None else f"control:{ctl.name}"
     try:
-        return _run_subject(claim, subject, who, seed, quick, alpha, user, mc_total,
-                            None if ctl is None else claim.control_requirements(ctl))
+        res = _run_subject(claim, subject, who, seed, quick, alpha, user, mc_total,
+                           None if ctl is None else claim.control_requirements(ctl))
+        if ctl is None:
+            res.evidence = list(res.evidence) + proof_evidence(claim)
+            if user is None and claim.choices and \
+                    principal_verdict(claim, part_verdicts(claim, res.evidence)[0]) == "fails":
+                _sweep_choices(claim, res, seed, quick, alpha, mc_total)
+        return res
     except Exception as err:  # noqa: BLE001 - only user claims are rewrapped
         if not user_claims.is_user_claim(claim_id):
             raise
@@ -209,7 +293,8 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
 
     extra_evidence: ``{claim_id: [Evidence, ...]}`` computed elsewhere (real-model ``logits``
     evidence: the command line computes it with ``validate``, which this floor never imports);
-    it joins the subject's evidence and verdict. extra_source: where it came from (the report's
+    it joins the subject's evidence and gets its own verdict, the real pair's, beside the paper-level
+    one (the claim's ``sources.real``; it never enters the headline). extra_source: where it came from (the report's
     ``run.logits_run``).
 
     pairs: the user's own pairs (``{name: MarkovPair}``, :mod:`sims.instances_file`): only the
@@ -295,7 +380,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
         if claim.id in mine:
             user_claims.check_run(claim, results[(claim.id, None)].evidence,
                                   {c.name: results[(claim.id, c.name)].evidence for c in claim.controls})
-    for cid, evs in extra.items():  # real-logit evidence joins the claim's verdict (serial or parallel)
+    for cid, evs in extra.items():  # real-logit evidence joins the claim's evidence (its own verdict, serial or parallel)
         if (cid, None) in results and evs:
             r = results[(cid, None)]
             evs = list(evs)
@@ -312,7 +397,8 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
                                               "run on these pairs (controls included)",
            "power": 0.9, "logits_run": extra_source, "started_at": started.isoformat(timespec="seconds"),
            "duration_s": round(time.perf_counter() - t0, 2), "versions": versions(),
-           "platform": platform.platform()}
+           "platform": platform.platform(),
+           "implementation_errors": [f"{c['id']}: {n}" for c in out for n in c["implementation_errors"]]}
     if user is not None:
         run["instances"] = {"source": pairs_source, "pairs": [_describe(n, p) for n, p in user.items()]}
     return {"schema": SCHEMA, "claims": out, "run": run}
@@ -353,22 +439,104 @@ def _graded_modes(evidence, part: str) -> set:
     return {e.mode for e in evidence if e.part == part and e.outcome != "info"}
 
 
+def _value_key(v) -> str:
+    """A choice's value as a JSON object key (``4``, ``0.3``, ``flat``, ``[1, 2]``)."""
+    import json
+    return v if isinstance(v, str) else json.dumps(v.tolist() if hasattr(v, "tolist") else v, ensure_ascii=False)
+
+
+def _json_value(v):
+    """A choice's value in the JSON: as is when it is a JSON scalar, else as text (:func:`_value_key`)."""
+    return v if v is None or isinstance(v, (bool, int, float, str)) else _value_key(v)
+
+
+def _scope_findings(claim: Claim, evidence, res: Result) -> list[dict]:
+    """What was found outside the claim's scope: evidence labelled so (``Context.outside`` or an
+    info note starting "outside the claim's scope") and the shrinker's out-of-scope failures."""
+    out = []
+    for e in evidence:
+        note = e.note or ""
+        if e.out_of_scope or (e.outcome == "info" and note.startswith(OUTSIDE)):
+            reason = e.out_of_scope or note[len(OUTSIDE):].lstrip(" :")
+            out.append({"part": e.part, "instance": e.instance, "reason": reason,
+                        "claimed": _json_num(e.claimed), "measured": _json_num(e.measured), "source": "check"})
+    for f in res.scope_findings:
+        out.append({**f, "source": "shrinker"})
+    return out
+
+
+def _json_num(x):
+    from spectheory.judge.evidence import _num
+    return _num(x)
+
+
+def _choices_entry(claim: Claim, res: Result, headline_parts: dict) -> tuple[list, bool | None, list]:
+    """The claim's choices with the principal verdict at each swept value; ``robust`` (None unless
+    the principal reading fails at the defaults) and the choices the failure depends on."""
+    pv_default = principal_verdict(claim, headline_parts)
+    out, depends = [], []
+    for ch in claim.choices:
+        entry = {"name": ch.name, "default": _json_value(ch.default), "values": [_json_value(v) for v in ch.values],
+                 "why": ch.why, "invented": bool(ch.invented), "verdicts": {}}
+        runs = [r for r in res.choice_runs if r["choice"] == ch.name]
+        if pv_default == "fails" and runs:
+            vals = list(ch.values) if ch.default in ch.values else [ch.default] + list(ch.values)
+            for v in vals:
+                if v == ch.default:
+                    entry["verdicts"][_value_key(v)] = pv_default
+                    continue
+                run = next(r for r in runs if r["value"] == v)
+                pv = {pid: ("inconclusive" if pid in res.demoted and v_ != "fails" else v_)  # controls at defaults
+                      for pid, v_ in run["parts"].items()}
+                entry["verdicts"][_value_key(v)] = principal_verdict(claim, pv)
+            if any(v != "fails" for v in entry["verdicts"].values()):
+                depends.append(ch.name)
+        out.append(entry)
+    robust = None if pv_default != "fails" else not depends
+    return out, robust, depends
+
+
+def _depends_text(choices: list, depends: list) -> str:
+    """``depends on k_max: holds at 2, fails at 4 (default)``; several choices `;`-joined."""
+    bits = []
+    for ch in choices:
+        if ch["name"] not in depends:
+            continue
+        d = _value_key(ch["default"])
+        bits.append(f"{ch['name']}: " + ", ".join(f"{v} at {k}" + (" (default)" if k == d else "")
+                                                  for k, v in ch["verdicts"].items()))
+    return "depends on " + "; ".join(bits)
+
+
 def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
-    """One claim of the report: parts and their verdicts, the claim's verdict and summary, the
-    evidence, and every control's verdict per part per mode. ``user``: a user-pairs run, where a
-    part no user pair fits is not checkable and controls are required only where the subject
-    was graded."""
+    """One claim of the report: parts and their verdicts, readings and their verdicts (the
+    principal one is the headline), scope findings, open choices (swept when the principal reading
+    fails), the evidence, every control's verdict per part per mode, and the real pair's own
+    verdict. ``user``: a user-pairs run, where a part no user pair fits is not checkable and
+    controls are required only where the subject was graded."""
     res = results[(claim.id, None)]
     evidence, cex, secs, slack = res.evidence, res.counterexample, res.seconds, res.slack
-    part_v = {p.id: verdicts.part_verdict(evidence, p.id, p.checkable) for p in claim.parts}
+    part_v, impl = part_verdicts(claim, evidence)
     reasons = {p.id: p.reason for p in claim.parts}
     if user:
         for p in claim.checkable_parts:
-            if not _graded_modes(evidence, p.id):
+            if not _graded_modes(verdicts.synthetic(evidence), p.id):
                 part_v[p.id] = verdicts.NOT_CHECKABLE
                 reasons[p.id] = "no user pair fits this part's comparisons (see the notes)"
     part_notes: dict[str, list] = {p.id: [] for p in claim.parts}
     notes, controls = list(res.notes), []
+    errors = []
+    for pid, iv in impl.items():
+        if iv == "fails":  # a proved identity whose code disagrees: our bug, not the paper's
+            note = (f"IMPLEMENTATION ERROR in identity part {pid!r}: its numerical check (the implementation test) "
+                    "fails although the identity is proved; the code disagrees with the model, so this part's verdict "
+                    "is withheld (inconclusive) until it is fixed")
+            errors.append(note)
+            notes.append(note)
+            part_notes[pid].append(note)
+            if part_v[pid] != "fails":
+                part_v[pid] = "inconclusive"
+    res.demoted = set()
     one = len(claim.parts) == 1
     for ctl in claim.controls:
         cres = results[(claim.id, ctl.name)]
@@ -395,6 +563,7 @@ def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
             if not missed or part_v[pid] in ("fails", verdicts.NOT_CHECKABLE):
                 continue
             part_v[pid] = "inconclusive"
+            res.demoted.add(pid)
             where = "" if one else f" in part {pid!r}"
             note = (f"negative control {ctl.name!r} did not fail{where} in mode(s) {missed} "
                     f"(per mode: {per_part.get(pid) if not one else per_mode}): the check cannot tell a broken "
@@ -404,17 +573,58 @@ def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
     by_part: dict = {}
     for x in _counterexamples(cex):  # each counterexample on the part it names (else the first failing one)
         by_part.setdefault(_failing_part(claim, evidence, x), x)
+    syn = verdicts.synthetic(evidence)
     parts = []
     for p in claim.parts:
-        parts.append({"id": p.id, "statement": p.statement, "relation": p.relation, "checkable": p.checkable,
-                      "reason": reasons[p.id], "modes": list(claim.part_modes(p)), "verdict": part_v[p.id],
-                      "evidence": sum(e.part == p.id for e in evidence),
-                      "counterexample": by_part.get(p.id),
-                      "least_slack": slack.get(p.id), "notes": part_notes[p.id]})
+        used = [e for e in syn if e.part == p.id and (e.mode == "proof") == p.identity]
+        entry = {"id": p.id, "statement": p.statement, "relation": p.relation, "checkable": p.checkable,
+                 "reason": reasons[p.id], "modes": list(claim.part_modes(p)) + (["proof"] if p.identity else []),
+                 "verdict": part_v[p.id], "failure": verdicts.failure_kind(used) if part_v[p.id] == "fails" else None,
+                 "identity": bool(p.identity), "reading": claim.reading_of(p.id).id,
+                 "evidence": sum(e.part == p.id for e in evidence),
+                 "counterexample": by_part.get(p.id),
+                 "least_slack": slack.get(p.id), "notes": part_notes[p.id]}
+        if p.identity:
+            entry["implementation_test"] = impl.get(p.id)
+        parts.append(entry)
+    readings = []
+    for r in claim.readings:
+        rv = {pid: part_v[pid] for pid in r.parts}
+        readings.append({"id": r.id, "role": r.role, "kind": r.kind, "statement": r.statement, "quote": r.quote,
+                         "why": r.why, "parts": list(r.parts), "verdict": verdicts.reading_verdict(part_v, r.parts),
+                         "summary": _reading_summary(claim, r.parts, rv, parts)})
+    principal = next(r for r in readings if r["role"] == "principal")
+    choices, robust, depends = _choices_entry(claim, res, part_v)
+    verdict, summary = principal["verdict"], principal["summary"]
+    if depends:
+        verdict, summary = "depends", _depends_text(choices, depends)
+    scope = {"statement": claim.scope.statement if claim.scope is not None else None,
+             "out_of_scope": _scope_findings(claim, evidence, res)}
+    real = verdicts.real_pair_verdict(evidence)
     keys = papers.keys_of(claim.paper)
-    return {"id": claim.id, "verdict": verdicts.claim_verdict(part_v), "summary": verdicts.summary(part_v),
+    return {"id": claim.id, "verdict": verdict, "summary": summary,
             "relation": claim.relation_label, "statement": claim.statement,
             "paper": papers.cite(claim.paper), "papers": [papers.PAPERS[k].to_json() for k in keys],
-            "reference": claim.reference, "interpretation": claim.interpretation, "parts": parts,
+            "reference": claim.reference, "interpretation": claim.interpretation,
+            "readings": readings, "scope": scope, "choices": choices, "robust": robust, "depends_on": depends,
+            "sources": {"synthetic": verdict, "real": real}, "parts": parts,
             "evidence": [e.to_json() for e in evidence], "counterexample": (_counterexamples(cex) or [None])[0],
-            "controls": controls, "notes": notes, "seconds": round(secs, 3)}
+            "controls": controls, "notes": notes, "implementation_errors": errors, "seconds": round(secs, 3)}
+
+
+def _reading_summary(claim: Claim, pids, rv: dict, parts: list) -> str:
+    """A reading's verdict in words: ``fails (1 of 3 parts)``, ``fails by equality (tie)``,
+    ``holds (identity)`` (every checkable part an identity, proved)."""
+    text = verdicts.summary(rv)
+    v = verdicts.claim_verdict(rv)
+    mine = [p for p in parts if p["id"] in pids]
+    tag = None
+    if v == "fails" and all(p["failure"] == "tie" for p in mine if p["verdict"] == "fails"):
+        v, tag = "fails by equality", "tie"
+    checked = [p for p in mine if p["checkable"]]
+    if v == "holds" and checked and all(p["identity"] for p in checked):
+        tag = "identity"
+    if tag is None:
+        return text
+    head = text.split(" (", 1)
+    return f"{v} ({tag}; {head[1]}" if len(head) > 1 else f"{v} ({tag})"

@@ -26,6 +26,7 @@ Every helper takes ``part=`` to tag its evidence with a part of the claim (or us
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Callable, Iterable
 
 from spectheory import instances as inst
@@ -54,16 +55,65 @@ def _tag(ev, part):
     return ev
 
 
-def each(names: Iterable[str], compare: Callable, *, get: Callable = inst.get, part: str | None = None) -> list[Evidence]:
+def each(names: Iterable[str], compare: Callable, *, get: Callable = inst.get, part: str | None = None,
+         strict: bool = False) -> list[Evidence]:
     """``compare(name, pair)`` for each instance name in order (``get(name)`` builds the pair);
-    it returns one Evidence, a list, or None. The evidence, flattened, in instance order."""
+    it returns one Evidence, a list, or None. The evidence, flattened, in instance order.
+    ``strict``: the comparisons grade a strict inequality (< or >): a fail whose claimed and
+    measured agree within the exact tolerance is marked a tie (:func:`mark_ties`)."""
     out = []
     for name in names:
         r = compare(name, get(name))
         if r is None:
             continue
         out += r if isinstance(r, list) else [r]
+    if strict:
+        mark_ties(out)
     return _tag(out, part)
+
+
+def is_tie(claimed, measured, tol: float = stats.EXACT_TOL) -> bool:
+    """Claimed and measured equal within ``tol`` (relative for large values, as the exact bounds)."""
+    try:
+        c, m = float(claimed), float(measured)
+    except (TypeError, ValueError):
+        return False
+    if not (math.isfinite(c) and math.isfinite(m)):
+        return False
+    return abs(m - c) <= tol * max(1.0, abs(c))
+
+
+def mark_ties(evidence, tol: float = stats.EXACT_TOL) -> list:
+    """Mark every ``fail`` of a strict inequality whose claimed and measured agree within ``tol``
+    as a tie (``Evidence.tie``: "fails by equality (tie)", issue 24 item 4). Returns the list."""
+    for e in evidence if isinstance(evidence, list) else [evidence]:
+        if e.outcome == "fail" and is_tie(e.claimed, e.measured, tol):
+            e.tie = True
+            if "tie" not in e.note:
+                e.note = "; ".join(x for x in (e.note, "fails by equality (tie): claimed = measured within "
+                                                        f"{tol:g}") if x)
+    return evidence
+
+
+def strict_bound(instance: str, bound, measured, *, side: str = "gt", tol: float = stats.EXACT_TOL,
+                 what: str = "value", note: str = "") -> Evidence:
+    """An exact strict inequality: ``measured > bound`` (side "gt") or ``measured < bound``
+    ("lt"), by more than ``tol`` (relative for large values). Equality within ``tol`` fails as a
+    tie (``Evidence.tie``); a violation beyond it fails strictly."""
+    if side not in ("gt", "lt"):
+        raise ValueError(f"side must be 'gt' or 'lt', got {side!r}")
+    b, m = float(bound), float(measured)
+    gap = (m - b) if side == "gt" else (b - m)
+    slack = tol * max(1.0, abs(b)) if math.isfinite(b) else 0.0
+    tie = abs(gap) <= slack
+    ev = Evidence("exact", instance, b, m, test=f"exact {what} {'>' if side == 'gt' else '<'} bound (strict; "
+                                                 f"equality within tol {tol:g} is a tie)",
+                  tolerance=tol, outcome="pass" if gap > slack else "fail", note=note)
+    if tie:
+        ev.tie = True
+        ev.note = "; ".join(x for x in (note, f"fails by equality (tie): |measured − bound| = {abs(gap):.3g} ≤ "
+                                              f"{slack:.3g}") if x)
+    return ev
 
 
 _GRADES = ("equal", "distance", "bound")
@@ -77,8 +127,9 @@ def sweep(instance, points: Iterable[dict], measure: Callable, *, grade: str = "
     ``instance``: the evidence's label, or ``instance(point) -> str`` to name the worst point in it.
     ``measure(**point) -> (claimed, measured[, details])`` at each point. ``grade``: "equal"
     (exact equality, worst = largest |claimed − measured|), "distance" (claimed 0, worst =
-    largest measured), "bound" (``measured ≥ claimed`` for side "ge", ``≤`` for "le"; worst =
-    least slack). ``worst(claimed, measured, details, point) -> badness`` overrides the choice
+    largest measured), "bound" (``measured ≥ claimed`` for side "ge", ``≤`` for "le", strictly
+    ``>`` / ``<`` for "gt" / "lt", where equality within the tolerance fails as a tie,
+    :func:`strict_bound`; worst = least slack). ``worst(claimed, measured, details, point) -> badness`` overrides the choice
     (largest badness; ties keep the first point). ``note``: a string or ``note(point, claimed,
     measured, details)``. The evidence is the worst point's comparison; ``keep`` stores every
     point with its own outcome in ``Evidence.points``. ``judge(instance, claimed, measured,
@@ -86,6 +137,8 @@ def sweep(instance, points: Iterable[dict], measure: Callable, *, grade: str = "
     the encodings some families report bounds in)."""
     if grade not in _GRADES:
         raise ValueError(f"grade must be one of {_GRADES}, got {grade!r}")
+    if side not in ("ge", "le", "gt", "lt"):
+        raise ValueError(f"side must be 'ge', 'le', 'gt' or 'lt', got {side!r}")
     rows = []
     for pt in points:
         out = measure(**pt)
@@ -95,7 +148,7 @@ def sweep(instance, points: Iterable[dict], measure: Callable, *, grade: str = "
     if worst is None:
         worst = {"equal": lambda c, m, d, p: abs(c - m),
                  "distance": lambda c, m, d, p: m,
-                 "bound": (lambda c, m, d, p: c - m) if side == "ge" else (lambda c, m, d, p: m - c)}[grade]
+                 "bound": (lambda c, m, d, p: c - m) if side in ("ge", "gt") else (lambda c, m, d, p: m - c)}[grade]
     pt, c, m, d = max(rows, key=lambda r: worst(r[1], r[2], r[3], r[0]))
     text = note(pt, c, m, d) if callable(note) else (note or "")
     compare = judge or (lambda i, ci, mi, n: _grade(i, grade, side, ci, mi, tol, what, n))
@@ -116,7 +169,11 @@ def clipped_bound(side: str = "ge", *, strict: bool = False, tol: float = stats.
             ok = value > bound + tol if strict else value >= bound - tol
         else:
             ok = value < bound - tol if strict else value <= bound + tol
-        return stats.exact_equal(instance, bound, bound if ok else value, what=what, note=note)
+        ev = stats.exact_equal(instance, bound, bound if ok else value, what=what, note=note)
+        if strict and not ok and abs(value - bound) <= tol:  # a strict inequality met with equality
+            ev.outcome, ev.tie = "fail", True
+            ev.note = "; ".join(x for x in (note, f"fails by equality (tie): |value − bound| ≤ {tol:g}") if x)
+        return ev
     return judge
 
 
@@ -133,6 +190,9 @@ def _grade(instance, grade, side, c, m, tol, what, note) -> Evidence:
         return stats.exact_equal(instance, c, m, tol=stats.EXACT_TOL if tol is None else tol, what=what, note=note)
     if grade == "distance":
         return stats.exact_distance(instance, m, tol=1e-12 if tol is None else tol, what=what, note=note)
+    if side in ("gt", "lt"):
+        return strict_bound(instance, c, m, side=side, tol=stats.EXACT_TOL if tol is None else tol, what=what,
+                            note=note)
     return stats.exact_bound(instance, c, m, side=side, tol=stats.EXACT_TOL if tol is None else tol, what=what,
                              note=note)
 
@@ -176,8 +236,12 @@ def least_slack(ctx, part: str, search: Callable[[], LeastSlack], *, instance: s
     fails on the instance where the correct one is tightest."""
     rec = search()
     ctx.least_slack(part, rec)
-    ev = stats.exact_bound(f"{instance} ({rec.search.split(';')[0]})", 0.0, rec.value, side="ge", tol=tol,
-                           what=what, note=f"instance: {rec.call}")
+    known = next((p for p in getattr(ctx, "parts", ()) if p.id == part), None)
+    name = f"{instance} ({rec.search.split(';')[0]})"
+    if known is not None and known.relation in ("<", ">"):  # strict: zero slack is a tie, not a pass
+        ev = strict_bound(name, 0.0, rec.value, side="gt", tol=tol, what=what, note=f"instance: {rec.call}")
+    else:
+        ev = stats.exact_bound(name, 0.0, rec.value, side="ge", tol=tol, what=what, note=f"instance: {rec.call}")
     return _tag(ev, part)
 
 
@@ -207,17 +271,29 @@ def shrinker(measure: Callable, *, fails: Callable[[float, float], bool] = diffe
     def shrink(ctx, subject):
         subj = expr_of(subject, measure.__module__, *modules)
 
+        def settings_of(gamma, K, kw):
+            return {k: v for k, v in {"gamma": gamma, "K": K, **kw}.items() if k in applies}
+
         def check(pair, gamma, K, **kw):
-            settings = {k: v for k, v in {"gamma": gamma, "K": K, **kw}.items() if k in applies}
-            if guard is not None and guard(pair, **settings):
-                return (False, float("nan"), float("nan"))
-            out = measure(pair, subject, **settings)
+            out = measure(pair, subject, **settings_of(gamma, K, kw))
             return (fails(out[0], out[1]), *out)
+
+        def outside(pair, gamma, K, **kw):
+            return guard(pair, **settings_of(gamma, K, kw))
 
         def call(source, **settings):
             return call_line(measure, Expr(source), Expr(subj) if subj else Expr("SUBJECT"), **settings)
 
-        cex = smallest_counterexample(check, applies=applies, call=call, **search)
+        found: list = []
+        cex = smallest_counterexample(check, applies=applies, call=call, outside=None if guard is None else outside,
+                                      found_outside=found, **search)
+        for f in found:  # a failure outside the scope is a finding, never a counterexample
+            if part is not None:
+                f["part"] = part
+            getattr(ctx, "scope_findings", []).append(
+                {"part": f.get("part"), "instance": f.get("source", ""), "reason": f.pop("reason"),
+                 "claimed": f.get("claimed"), "measured": f.get("measured"), "call": f.get("call"),
+                 "settings": {k: v for k, v in f.items() if k not in ("source", "claimed", "measured", "call", "part")}})
         if cex is not None and part is not None:
             cex["part"] = part
         return cex

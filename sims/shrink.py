@@ -31,7 +31,8 @@ AXES = ("V", "order", "gamma", "K", "seed")
 def smallest_counterexample(fails: Callable, *, V_values=(2, 3, 4), orders=(0, 1), gammas=(1, 2, 3),
                             K_values=(1,), seeds=range(10), concentration: float = 1.0,
                             extra: dict | None = None, pair_factory: Callable | None = None,
-                            applies=None, call: Callable | None = None) -> dict | None:
+                            applies=None, call: Callable | None = None, outside: Callable | None = None,
+                            found_outside: list | None = None, scope=None) -> dict | None:
     """``fails(pair, gamma, K, **extra_values) -> (bool, claimed, measured[, details])``;
     returns the first failing instance as a dict, or None if none of the grid fails.
     ``extra``: ``{name: values}`` further grid axes, searched after K and before the seed.
@@ -41,7 +42,16 @@ def smallest_counterexample(fails: Callable, *, V_values=(2, 3, 4), orders=(0, 1
     claim: only they enter the entry, and every other axis must have a single value (default:
     all apply). ``call(source, **settings) -> str``: the one-line call recomputing claimed and
     measured, given the pair's constructor call ``source`` and the applicable algorithm settings
-    (gamma, K, extra axes)."""
+    (gamma, K, extra axes). ``outside(pair, gamma, K, **extra_values) -> reason | None``: the
+    claim's scope (issue 24, item 2): a candidate outside it is never returned; the first one
+    that fails is appended to ``found_outside`` (the same entry, with ``reason``), so the report
+    can say "outside the claim's scope". ``scope``: the claim's :class:`sims.registry.Scope` (or a
+    ``guard(pair, **settings)``), called with gamma, K and the extra axes, in place of ``outside``."""
+    if scope is not None:
+        if outside is not None:
+            raise ValueError("give the scope or outside, not both")
+        guard = getattr(scope, "why_out", scope)
+        outside = lambda pair, gamma, K, **kw: guard(pair, gamma=gamma, K=K, **kw)  # noqa: E731
     extra = dict(extra or {})
     keys = list(extra)
     axes = {"V": tuple(V_values), "order": tuple(orders), "gamma": tuple(gammas), "K": tuple(K_values),
@@ -55,27 +65,38 @@ def smallest_counterexample(fails: Callable, *, V_values=(2, 3, 4), orders=(0, 1
         if idle:
             raise ValueError(f"settings {idle} do not apply to the claim but are searched over several values; "
                              "give them one value")
+
+    def entry_of(pair, V, order, gamma, K, kw, seed, out):
+        _, claimed, measured = out[:3]
+        source = (pair.params.get("construction", pair.name) if pair_factory else
+                  f"spectheory.pairs.random_pair(V={V}, order={order}, "
+                  f"concentration={concentration:g}, seed={seed})")
+        entry = {"V": V, "order": order, "gamma": gamma, "K": K, **kw, "seed": int(seed),
+                 "source": source, "claimed": float(claimed), "measured": float(measured)}
+        if applies is not None:
+            entry = {k: v for k, v in entry.items() if k in applies or k not in axes}
+        if len(out) > 3 and out[3]:
+            entry.update(out[3])
+        if call is not None:
+            settings = {k: v for k, v in {"gamma": gamma, "K": K, **kw}.items()
+                        if applies is None or k in applies}
+            entry["call"] = call(source, **settings)
+        return entry
+
     for V, order, gamma, K, *vals, seed in itertools.product(*axes.values()):
         pair = (pair_factory(V, order, concentration, seed) if pair_factory
                 else random_pair(V, order, concentration, seed=seed))
         kw = dict(zip(keys, vals))
+        why = outside(pair, gamma, K, **kw) if outside is not None else None
+        if why and (found_outside is None or found_outside):
+            continue  # out of scope, and an out-of-scope failure is already recorded (or not wanted)
         out = fails(pair, gamma, K, **kw)
-        bad, claimed, measured = out[:3]
-        if bad:
-            source = (pair.params.get("construction", pair.name) if pair_factory else
-                      f"spectheory.pairs.random_pair(V={V}, order={order}, "
-                      f"concentration={concentration:g}, seed={seed})")
-            entry = {"V": V, "order": order, "gamma": gamma, "K": K, **kw, "seed": int(seed),
-                     "source": source, "claimed": float(claimed), "measured": float(measured)}
-            if applies is not None:
-                entry = {k: v for k, v in entry.items() if k in applies or k not in axes}
-            if len(out) > 3 and out[3]:
-                entry.update(out[3])
-            if call is not None:
-                settings = {k: v for k, v in {"gamma": gamma, "K": K, **kw}.items()
-                            if applies is None or k in applies}
-                entry["call"] = call(source, **settings)
-            return entry
+        if not out[0]:
+            continue
+        if why:
+            found_outside.append({**entry_of(pair, V, order, gamma, K, kw, seed, out), "reason": str(why)})
+            continue
+        return entry_of(pair, V, order, gamma, K, kw, seed, out)
     return None
 
 

@@ -160,7 +160,8 @@ def list_claims(claims: str = typer.Option("*", "--claims", "-c", help="Claim id
                 brief: bool = typer.Option(False, "--brief", help="One line per claim, no statements."),
                 claims_from: Optional[List[str]] = typer.Option(None, "--claims-from", help="Also list the claims "
                                                                 "of your file or module (docs/your_claims.md).")):
-    """List the registered claims: id, relation, paper and where in it, statement and parts."""
+    """List the registered claims: id, relation, paper and where in it, statement, parts, readings, scope and
+    open choices."""
     import textwrap
 
     from sims import papers, user_claims
@@ -192,6 +193,15 @@ def list_claims(claims: str = typer.Option("*", "--claims", "-c", help="Claim id
             for p in c.parts:
                 tag = f"{p.relation}{'' if p.checkable else ', not checkable'}"
                 typer.echo(wrap(f"- {p.id} ({tag}): {p.statement}", "      ").replace("      - ", "    - ", 1))
+        if len(c.readings) > 1 or c.principal.quote:  # the reading that decides the headline, and the others
+            for r in c.readings:
+                role = "principal" if r.role == "principal" else (r.kind or "alternative")
+                typer.echo(wrap(f"reading {r.id} ({role}; parts {', '.join(r.parts)}): {r.statement}", "    "))
+        if c.scope is not None:
+            typer.echo(wrap(f"scope: {c.scope.statement}", "    "))
+        for ch in c.choices:
+            typer.echo(wrap(f"choice {ch.name}{' (invented)' if ch.invented else ''}: default {ch.default!r}, values "
+                            f"{', '.join(repr(v) for v in ch.values)}", "    "))
         typer.echo("")
 
 

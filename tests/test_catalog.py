@@ -107,3 +107,41 @@ def test_the_scan_catches_what_it_must():
     for text in ("--seed 7", "seed 0", "each job's seed derives from the base seed", "pair_seed=3",
                  "TRACE_CLAIMS", "a seeded search", "seed=0, restart=True"):
         assert not _scan(text, "x"), text
+
+
+def test_readings_page_is_current():
+    """docs/readings.md is what `python -m sims.readings` writes from the registry and the stored run
+    (issue 24 item 6): every claim with its principal reading, scope, choices and other readings."""
+    from sims import readings
+    text = readings.render()
+    assert (ROOT / "docs" / "readings.md").read_text() == text, (
+        f"docs/readings.md is stale: regenerate it with `{readings.COMMAND}`")
+    for cid in load_all():
+        assert f"### `{cid}`" in text, cid
+
+
+def test_readings_page_lists_every_reading_with_its_stored_verdict(tmp_path, monkeypatch):
+    """A claim with two readings: the page gives the principal's quote, the scope, the choices (the
+    invented one marked) and the other reading with the stored run's verdict; a stored run without
+    that reading says so instead of inventing a verdict."""
+    import json
+    from sims import readings, registry
+    from sims.registry import Choice, Control, Part, Reading, Scope
+    monkeypatch.setattr(registry, "REGISTRY", {})
+    registry.register(id="toy.read", paper="leviathan2023", reference="§1", statement="S.", modes=("exact",),
+                      check=lambda ctx, s: [], controls=(Control("bad", "bad", "broken"),),
+                      parts=(Part("a", "A", "≤"), Part("b", "B", "≤")),
+                      readings=(Reading("printed", "As printed.", ("a",), role="principal", quote="§2: 'A'",
+                                        why="the paper says A"),
+                                Reading("integer", "Over integers.", ("b",), kind="integer", why="rounding")),
+                      scope=Scope("V ≥ 3"), choices=(Choice("band", 0.5, (0.5, 1.5), "ours", invented=True),))
+    stored = tmp_path / "rows.json"
+    stored.write_text(json.dumps({"run": {"seed": 0, "quick": False}, "claims": [
+        {"id": "toy.read", "summary": "holds", "differ": 1, "readings": [
+            {"id": "printed", "role": "principal", "verdict": "holds", "summary": "holds"},
+            {"id": "integer", "role": "alternative", "verdict": "fails", "summary": "fails"}]}]}))
+    text = readings.render(stored)
+    assert "§2: 'A'" in text and "**Scope**: V ≥ 3" in text and "*(invented by this project)*" in text
+    assert "`integer` (integer): **fails**" in text and "| 1 of 1 |" in text
+    stored.write_text(json.dumps({"run": {}, "claims": [{"id": "toy.read", "summary": "holds"}]}))
+    assert "not in the stored run" in readings.render(stored)

@@ -37,7 +37,7 @@ def test_every_sd_claim_is_registered_with_controls():
 
 def test_quick_report_schema_and_verdicts(quick_report):
     r = quick_report
-    assert r["schema"] == SCHEMA == "spectheory.report/2"
+    assert r["schema"] == SCHEMA == "spectheory.report/3"
     assert [c["id"] for c in r["claims"]] == SD_IDS
     for c in r["claims"]:
         assert CLAIM_KEYS <= c.keys()

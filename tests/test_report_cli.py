@@ -158,7 +158,7 @@ def test_user_pairs_run_every_claim_that_takes_pairs(pairs_run):
     assert any("'too-big' skipped by exact enumeration" in n for n in lossless["notes"])
     assert rep["run"]["mc_tests_in_registry"] == 3 * sum(  # the Bonferroni bound of this run, known before it
         1 + len(c["controls"]) for c in rep["claims"])
-    validator("report-2.json").validate(rep)
+    validator("report-3.json").validate(rep)
     validator("instances-1.json").validate(tomllib.loads(PAIRS_TOML))
     md = (d / "mine.md").read_text()
     assert "On the user's pairs from" in md and "two-state (V=2, order 1)" in md

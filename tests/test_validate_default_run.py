@@ -2,7 +2,9 @@
 (issue 19's acceptance test): `spectheory verify --logits data/runs/<default run>` gives
 `sd.acceptance` and `sd.expected_tokens` **holds**, each with a graded logits test that passes
 at a tolerance of at most 0.02 and whose sample reaches the size its power statement needs
-(per-test α of the full report, power 0.9 as the report states). The replay needs no model."""
+(per-test α of the full report, power 0.9 as the report states), and the report gives the real pair
+its own verdict beside the paper-level one: `real pair: holds (n had ≥ n needed)`. The replay needs
+no model."""
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,8 @@ def test_default_run_gives_holds_with_powered_logits_tests(evidence, claim):
         assert e.detectable is not None and e.detectable <= e.tolerance, (claim, e.instance, e.n, e.detectable)
     c = run_claims(claim, quick=True, progress=False, extra_evidence={claim: evidence[claim]})["claims"][0]
     assert c["verdict"] == "holds", (claim, c["summary"])
+    # the real pair's own verdict beside the paper-level one (issue 25 item 3): holds, powered
+    real = c["sources"]["real"]
+    assert real["verdict"] == "holds", (claim, real)
+    assert real["n"] >= real["n_needed"] > 0, (claim, real)
+    assert c["sources"]["synthetic"] == "holds"

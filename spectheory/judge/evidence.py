@@ -7,8 +7,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-VERDICTS = ("holds", "fails", "inconclusive", "not-checkable")
-MODES = ("exact", "mc", "logits")
+#: a claim's headline verdict; ``depends``: the principal reading fails at the default of an open
+#: modelling choice but not at every admissible value of it (issue 24, item 3; the parts and readings
+#: themselves are always one of the other four)
+VERDICTS = ("holds", "fails", "inconclusive", "not-checkable", "depends")
+#: evidence modes: exact enumeration, Monte Carlo, real-model logits, and a symbolic ``proof`` of an
+#: identity part (issue 24, item 4: pass/fail, made by the runner from the part's ``proof()``)
+MODES = ("exact", "mc", "logits", "proof")
+#: the modes of the paper-level ("synthetic") verdict; ``logits`` evidence gets its own verdict
+#: beside it (issue 25, item 3)
+SYNTHETIC_MODES = ("exact", "mc", "proof")
 #: outcome of one piece of evidence: pass (consistent with the claim, with enough power),
 #: fail (the claim is rejected), underpowered (not rejected, but the test could not see the
 #: deviation that matters), info (reported, does not enter the verdict).
@@ -76,6 +84,9 @@ class Evidence:
     #: a ``fail`` of a strict inequality (< or >) by equality only: claimed == measured within the
     #: comparison's tolerance (issue 24, item 4: reported as "fails by equality (tie)")
     tie: bool = False
+    #: why the instance lies outside the claim's scope (issue 24, item 2): such evidence is
+    #: ``info``, shown as "outside the claim's scope: ...", never a counterexample
+    out_of_scope: str = ""
 
     def __post_init__(self):
         if self.part is None:
@@ -84,6 +95,11 @@ class Evidence:
             raise ValueError(f"unknown evidence mode {self.mode!r}")
         if self.outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {self.outcome!r}")
+        if self.out_of_scope and self.outcome != "info":
+            raise ValueError(f"evidence outside the claim's scope ({self.out_of_scope}) must be info, "
+                             f"got outcome {self.outcome!r}")
+        if self.tie and self.outcome != "fail":
+            raise ValueError("tie=True marks a fail by equality only; the outcome must be 'fail'")
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -93,6 +109,8 @@ class Evidence:
         d["n"] = None if self.n is None else int(self.n)
         if not self.tie:
             del d["tie"]
+        if not self.out_of_scope:
+            del d["out_of_scope"]
         if self.points is None:
             del d["points"]
         else:

@@ -6,10 +6,19 @@ controls (docs/architecture.md, "Registry v2").
 * A claim's verdict comes from its parts: any ``fails`` → fails; else any ``inconclusive`` →
   inconclusive; else at least one ``holds`` → holds; else not-checkable.
 * A control is ``fails`` only if it fails in every (part, mode) it is required in.
+* A reading's verdict is the claim rule over its parts (:func:`reading_verdict`); the headline
+  is the principal reading's (issue 24).
+* A failing part fails ``strict``ly or by equality only (``tie``: every failing comparison is a
+  strict inequality met with equality, :func:`failure_kind`).
+* Real-model (``logits``) evidence gets its own verdict beside the paper-level one
+  (:func:`real_pair_verdict`: holds / fails / underpowered, with n had and n needed; issue 25).
 """
 from __future__ import annotations
 
-from .evidence import MODES, combine
+import math
+import re
+
+from .evidence import MODES, SYNTHETIC_MODES, combine
 
 NOT_CHECKABLE = "not-checkable"
 
@@ -25,6 +34,64 @@ def part_verdict(evidence, part: str, checkable: bool = True) -> str:
     if not checkable:
         return NOT_CHECKABLE
     return combine([e for e in evidence if e.part == part])
+
+
+def synthetic(evidence) -> list:
+    """The evidence behind the paper-level verdict: exact, Monte Carlo and proof (not logits)."""
+    return [e for e in evidence if e.mode in SYNTHETIC_MODES]
+
+
+def failure_kind(evidence, part: str | None = None) -> str | None:
+    """How a part fails: ``tie`` when every failing comparison is a strict inequality that fails
+    by equality only (``Evidence.tie``), ``strict`` otherwise; None when nothing fails."""
+    bad = [e for e in evidence if e.outcome == "fail" and (part is None or e.part == part)]
+    if not bad:
+        return None
+    return "tie" if all(e.tie for e in bad) else "strict"
+
+
+def reading_verdict(part_verdicts: dict, parts) -> str:
+    """A reading's verdict: the claim rule (:func:`claim_verdict`) over the verdicts of its parts."""
+    return claim_verdict([part_verdicts[p] for p in parts])
+
+
+_N_NEEDED = re.compile(r"/\s*(\d+)\s*\(power 0\.9")
+
+
+def n_needed(e) -> int | None:
+    """The sample a graded test needs for its power statement (power 0.9 at its tolerance): read
+    from its note when it states it (``n needed A (power 0.8) / B (power 0.9 ...``), else
+    n·(detectable/tolerance)², exact for a test whose detectable deviation scales as n^(-1/2);
+    None when the evidence states neither (an exact count)."""
+    m = _N_NEEDED.search(getattr(e, "note", "") or "")
+    if m:
+        return int(m.group(1))
+    n, d, t = e.n, e.detectable, e.tolerance
+    if n and d is not None and t and math.isfinite(d) and d > 0 and t > 0:
+        return int(math.ceil(n * (d / t) ** 2))
+    return None
+
+
+def real_pair_verdict(evidence) -> dict | None:
+    """The real pair's own verdict from the ``logits`` evidence (issue 25, item 3): ``fails`` if a
+    graded test fails; else ``underpowered`` if one could not see the tolerance; else ``holds``.
+    ``n``/``n_needed``: the deciding test's sample and the sample its power statement needs (the
+    test with the least n/n_needed). None when there is no graded logits evidence."""
+    graded = [e for e in evidence if e.mode == "logits" and e.outcome != "info"]
+    if not graded:
+        return None
+    if any(e.outcome == "fail" for e in graded):
+        verdict, pool = "fails", [e for e in graded if e.outcome == "fail"]
+    elif any(e.outcome == "underpowered" for e in graded):
+        verdict, pool = "underpowered", [e for e in graded if e.outcome == "underpowered"]
+    else:
+        verdict, pool = "holds", graded
+    sized = [(e.n / nn if nn else math.inf, e, nn) for e in pool if e.n is not None and (nn := n_needed(e))]
+    out = {"verdict": verdict, "n": None, "n_needed": None, "tests": len(graded), "instance": pool[0].instance}
+    if sized:
+        _, e, nn = min(sized, key=lambda r: r[0])
+        out.update(n=int(e.n), n_needed=int(nn), instance=e.instance)
+    return out
 
 
 def claim_verdict(part_verdicts) -> str:

@@ -119,14 +119,17 @@ def verify_cmd(claims: str, scratch: Path) -> list[str]:
 
 
 def verdicts(path: Path) -> dict | None:
-    """The report's verdict signature: each claim's verdict and its controls' verdicts. A paper's
-    claim may be false (verdict ``fails`` is then the correct, unmutated outcome), so a mutant is
-    caught by ``verify`` when the signature differs from the unmutated one, not when a claim fails."""
+    """The report's verdict signature: each claim's verdict, its parts' verdicts (since report/3 the
+    headline is the principal reading's: a mutant that only moves another reading's part must still
+    be seen) and its controls' verdicts. A paper's claim may be false (verdict ``fails`` is then the
+    correct, unmutated outcome), so a mutant is caught by ``verify`` when the signature differs from
+    the unmutated one, not when a claim fails."""
     try:
         rep = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return {c["id"]: (c["verdict"], tuple((k["name"], k["verdict"]) for k in c["controls"]))
+    return {c["id"]: (c["verdict"], tuple((p["id"], p["verdict"]) for p in c.get("parts") or []),
+                      tuple((k["name"], k["verdict"]) for k in c["controls"]))
             for c in rep["claims"]}
 
 
