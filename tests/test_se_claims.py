@@ -19,21 +19,23 @@ CLAIMS = load_all()
 
 def _check(cid, subject=None, quick=True):
     c = CLAIMS[cid]
-    ctx = Context(seed=0, quick=quick, claim_id=cid, subject_name="subject", parts=c.parts)
+    ctx = Context(seed=0, quick=quick, claim_id=cid, subject_name="subject", parts=c.parts,
+                  claim_choices=c.choices, scope=c.scope)
     return c.check(ctx, c.subject if subject is None else subject), ctx
 
 
 def test_parts_and_controls_as_registered():
     parts = {cid: [p.id for p in c.parts] for cid, c in CLAIMS.items() if cid.startswith("se.")}
     assert parts["se.thm3_2"] == ["bound", "equality"]
-    assert parts["se.cor3_7"] == ["never-slower", "equality-only-when"]
+    assert parts["se.cor3_7"] == ["never-slower", "equality-only-when", "equality-iff"]
+    assert parts["se.thm3_6"] == ["iid", "one-cycle", "markov"]
     assert parts["se.cor3_5"] == ["never-slower", "faster"]
     assert parts["se.lossless"] == ["sec3.2", "alg1", "alg2"]
     tables = {p.id: p for p in CLAIMS["se.tables"].parts}
     assert not tables["sd-slower-3model-we"].checkable and "1/3" in tables["sd-slower-3model-we"].reason
     assert tables["sd-can-be-slower"].relation == "exists" and tables["cd-falls-with-mu"].relation == "monotone"
     ctl = {k.name: k for k in CLAIMS["se.cor3_7"].controls}
-    assert ctl["no-swap"].parts == ("equality-only-when",) and ctl["bound + 0.01"].subject.shift == 0.01
+    assert ctl["no-swap"].parts == ("equality-only-when", "equality-iff") and ctl["bound + 0.01"].subject.shift == 0.01
 
 
 @pytest.mark.parametrize("cid", ["se.thm3_2", "se.cor3_3", "se.cor3_4", "se.cor3_7"])
