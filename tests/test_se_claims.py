@@ -48,7 +48,9 @@ def test_least_slack_records_recompute_and_the_wrong_constant_is_judged_there(ci
     assert sorted(ctx.slack) == sorted(ineq)
     for part, rec in ctx.slack.items():
         assert recompute(rec["call"]) == pytest.approx(rec["value"], abs=1e-15)
-        assert 0 <= rec["value"] < 1e-6, (part, rec)                     # tight: found within 1e-6
+        # tight: found within 1e-6, or (strict parts) within the wrong constant's 0.01 at the searched
+        # distance threshold_margin from the open hypothesis' edge
+        assert 0 <= rec["value"] < (1e-6 if CLAIMS[cid].part(part).relation != ">" else 0.01), (part, rec)
         w = wrong.slack[part]
         assert (w["instance"]["p"], w["instance"]["q"]) == (rec["instance"]["p"], rec["instance"]["q"])
         assert w["value"] == pytest.approx(rec["value"] - 0.01, abs=1e-12) and "WRONG_CONSTANT" in w["call"]
@@ -56,12 +58,14 @@ def test_least_slack_records_recompute_and_the_wrong_constant_is_judged_there(ci
 
 
 def test_cor3_5_search_finds_the_threshold_and_both_parts_get_it():
-    """The default-tier search lands on disjoint supports at λ = c/(1+c), where the best speedup is 1."""
+    """The default-tier search lands next to λ = c/(1+c) (kept threshold_margin = 1e-3 away, where the
+    best speedup tends to 1 on disjoint supports), below the wrong constant's 0.01."""
     _, ctx = _check("se.cor3_5", quick=False)
     rec = ctx.slack["never-slower"]
-    assert ctx.slack["faster"] == rec and 0 <= rec["value"] < 1e-6
+    assert ctx.slack["faster"] == rec and 0 < rec["value"] < 0.01
     lam, c = rec["instance"]["lam"], rec["instance"]["c"]
-    assert lam == pytest.approx(c / (1 + c), abs=1e-3)
+    assert 1e-3 <= abs(lam - c / (1 + c)) < 1e-2
+    assert recompute(rec["call"]) == pytest.approx(rec["value"], abs=1e-15)
 
 
 def test_cor3_5_exempts_only_disjoint_supports_at_the_threshold():

@@ -278,15 +278,31 @@ def info(part, instance, claimed, measured, **kw):
     return ev
 
 
+def strict_judge(what: str):
+    """:func:`sims.shapes.clipped_bound` for a strict ``>``, where a value equal to the bound (within
+    the exact tolerance) fails by equality: a tie (``Evidence.tie``), told apart from a violation."""
+    base = clipped_bound("ge", strict=True, what=what)
+
+    def judge(instance, bound, value, note):
+        ev = base(instance, bound, value, note)
+        if abs(value - bound) <= stats.EXACT_TOL and not getattr(ev, "tie", False):
+            ev.outcome, ev.tie = "fail", True
+            ev.note = "; ".join(x for x in (ev.note, f"fails by equality (tie): |value − bound| ≤ {stats.EXACT_TOL:g}")
+                                if x)
+        return ev
+    return judge
+
+
 def never_below(name, points, measure, what, note="", strict=False, shift=0.0, part=None):
-    """``measure(**point) -> (bound, value)``: value ≥ bound + shift (> with ``strict``) at every
-    point, reported as claimed = the bound, measured = the bound while it holds, the value where
-    it does not (the point of least slack shown, every point kept)."""
+    """``measure(**point) -> (bound, value)``: value ≥ bound + shift (> with ``strict``; equality is
+    then a tie, :func:`strict_judge`) at every point, reported as claimed = the bound, measured = the
+    bound while it holds, the value where it does not (the point of least slack shown, every point
+    kept)."""
     def shifted(**pt):
         b, v = measure(**pt)
         return b + shift, v
-    return sweep(name, points, shifted, grade="bound", judge=clipped_bound("ge", strict=strict, what=what),
-                 note=note, part=part)
+    judge = strict_judge(what) if strict else clipped_bound("ge", what=what)
+    return sweep(name, points, shifted, grade="bound", judge=judge, note=note, part=part)
 
 
 _SEARCHES: dict = {}
@@ -867,9 +883,10 @@ register(
 COR34_C = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 
 
-def cor3_4_slack(pair, subject, c, u):
-    """Speedup of Sec. 3.2 with γ = 2 − (1 + shift) at λ = t + (1 − t)u above t = c/(1+c)."""
-    t = cf.cor3_4_threshold(c)
+def cor3_4_slack(pair, subject, c, u, margin=0.0):
+    """Speedup of Sec. 3.2 with γ = 2 − (1 + shift) at λ = t + margin + (1 − t − margin)u, above
+    t = c/(1+c) by at least ``margin``."""
+    t = cf.cor3_4_threshold(c) + margin
     return speedup(two(pair, "WE", t + (1 - t) * u), (2, 1), c, subject.rule, "sbe") - 1.0 - subject.shift
 
 
@@ -892,7 +909,18 @@ def check_cor3_4(ctx, v):
         label(name, γ=2, grid="λ>c/(1+c)"), points,
         lambda lam, c: (1.0, grid_speedup(on_pair(name, "WE", lam), (2, 1), c, v.rule, "sbe")), strict=True, shift=v.shift,
         what="speedup > 1 (exact long-run, Sec. 3.2 γ = 2); measured = 1 when it holds"))
-    return ev + searched(ctx, ("main",), cor3_4_slack, v, params={"c": (0.01, 4.0), "u": (0.0, 1.0)}, scope=SCOPE_COR34)
+    margin = ctx.choice("threshold_margin")
+    ev += searched(ctx, ("main",), cor3_4_slack, v, params={"c": (0.01, 4.0), "u": (0.0, 1.0)}, scope=SCOPE_COR34,
+                   margin=margin)
+    if not v.shift:
+        edge = pair_from_tables([0.0, 1.0], [1.0, 0.0])
+        ev.append(info("main", "disjoint supports, c = 1, λ = c/(1+c) + 1e-9", 0.0,
+                       cor3_4_slack(edge, v, 1.0, 0.0, 1e-9),
+                       test="speedup − 1 just above the threshold, where the hypothesis λ > c/(1+c) is tightest",
+                       note=f"the infimum over the open hypothesis is 0, approached, never attained (α = λ there): "
+                            f"indistinguishable from a tie in floating point, so the least-slack search keeps "
+                            f"λ ≥ c/(1+c) + {margin:g} (threshold_margin)"))
+    return ev
 
 
 register(
@@ -913,6 +941,10 @@ register(
             "long-run speedup, Markov pairs included, strictly above 1 as 'enhances' says; the proof goes through "
             "Thm 3.1's constant-α formula, the check does not"),),
     scope=SCOPE_COR34,
+    choices=(Choice("threshold_margin", 1e-3, (1e-4, 1e-3, 1e-2), invented=True,
+                    why="how far above λ = c/(1+c) the least-slack search starts: the hypothesis is an open "
+                        "half-line on which the speedup tends to 1 at its edge (disjoint supports), an infimum a "
+                        "strict inequality never attains and a floating-point tolerance cannot tell from a tie"),),
     check=check_cor3_4, subject=BOUNDS, controls=(V_VERIFY, wrong_constant("main")), mc_tests=0, modes=("exact",))
 
 
@@ -935,6 +967,19 @@ def cor3_5_slack(pair, subject, lam, c, gmax=6):
     return best_sbe(two(pair, "WE", lam), c, subject.rule, gmax) - 1.0 - subject.shift
 
 
+@lru_cache(maxsize=None)
+def away_from_threshold(margin: float) -> Scope:
+    """Cor 3.5's least-slack region: the claim's scope with |λ − c/(1+c)| ≥ ``margin`` (where the
+    strict part's exception sits, the speedup tends to 1 as the supports become disjoint)."""
+    def guard(pair, lam=None, c=None, **kw):
+        why = SCOPE_WE.why_out(pair, lam=lam, **kw)
+        if why or lam is None or c is None:
+            return why
+        t = cf.cor3_4_threshold(c)
+        return f"|λ − c/(1+c)| = {abs(lam - t):.3g} < {margin:g} (threshold_margin)" if abs(lam - t) < margin else None
+    return Scope(f"{SCOPE_WE.statement} Searched with |λ − c/(1+c)| ≥ {margin:g}.", guard)
+
+
 def check_cor3_5(ctx, v):
     points = grid(lam=LAMBDAS + (1.0,), c=ctx.size((0.1, 0.5, 1.0, 2.0), (0.1, 2.0)))
     gmax = ctx.choice("gamma_max")
@@ -951,8 +996,18 @@ def check_cor3_5(ctx, v):
                             lambda lam, c: (1.0, best[lam, c]), strict=True, shift=v.shift, part="faster",
                             what=f"max over γ ≤ {gmax} and proposer > 1 (disjoint supports at λ = c/(1+c) exempt)")]
     ev = each(WE_PAIRS, compare)
-    return ev + searched(ctx, ("never-slower", "faster"), cor3_5_slack, v, budget=(300, 40),
-                         params={"lam": (0.0, 1.0), "c": (0.01, 4.0)}, scope=SCOPE_WE, gmax=gmax)
+    margin = ctx.choice("threshold_margin")
+    ev += searched(ctx, ("never-slower", "faster"), cor3_5_slack, v, budget=(300, 40),
+                   params={"lam": (0.0, 1.0), "c": (0.01, 4.0)}, scope=away_from_threshold(margin), gmax=gmax)
+    if not v.shift:
+        edge = pair_from_tables([0.0, 1.0], [1.0, 0.0])
+        ev.append(info("faster", "disjoint supports, c = 1, λ = c/(1+c) + 1e-9", 0.0,
+                       cor3_5_slack(edge, v, 0.5 + 1e-9, 1.0, gmax),
+                       test="best speedup − 1 next to the part's exception (disjoint supports at λ = c/(1+c))",
+                       note=f"it tends to 0 there, never reaching it off the exception: indistinguishable from a tie in "
+                            f"floating point, so the least-slack search keeps |λ − c/(1+c)| ≥ {margin:g} "
+                            "(threshold_margin)"))
+    return ev
 
 
 register(
@@ -985,7 +1040,11 @@ register(
     scope=SCOPE_WE,
     choices=(Choice("gamma_max", 6, (2, 6),
                     why="'there exists a value of γ' leaves γ open; the proof uses γ = 2 (and γ = 1 gives exactly 1×): "
-                        "the check takes the best γ ≤ gamma_max for either proposer, from the proof's own 2 to 6"),),
+                        "the check takes the best γ ≤ gamma_max for either proposer, from the proof's own 2 to 6"),
+             Choice("threshold_margin", 1e-3, (1e-4, 1e-3, 1e-2), invented=True,
+                    why="how far from λ = c/(1+c) the least-slack search stays: next to the strict part's exception "
+                        "(disjoint supports at the threshold) the best speedup tends to 1, an infimum that a "
+                        "floating-point tolerance cannot tell from a tie")),
     check=check_cor3_5, subject=BOUNDS, controls=(V_DROP, wrong_constant("never-slower", "faster")),
     mc_tests=0, modes=("exact",))
 
