@@ -139,6 +139,18 @@ def test_speedup_does_not_always_fall_with_mu():
     assert se.mu_drop(random_pair(3, 0, 1.0, seed=0), 0.3, 0.1) > 0          # and falls on another
 
 
+def test_tables_every_pair_reading_fails_and_its_record_recomputes():
+    """The stricter reading (SE falls with μ on every pair, μ in the paper's 0.1..0.5) fails at a
+    searched V = 2 pair; the CD+ control fails there too."""
+    ev, ctx = _check("se.tables")
+    rec = ctx.slack["cd-falls-every-pair"]
+    assert rec["value"] < -0.01 and recompute(rec["call"]) == rec["value"]
+    assert 0.1 <= rec["instance"]["mu"] <= 0.4
+    assert any(e.part == "cd-falls-every-pair" and e.outcome == "fail" for e in ev)
+    _, wrong = _check("se.tables", se.CD_PLUS_MU)
+    assert wrong.slack["cd-falls-every-pair"]["value"] < 0
+
+
 def test_tables_grid_least_slack_of_the_monotone_part_recomputes():
     _, ctx = _check("se.tables")
     rec = ctx.slack["cd-falls-with-mu"]
