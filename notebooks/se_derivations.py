@@ -26,9 +26,10 @@
 # ensemble, `α` acceptance rate, `γ` proposal length (`γq`, `γp` in Alg. 1), `c = t_q/t_p`.
 # TV has the ½; the paper writes `D_TV = Σ|·|` (so its Eq. 7 `1 − ½ D_TV` is `1 − TV`).
 #
-# Claims covered: `se.acceptance`, `se.thm3_1`, `se.thm3_2`, `se.cor3_4`, `se.cor3_5`,
-# `se.thm3_6` (the one-cycle formula *and* the long-run throughput of the alternating
-# process), `se.cor3_7`.
+# Claims covered: `se.acceptance`, `se.thm3_1`, `se.thm3_2`, `se.cor3_3`, `se.cor3_4`,
+# `se.cor3_5`, `se.thm3_6` (the one-cycle formula *and* the long-run throughput of the
+# alternating process), `se.cor3_7`; (h) proves the identity parts the registry marks
+# (`Part(identity=True, proof=...)`) and rejects a wrong version of each.
 
 # %%
 import numpy as np
