@@ -197,7 +197,7 @@ MUTANTS = [
          old='zero = {lam: bool((on_pair(name, "WE", lam).acceptance(0) == 0).all()) for lam in (0.0, 0.1, 0.5, 0.9)}',
          new='zero = {lam: bool((on_pair(name, "WE", lam).acceptance(1) == 0).all()) for lam in (0.0, 0.1, 0.5, 0.9)}',
          why="Cor 3.7's 'α = 0' read as p's acceptance instead of the first proposer q's",
-         tests='tests/test_se_claims.py tests/test_se_validate.py tests/test_shapes_slack.py'),
+         tests='tests/test_se_claims.py tests/test_se_readings.py tests/test_shapes_slack.py'),
     dict(path='sims/claims/se.py',
          old='verify = float(costs.sum() if sd_pass == "ensemble" else costs[-1])',
          new='verify = float(costs[-1] if sd_pass == "ensemble" else costs.sum())',
