@@ -238,3 +238,16 @@ def test_thm3_6_fails_at_every_mc_tolerance():
     for tol in choice.values:
         ev, _ = _check("se.thm3_6", mc_tolerance=tol)
         assert _verdicts(ev)["iid"] == "fails"
+
+
+@pytest.mark.parametrize("cid", ["se.cor3_4", "se.cor3_5"])
+def test_strict_parts_hold_at_every_threshold_margin_and_the_wrong_constant_still_fails(cid):
+    choice = next(c for c in SE[cid].choices if c.name == "threshold_margin")
+    assert choice.invented and choice.default in choice.values
+    for margin in choice.values:
+        ev, ctx = _check(cid, threshold_margin=margin)
+        assert set(_verdicts(ev).values()) == {"holds"}, (cid, margin)
+        strict = next(p.id for p in SE[cid].parts if p.relation == ">")
+        assert ctx.slack[strict]["value"] > 0
+        if margin == choice.default:                   # where the +0.01 control is judged: it fails there
+            assert ctx.slack[strict]["value"] < 0.01
