@@ -26,9 +26,10 @@
 # ensemble, `α` acceptance rate, `γ` proposal length (`γq`, `γp` in Alg. 1), `c = t_q/t_p`.
 # TV has the ½; the paper writes `D_TV = Σ|·|` (so its Eq. 7 `1 − ½ D_TV` is `1 − TV`).
 #
-# Claims covered: `se.acceptance`, `se.thm3_1`, `se.thm3_2`, `se.cor3_4`, `se.cor3_5`,
-# `se.thm3_6` (the one-cycle formula *and* the long-run throughput of the alternating
-# process), `se.cor3_7`.
+# Claims covered: `se.acceptance`, `se.thm3_1`, `se.thm3_2`, `se.cor3_3`, `se.cor3_4`,
+# `se.cor3_5`, `se.thm3_6` (the one-cycle formula *and* the long-run throughput of the
+# alternating process), `se.cor3_7`; (h) proves the identity parts the registry marks
+# (`Part(identity=True, proof=...)`) and rejects a wrong version of each.
 
 # %%
 import numpy as np
@@ -195,5 +196,61 @@ assert sp.expand(num - aq * (1 + ap * c)) == 0 or sp.expand(num + aq * (1 + ap *
 assert sp.simplify(gen11.subs(c, 0) - (1 + aq)) == 0
 assert sp.simplify(sp.factor(thm11 - 1) - a * c / (1 + c - a * c)) == 0
 assert abs(cf.alternating_speedup_iid(0.3, 0.6, 1, 1, 0.0) - 1.3) < 1e-14
+
+# %% [markdown]
+# ## (h) Identities: the parts that cannot fail in the model (issue 24)
+#
+# Six parts of the registry are algebraic identities of the model; their verdict comes from the
+# symbolic proofs below (`Part(identity=True, proof=...)` in `sims/claims/se.py`, the same
+# functions), and their numerical checks are implementation tests, not support for the paper:
+#
+# * `se.acceptance` (Eq. 7/11): `q·min(1, r/q) = min(q, r)` and `min(x, y) = (x + y − |x − y|)/2`,
+#   each in its two cases, then `Σq = Σr = 1`.
+# * `se.thm3_2` bound and equality: per token `min(q, λq + (1−λ)p) = λq + (1−λ)min(q, p)`
+#   (cases `p = q + d`, `q = p + d`; λ = 1 − m), so `α_q = λ + (1−λ)S`, `S = Σ min(q, p)`, and
+#   `α_q − λ = (1−λ)S ≥ 0`, zero for λ < 1 exactly when S = 0, i.e. `p(x)q(x) = 0` for all x.
+# * `se.cor3_3`: the same with the roles swapped, `α_p = (1−λ) + λS`; and `max(λ, 1−λ) = ½ + t`
+#   at `λ = ½ ± t`.
+# * `se.cor3_5` never slower: γ = 1 emits exactly one token per cycle (`E[N] = Σ_{k<1} α^k = 1`)
+#   for `c + 1`, the vanilla ensemble's cost per token.
+# * `se.cor3_7` never slower: with γq = γp = 1 every step of Alg. 1 emits one token, at cost
+#   `c + 1` (q proposes afresh, p scores), `c` (q scores p's cached bonus) or `1` (p scores q's).
+# * `se.thm3_6`'s one-cycle reading: the proof's own algebra (a q-cycle starting from a bonus with
+#   probability `α^{γp}`) gives the printed factor; with the process's stationary probability
+#   `α^{γq+γp}` (derived in (f)) it does not.
+#
+# Each proof takes the claimed right-hand side as an argument: a wrong one is rejected.
+
+# %%
+from sims.claims import se as claims_se
+
+PROOFS = {
+    "se.acceptance main": claims_se.acceptance_proof,
+    "se.thm3_2 bound": claims_se.thm3_2_bound_proof,
+    "se.thm3_2 equality": claims_se.thm3_2_equality_proof,
+    "se.cor3_3 choose-proposer": claims_se.cor3_3_choose_proof,
+    "se.cor3_3 at-least-half": claims_se.cor3_3_half_proof,
+    "se.cor3_5 never-slower": claims_se.cor3_5_never_slower_proof,
+    "se.cor3_7 never-slower": claims_se.cor3_7_never_slower_proof,
+    "se.thm3_6 one-cycle": claims_se.thm3_6_one_cycle_proof,
+}
+for what, proof in PROOFS.items():
+    ok, detail = proof()
+    assert ok, (what, detail)
+    print(f"(h) {what}: proved — {detail}")
+
+WRONG = {
+    "α_q ≥ λ + 0.01": claims_se.thm3_2_bound_proof(lambda l: l + sp.Rational(1, 100)),
+    "α_q = λ + (1−λ)(S − 1/10)": claims_se.thm3_2_equality_proof(lambda l, s: l + (1 - l) * (s - sp.Rational(1, 10))),
+    "each proposer ≥ its weight + 0.01": claims_se.cor3_3_choose_proof(lambda l: sp.Rational(1, 100)),
+    "max(λ, 1−λ) ≥ 0.6": claims_se.cor3_3_half_proof(sp.Rational(3, 5)),
+    "γ = 2 runs at exactly 1×": claims_se.cor3_5_never_slower_proof(2),
+    "a step costing 2c + 1": claims_se.cor3_7_never_slower_proof(lambda cc: (cc + 1, cc, 1, 2 * cc + 1)),
+    "α = 1 − Σ|q − r| (no ½)": claims_se.acceptance_proof(1),
+    "bonus w.p. α^{γq+γp} (the process)": claims_se.thm3_6_one_cycle_proof(lambda aa, g1, g2: aa ** (g1 + g2)),
+}
+for what, (ok, _) in WRONG.items():
+    assert not ok, what
+print("(h) every wrong identity rejected:", ", ".join(WRONG))
 
 print("all derivations proved")
