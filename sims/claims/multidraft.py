@@ -597,6 +597,9 @@ class BoundCheck:
 
 
 UPPER = BoundCheck(R.SPECTR_GBV, bound_as_printed)
+#: the controls' subjects, module-level so that their least-slack calls name them (sims.shrink.expr_of)
+UPPER_ACCEPT_ALL = BoundCheck(R.BROKEN_ACCEPT_ALL, bound_as_printed)
+UPPER_FEWER_DRAFTS = BoundCheck(R.SPECTR_GBV, bound_fewer_drafts)
 
 
 def bound_and_tau(pair, rule, gamma: int, K: int, bound=bound_as_printed):
@@ -729,9 +732,8 @@ register(
     scope=Scope("Any pair whose drafts can differ; the class searched itself at K = 2 (γ = 1: V = 2 exact, V = 3; "
                 "γ = 2: V = 2), SpecTr-GBV at K = 1..3.", guard=drafts_can_differ),
     check=check_upper_bound, subject=UPPER, mc_tests=1,
-    controls=(Control("accept-all", BoundCheck(R.BROKEN_ACCEPT_ALL, bound_as_printed), R.BROKEN_ACCEPT_ALL.description,
-                      parts=("spectr-gbv",)),
-              Control("bound for K-1 drafts", BoundCheck(R.SPECTR_GBV, bound_fewer_drafts),
+    controls=(Control("accept-all", UPPER_ACCEPT_ALL, R.BROKEN_ACCEPT_ALL.description, parts=("spectr-gbv",)),
+              Control("bound for K-1 drafts", UPPER_FEWER_DRAFTS,
                       "negative control: the bound with one draft fewer (a wrong term: at K = 2, one draft's Σ min)",
                       parts=("cic-gamma1", "cic-gamma2"))))
 
@@ -1169,6 +1171,12 @@ class Methods:
 
 
 METHODS = Methods()
+#: the controls' subjects, module-level so that their least-slack calls name them (sims.shrink.expr_of)
+METHODS_SD_AS_SGBV = Methods(sgbv=SD_RULE)
+METHODS_RHO_K_SPECTR = Methods(kseq=R.KSEQ_RHO_K)
+METHODS_HALF_H_GBV = Methods(gbv=R.BROKEN_HALF_H)
+METHODS_RHO_K_AS_SGBV = Methods(sgbv=R.KSEQ_RHO_K)
+METHODS_BE_RATE = Methods(be=be_as_rate)
 
 
 def _drafts(rule, K: int) -> int:
@@ -1309,16 +1317,16 @@ register(
             "method reaches γ"),),
     scope=MULTI_DRAFT_ANY_K,
     check=check_tables, subject=METHODS, mc_tests=1,
-    controls=(Control("SD as SpecTr-GBV", Methods(sgbv=SD_RULE), "negative control: plain SD in SpecTr-GBV's place",
+    controls=(Control("SD as SpecTr-GBV", METHODS_SD_AS_SGBV, "negative control: plain SD in SpecTr-GBV's place",
                       parts=("sgbv-ge-spectr",)),
-              Control("ρ = K in SpecTr", Methods(kseq=R.KSEQ_RHO_K), "negative control: " + R.KSEQ_RHO_K.description
+              Control("ρ = K in SpecTr", METHODS_RHO_K_SPECTR, "negative control: " + R.KSEQ_RHO_K.description
                       .split(": ", 1)[1] + ", as SpecTr", parts=("spectr-ge-sd",)),
-              Control("h/2 in GBV", Methods(gbv=R.BROKEN_HALF_H), "negative control: GBV accepting each sub-block "
+              Control("h/2 in GBV", METHODS_HALF_H_GBV, "negative control: GBV accepting each sub-block "
                                                                   "with half of Eq. 2/3's probability",
                       parts=("gbv-ge-sd",)),
-              Control("ρ = K K-SEQ as SpecTr-GBV", Methods(sgbv=R.KSEQ_RHO_K),
+              Control("ρ = K K-SEQ as SpecTr-GBV", METHODS_RHO_K_AS_SGBV,
                       "negative control: K-SEQ with ρ = K in SpecTr-GBV's place (its acceptance falls with K)",
                       parts=("grows-k",)),
-              Control("BE = E[τ]/γ", Methods(be=be_as_rate),
+              Control("BE = E[τ]/γ", METHODS_BE_RATE,
                       "negative control: block efficiency read as the acceptance rate E[τ]/γ", parts=("grows-gamma",))),
     shrink=shrink_tables)
