@@ -498,8 +498,9 @@ register(
                    "a 0/0 ratio in h is 0 (x/0 is 1); Eq. 4's residual of zero mass falls back to the target's "
                    "row. On p = q that residual is 0/0 while Alg. 1 still rejects (probability 0.231 at K = 2, "
                    "γ = 1), so that one instance's verdict rests on the convention; the claim's does not: it "
-                   "fails on every pair of its grid with p ≠ q and full support (5 of 7; disjoint supports and "
-                   "V = 1 pass), its smallest counterexample among them.",
+                   "fails on every pair of its grid with p ≠ q and full support (5 of 7; the point-mass draft of "
+                   "disjoint supports and V = 1 pass, both outside the multi-draft scope: their K drafts cannot "
+                   "differ), its smallest counterexample among them.",
     readings=(Reading(
         "paper", "Alg. 1 + Alg. 2 (Alg. 3), with K i.i.d. drafts, emits sequences distributed as the target, over "
                  "iterations (and in one iteration, Thm 4.2's output O).", ("main",), role="principal",
@@ -560,8 +561,8 @@ register(
     interpretation="'Accepted length of x^i ≥ i' read as: Alg. 1's final accepted block t has τ ≥ i and "
                    "prefix t^i = x^i (then the drafts contain x^i). Exact for every block, γ ∈ {1, 2}, "
                    "K = 1..3, on 7 pairs; MC: chi-square of the first accepted token (γ = 2, K = 3). It holds "
-                   "at K = 1 (SpecTr-GBV is GBV there) and fails for K ≥ 2 on 5 of the 7 pairs (disjoint "
-                   "supports and V = 1 pass).",
+                   "at K = 1 (SpecTr-GBV is GBV there) and fails for K ≥ 2 on the 5 pairs in scope (disjoint "
+                   "supports and V = 1, whose drafts cannot differ, pass: outside the multi-draft scope).",
     readings=(Reading(
         "paper", "In SpecTr-GBV, P(the drafts contain x^i and x^i's acceptance length ≥ i) = A(x^i) for every block "
                  "x^i, i = 1..γ.", ("main",), role="principal",
@@ -755,8 +756,8 @@ register(
     statement="SpecTr-GBV's E[τ] equals Lemma 5.1's bound Σ_i Σ_{x^i} A(x^i).",
     interpretation="Exact E[τ] of one iteration of Alg. 1 (all draft outcomes, uniforms integrated), "
                    "γ ∈ {1, 2}, K = 1..3, on 7 pairs; MC: two-sided z-test of the kernel's mean τ (γ = 2, K = 3). "
-                   "Equal at K = 1 (GBV); below the bound for K ≥ 2 on 5 of the 7 pairs (disjoint supports and "
-                   "V = 1 equal it). No conditionally independent coupling found reaches the bound either "
+                   "Equal at K = 1 (GBV); below the bound for K ≥ 2 on the 5 pairs in scope (disjoint supports "
+                   "and V = 1, whose drafts cannot differ, equal it: outside the multi-draft scope). No conditionally independent coupling found reaches the bound either "
                    "(spectr_gbv.upper_bound's cic parts).",
     readings=(Reading(
         "paper", "SpecTr-GBV's E[τ] equals Lemma 5.1's bound Σ_i Σ_{x^i} A(x^i) (Eq. 6).", ("main",), role="principal",
