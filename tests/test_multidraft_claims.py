@@ -209,7 +209,7 @@ def test_remark_fails_only_on_its_edge_cases():
 # --- every part is graded on its own instances, not only at its least-slack point -------------------
 
 PART_EVIDENCE = {  # claim: {part: graded evidence items the subject gives it in the quick tier}
-    "kseq.rho": {"rho": 7, "acceptance": 8, "lossless": 8, "rises": 8},
+    "kseq.rho": {"rho": 7, "acceptance": 8, "lossless": 8, "rises": 8, "rises-strictly": 7},
     "gbv.optimal": {"value": 8, "optimal": 7, "ge-sd": 8},
     "spectr_gbv.upper_bound": {"spectr-gbv": 7, "cic-gamma1": 3, "cic-gamma2": 2},  # V = 1, disjoint: out of scope
     "spectr_gbv.remark5_2": {"increasing": 14, "limit": 13, "k1": 23, "increasing-any-draft": 21,

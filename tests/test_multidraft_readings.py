@@ -180,3 +180,16 @@ def test_cost_band_is_a_named_invented_choice():
     c = REGISTRY["spectr_gbv.cost"]
     ev = c.check(_ctx(c.id, exponent_tol=0.1), c.subject)
     assert {e.tolerance for e in ev if e.outcome != "info"} == {0.1, 0.2}
+
+
+def test_kseq_literal_strict_rise_fails_only_by_ties_at_the_cap():
+    c = REGISTRY["kseq.rho"]
+    assert c.reading_of("rises-strictly").kind == "literal" and c.principal.id == "paper"
+    ev = c.check(_ctx(c.id), c.subject)
+    lit = [e for e in ev if e.part == "rises-strictly"]
+    failing = {e.instance.split()[0] for e in lit if e.outcome == "fail"}
+    assert failing == {"markov1-V4-topk2", "iid-V3-equal", "iid-V3-disjoint", "iid-V1"}  # at the cap from K = 1
+    assert all(e.tie for e in lit if e.outcome == "fail")
+    assert combine([e for e in ev if e.part == "rises"]) == "holds"  # the principal reading
+    ctrl = c.check(_ctx(c.id), R.KSEQ_RHO_K)  # ρ = K: the acceptance falls, a strict violation
+    assert any(e.outcome == "fail" and not e.tie for e in ctrl if e.part == "rises-strictly")

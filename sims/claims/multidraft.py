@@ -279,6 +279,16 @@ def check_kseq(ctx, rule):
             label(name, K="1..4"), 0.0, float(bad),
             what="number of steps K → K+1 where the acceptance falls, or fails to rise while below its cap p(supp q)",
             note=f"smallest step over states: {min(float(st.min()) for st, _ in steps):+.3g}")))
+        flat = sum(int((st <= 1e-12).sum()) for st, _ in steps)
+        falls = sum(int((st < -1e-12).sum()) for st, _ in steps)
+        strict = stats.exact_equal(label(name, K="1..4"), 0.0, float(flat),
+                                   what="number of steps K → K+1 (any state) where the acceptance does not rise strictly",
+                                   note=f"smallest step over states: {min(float(st.min()) for st, _ in steps):+.3g}")
+        if strict.outcome == "fail" and falls == 0:
+            strict.tie = True
+            strict.note = ("fails by equality (tie): no step falls; the acceptance stays at its cap p(supp q) (the most "
+                           f"any number of drafts can accept) from K = 1 on; {strict.note}")
+        ev.append(ctx.part("rises-strictly")(strict))
     if ctx.wants("exact", "rises"):
         ev.append(least_slack(ctx, "rises", lambda: search_pairs(
             kseq_rise_slack, PairSpace(V=3), budget=ctx.size(240, 45), restarts=3, settings={"rule": rule}),
@@ -323,7 +333,9 @@ register(
                               "(= 1 − (1 − β(ρ))^K at the root).", relation="="),
            Part("lossless", "K-SEQ emits sequences distributed exactly as p.", relation="law"),
            Part("rises", "K-SEQ's acceptance rises with K: it never falls, and rises strictly while below "
-                         "p(supp q).", relation="monotone", modes=("exact",))),
+                         "p(supp q).", relation="monotone", modes=("exact",)),
+           Part("rises-strictly", "K-SEQ's acceptance rises strictly at every step K → K + 1, on any pair (literal).",
+                relation="monotone", modes=("exact",))),
     readings=(Reading(
         "paper", "K-SEQ's ρ solves the ρ equation, K-SEQ accepts with probability ρβ(ρ), is lossless, and its "
                  "acceptance rises with K (never falls; strictly while below p(supp q), the most any number of "
@@ -333,13 +345,17 @@ register(
               "increases, which in turn leads to further speedups.'",
         why="Sec. 3.2 is the paper's account of SpecTr's K-SEQ (Sun et al. 2023), a verification for SD, which "
             "preserves the target; 'increases' is read where acceptance can still rise: it is capped at "
-            "p(supp q), reached at K = 1 by p = q or a top-k draft (there nothing can increase)"),),
+            "p(supp q), reached at K = 1 by p = q or a top-k draft (there nothing can increase)"),
+              Reading("literal", "K-SEQ's acceptance rises strictly with every added draft, on any pair.",
+                      ("rises-strictly",), kind="literal",
+                      why="'increases' read as strict everywhere: where the acceptance is at its cap from K = 1 (p = q, "
+                          "a top-k draft, V = 1, disjoint supports) it cannot rise, and the steps tie")),
     scope=Scope("Any pair, K = 1..4 (K = 1 is token-level SD); ρ equation and acceptance per state, the law of the "
                 "first 3 emitted tokens over iterations."),
     choices=(RHO_K,),
     check=check_kseq, subject=R.KSEQ,
     controls=(Control("rho=1", R.KSEQ_RHO_ONE, R.KSEQ_RHO_ONE.description, parts=("rho", "acceptance", "lossless")),
-              Control("rho=K", R.KSEQ_RHO_K, R.KSEQ_RHO_K.description, parts=("rises",))),
+              Control("rho=K", R.KSEQ_RHO_K, R.KSEQ_RHO_K.description, parts=("rises", "rises-strictly"))),
     mc_tests=2, shrink=lossless_shrinker((2, 3), part="lossless"))
 
 
