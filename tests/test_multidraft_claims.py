@@ -24,8 +24,10 @@ from spectheory.rules import multidraft as R
 load_all()
 
 
-def _ctx(cid: str, quick: bool = True) -> Context:
-    return Context(seed=0, quick=quick, claim_id=cid, subject_name="subject", parts=REGISTRY[cid].parts)
+def _ctx(cid: str, quick: bool = True, **choices) -> Context:
+    c = REGISTRY[cid]
+    return Context(seed=0, quick=quick, claim_id=cid, subject_name="subject", parts=c.parts, claim_choices=c.choices,
+                   scope=c.scope, choices=choices)
 
 
 def _graded(ev):
@@ -164,7 +166,9 @@ FAILING = {  # claim: {part: the settings its counterexample must carry, exactly
     "spectr_gbv.lossless": {"main": {"V", "order", "gamma", "K", "seed"}},
     "spectr_gbv.sub_block": {"main": {"V", "order", "gamma", "K", "seed"}},
     "spectr_gbv.attains": {"main": {"V", "order", "gamma", "K", "seed"}},
-    "spectr_gbv.remark5_2": {"increasing": {"V", "order", "gamma", "K", "seed"}, "limit": {"V", "order", "gamma", "seed"}},
+    "spectr_gbv.remark5_2": {"increasing": {"V", "order", "gamma", "K", "seed"},  # q = p: a tie (in scope)
+                             "increasing-any-draft": {"V", "order", "gamma", "K", "seed"},
+                             "limit-any-draft": {"V", "order", "gamma", "seed"}},  # a top-1 draft: out of scope
     "spectr_gbv.tables": {"sgbv-ge-spectr": {"V", "order", "gamma", "K", "seed", "ordering"},
                           "grows-k": {"V", "order", "gamma", "K", "seed", "ordering"}},
 }
@@ -182,7 +186,9 @@ def test_counterexamples_are_smallest_applicable_and_recomputable(cid):
         assert set(cex) & SETTINGS == FAILING[cid][part], (part, cex)
         assert cex["V"] == 2 and cex["order"] == 0 and cex["gamma"] == 1  # nothing smaller fails
         if "K" in cex:  # K = 1 is GBV (lossless, attains the bound): K = 2 is the smallest that fails,
-            assert cex["K"] == (1 if part in ("increasing", "grows-k") else 2)  # but for steps K → K + 1
+            assert cex["K"] == (1 if part in ("increasing", "increasing-any-draft", "grows-k") else 2)  # but for
+        if part.startswith("increasing"):  # steps K → K + 1; a step of the remark fails by equality only
+            assert cex["tie"] is True and cex["claimed"] == cex["measured"]
         out = recompute(cex["call"])
         assert (out[0], out[1]) == (cex["claimed"], cex["measured"])
 
@@ -203,10 +209,11 @@ def test_remark_fails_only_on_its_edge_cases():
 # --- every part is graded on its own instances, not only at its least-slack point -------------------
 
 PART_EVIDENCE = {  # claim: {part: graded evidence items the subject gives it in the quick tier}
-    "kseq.rho": {"rho": 7, "acceptance": 8, "lossless": 8, "rises": 8},
+    "kseq.rho": {"rho": 7, "acceptance": 8, "lossless": 8, "rises": 8, "rises-strictly": 7},
     "gbv.optimal": {"value": 8, "optimal": 7, "ge-sd": 8},
-    "spectr_gbv.upper_bound": {"spectr-gbv": 9, "cic-gamma1": 3, "cic-gamma2": 2},
-    "spectr_gbv.remark5_2": {"increasing": 22, "limit": 21, "k1": 23},
+    "spectr_gbv.upper_bound": {"spectr-gbv": 7, "cic-gamma1": 3, "cic-gamma2": 2},  # V = 1, disjoint: out of scope
+    "spectr_gbv.remark5_2": {"increasing": 14, "limit": 13, "k1": 23, "increasing-any-draft": 21,
+                             "limit-any-draft": 21},
     "spectr_gbv.cost": {"v-linear": 1, "k-free": 1, "kseq-log-k": 2},
     "spectr_gbv.tables": {"sgbv-ge-spectr": 6, "spectr-ge-sd": 5, "gbv-ge-sd": 5, "grows-k": 5, "grows-gamma": 5},
 }

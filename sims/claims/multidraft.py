@@ -13,7 +13,7 @@ counterexamples' one-line calls use.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Callable
 
@@ -30,7 +30,7 @@ from spectheory.opcount import count_opcodes
 from spectheory.pairs import random_pair
 from spectheory.rules import multidraft as R
 
-from ..registry import Control, Part, register
+from ..registry import Choice, Control, Part, Reading, Scope, register
 from ..shapes import differs, each, grid, label, least_slack, shortfall, shrinker, sweep
 from ..slack import PairSpace, exhaustive, search_pairs
 from ..shrink import smallest_counterexample
@@ -59,6 +59,75 @@ def decode(idx: int, n: int, V: int) -> list:
     return [int(idx // V ** (n - 1 - j) % V) for j in range(n)]
 
 
+# --- scope: what an instance must satisfy for a multi-draft claim to speak about it (issue 24) ------
+
+def two_draft_blocks(pair, gamma: int = 1) -> bool:
+    """Whether two i.i.d. drafts can differ: the draft puts positive mass on ≥ 2 blocks of length γ
+    from state 0 (V = 1, or a draft that is a point mass, cannot)."""
+    return int((tree0(pair, gamma).Q[gamma] > 0).sum()) >= 2
+
+
+def multi_draft_guard(pair, K: int | None = None, gamma: int | None = None, **_) -> str | None:
+    """The multi-draft scope: K ≥ 2 drafts (when K is set) that can differ (always)."""
+    if K is not None and K < 2:
+        return "one draft (K = 1): the multi-draft mechanism is inactive (SpecTr-GBV is GBV there, graded by gbv.*)"
+    if not two_draft_blocks(pair, gamma or 1):
+        return "the drafts cannot differ: the draft puts all its mass on one block"
+    return None
+
+
+def drafts_can_differ(pair, gamma: int | None = None, **_) -> str | None:
+    """The multi-draft scope of claims whose K is a step K → K + 1 or a comparison across K: only
+    that K ≥ 2 drafts can differ."""
+    return None if two_draft_blocks(pair, gamma or 1) else \
+        "the drafts cannot differ: the draft puts all its mass on one block"
+
+
+MULTI_DRAFT = Scope(
+    "K ≥ 2 i.i.d. drafts that can differ (the draft puts positive mass on at least two blocks), on any pair: "
+    "the statement is for 'K i.i.d. draft sequences' and 'any prefix'; K = 1 is GBV (gbv.*), V = 1 or a "
+    "point-mass draft gives K copies of one draft.", guard=multi_draft_guard)
+MULTI_DRAFT_ANY_K = Scope(
+    "Any K (K = 1 included, as the base of a comparison across K) with drafts that can differ (the draft puts "
+    "positive mass on at least two blocks).", guard=drafts_can_differ)
+
+#: Alg. 1 line 5 as printed ("η < h_ik and x_k^i ∉ H": a sub-block already rejected is skipped without a
+#: trial) or with the H test dropped (re-sampled): the paper's text and pseudocode leave it at that
+LINE5 = Choice("line5", "as-printed", ("as-printed", "ignore-H"),
+               why="Alg. 1 line 5 tests x_k^i ∉ H, the prose says the sampling step is skipped for a block in H; "
+                   "'ignore-H' re-samples it (R.BROKEN_IGNORE_H): both readings are run")
+#: GBV's acceptance: SpecTr-GBV's Eq. 2-4 at K = 1 (what Remark 5.2's consistency bullet names) or Sec. 3.3's
+#: printed α with an unclipped ν (clipped to [0, 1])
+GBV_FORM = Choice("gbv_form", "eq2-4-at-K1", ("eq2-4-at-K1", "sec3.3"),
+                  why="Sec. 3.3 prints α(x^i) with an unclipped ν_i; Remark 5.2 says Bound(1) 'corresponds exactly "
+                      "to GBV', i.e. Eq. 2-4 at K = 1; the two give the same law on every instance checked")
+
+
+def line5_rule(ctx, rule):
+    """SpecTr-GBV read with the line-5 choice in force (any other subject: unchanged)."""
+    return R.BROKEN_IGNORE_H if rule is R.SPECTR_GBV and ctx.choice("line5") == "ignore-H" else rule
+
+
+def gbv_rule(ctx, rule):
+    """GBV read with the gbv_form choice in force (any other subject: unchanged)."""
+    return R.GBV_SEC33 if rule is R.GBV and ctx.choice("gbv_form") == "sec3.3" else rule
+
+
+def scoped(ctx, evidence, pair, **settings):
+    """Evidence on an instance outside the claim's scope turns into info "outside the claim's scope: ..."
+    (issue 24, item 2); in scope it is returned unchanged."""
+    why = ctx.out_of_scope(pair, **settings)
+    if why is None:
+        return evidence
+    out = []
+    for e in evidence if isinstance(evidence, list) else [evidence]:
+        if e.outcome != "info":
+            e = replace(e, outcome="info", note=f"outside the claim's scope: {why} (graded: {e.outcome}); {e.note}",
+                        tie=False)
+        out.append(e)
+    return out if isinstance(evidence, list) else out[0]
+
+
 # --- shared measures ------------------------------------------------------------------------------
 
 def lossless_tv(pair, rule, gamma: int, K: int = 1, n_tokens: int = 3):
@@ -82,12 +151,13 @@ def _worst_seq_note(pt, c, m, d):
     return f"largest error at sequence {d['sequence']}: p = {d['p']:.6g}, emitted with probability {d['emitted']:.6g}"
 
 
-def lossless_exact(rule, points, n_tokens: int = 3):
-    """TV of the first N emitted tokens to p^N on every exact instance, worst (γ, K) named."""
-    return each(EXACT, lambda name, pair: sweep(
+def lossless_exact(ctx, rule, points, n_tokens: int = 3):
+    """TV of the first N emitted tokens to p^N on every exact instance, worst (γ, K) named (an instance
+    outside the claim's scope reported as info)."""
+    return each(EXACT, lambda name, pair: scoped(ctx, sweep(
         lambda pt: label(name, γ=pt["gamma"], K=pt["K"], N=n_tokens), [dict(gamma=g, K=K) for g, K in points],
         lambda gamma, K: lossless_tv(pair, rule, gamma, K, n_tokens), grade="distance",
-        what="TV(first N emitted tokens, p^N), worst (γ, K)", note=_worst_seq_note, keep=False))
+        what="TV(first N emitted tokens, p^N), worst (γ, K)", note=_worst_seq_note, keep=False), pair))
 
 
 def lossless_info(rule, gamma: int, K: int, reading: str, test: str, tail: str):
@@ -130,9 +200,9 @@ def tau_mean_test(ctx, rule, gamma: int, K: int, claimed: float, seed: tuple, in
                                     note=note.format(n=x.size)))
 
 
-def lossless_shrinker(K_values, applies=("V", "order", "gamma", "K", "seed"), part=None):
+def lossless_shrinker(K_values, applies=("V", "order", "gamma", "K", "seed"), part=None, scope=None):
     return shrinker(lossless_worst_sequence, fails=lambda c, m: differs(c, m, 1e-12), applies=applies, part=part,
-                    V_values=(2, 3), orders=(0, 1), gammas=(1, 2), K_values=K_values, seeds=range(4))
+                    V_values=(2, 3), orders=(0, 1), gammas=(1, 2), K_values=K_values, seeds=range(4), scope=scope)
 
 
 # --- kseq.rho ----------------------------------------------------------------------------------
@@ -178,7 +248,19 @@ def kseq_rise_slack(pair, rule, state: int = 0) -> float:
     return float(min(1.0, np.where(below | (steps < 0), steps, 1.0).min()))
 
 
+RHO_K = Choice("rho_k", "retained", ("retained", "initial"),
+               why="after a position only the drafts carrying the accepted token go on (Sec. 3.2); the paper does "
+                   "not say whether ρ is re-solved for that number ('retained') or kept for the initial K "
+                   "('initial', R.KSEQ_RHO_INITIAL, lossy: info row)")
+
+
+def rho_rule(ctx, rule):
+    """K-SEQ read with the rho_k choice in force (any other subject: unchanged)."""
+    return R.KSEQ_RHO_INITIAL if rule is R.KSEQ and ctx.choice("rho_k") == "initial" else rule
+
+
 def check_kseq(ctx, rule):
+    rule = rho_rule(ctx, rule)
     ev = []
     for name in EXACT:
         pair = inst.get(name)
@@ -197,12 +279,22 @@ def check_kseq(ctx, rule):
             label(name, K="1..4"), 0.0, float(bad),
             what="number of steps K → K+1 where the acceptance falls, or fails to rise while below its cap p(supp q)",
             note=f"smallest step over states: {min(float(st.min()) for st, _ in steps):+.3g}")))
+        flat = sum(int((st <= 1e-12).sum()) for st, _ in steps)
+        falls = sum(int((st < -1e-12).sum()) for st, _ in steps)
+        strict = stats.exact_equal(label(name, K="1..4"), 0.0, float(flat),
+                                   what="number of steps K → K+1 (any state) where the acceptance does not rise strictly",
+                                   note=f"smallest step over states: {min(float(st.min()) for st, _ in steps):+.3g}")
+        if strict.outcome == "fail" and falls == 0:
+            strict.tie = True
+            strict.note = ("fails by equality (tie): no step falls; the acceptance stays at its cap p(supp q) (the most "
+                           f"any number of drafts can accept) from K = 1 on; {strict.note}")
+        ev.append(ctx.part("rises-strictly")(strict))
     if ctx.wants("exact", "rises"):
         ev.append(least_slack(ctx, "rises", lambda: search_pairs(
             kseq_rise_slack, PairSpace(V=3), budget=ctx.size(240, 45), restarts=3, settings={"rule": rule}),
             what="least step of the acceptance in K (below its cap)"))
     with ctx.part("lossless"):
-        ev += lossless_exact(rule, ((1, 2), (2, 2), (2, 3))) if ctx.wants("exact", "lossless") else []
+        ev += lossless_exact(ctx, rule, ((1, 2), (2, 2), (2, 3))) if ctx.wants("exact", "lossless") else []
         if rule is R.KSEQ:
             ev.append(lossless_info(R.KSEQ_RHO_INITIAL, 2, 3, "ρ for the initial K",
                                     "TV(first 3 tokens, p^3) if ρ is not re-solved after drafts are dropped",
@@ -241,17 +333,37 @@ register(
                               "(= 1 − (1 − β(ρ))^K at the root).", relation="="),
            Part("lossless", "K-SEQ emits sequences distributed exactly as p.", relation="law"),
            Part("rises", "K-SEQ's acceptance rises with K: it never falls, and rises strictly while below "
-                         "p(supp q).", relation="monotone", modes=("exact",))),
+                         "p(supp q).", relation="monotone", modes=("exact",)),
+           Part("rises-strictly", "K-SEQ's acceptance rises strictly at every step K → K + 1, on any pair (literal).",
+                relation="monotone", modes=("exact",))),
+    readings=(Reading(
+        "paper", "K-SEQ's ρ solves the ρ equation, K-SEQ accepts with probability ρβ(ρ), is lossless, and its "
+                 "acceptance rises with K (never falls; strictly while below p(supp q), the most any number of "
+                 "drafts can accept).", ("rho", "acceptance", "lossless", "rises"), role="principal",
+        quote="Sec. 3.2: 'ρ∈[1,K] is a scaling factor determined by solving the equation 1−(1−β(ρ))^K=ρ·β(ρ)'; "
+              "'Theoretically, it can be shown that as K increases, the likelihood of accepting a draft token also "
+              "increases, which in turn leads to further speedups.'",
+        why="Sec. 3.2 is the paper's account of SpecTr's K-SEQ (Sun et al. 2023), a verification for SD, which "
+            "preserves the target; 'increases' is read where acceptance can still rise: it is capped at "
+            "p(supp q), reached at K = 1 by p = q or a top-k draft (there nothing can increase)"),
+              Reading("literal", "K-SEQ's acceptance rises strictly with every added draft, on any pair.",
+                      ("rises-strictly",), kind="literal",
+                      why="'increases' read as strict everywhere: where the acceptance is at its cap from K = 1 (p = q, "
+                          "a top-k draft, V = 1, disjoint supports) it cannot rise, and the steps tie")),
+    scope=Scope("Any pair, K = 1..4 (K = 1 is token-level SD); ρ equation and acceptance per state, the law of the "
+                "first 3 emitted tokens over iterations."),
+    choices=(RHO_K,),
     check=check_kseq, subject=R.KSEQ,
     controls=(Control("rho=1", R.KSEQ_RHO_ONE, R.KSEQ_RHO_ONE.description, parts=("rho", "acceptance", "lossless")),
-              Control("rho=K", R.KSEQ_RHO_K, R.KSEQ_RHO_K.description, parts=("rises",))),
+              Control("rho=K", R.KSEQ_RHO_K, R.KSEQ_RHO_K.description, parts=("rises", "rises-strictly"))),
     mc_tests=2, shrink=lossless_shrinker((2, 3), part="lossless"))
 
 
 # --- gbv.lossless --------------------------------------------------------------------------------
 
 def check_gbv_lossless(ctx, rule):
-    ev = lossless_exact(rule, ((1, 1), (2, 1), (3, 1)))
+    rule = gbv_rule(ctx, rule)
+    ev = lossless_exact(ctx, rule, ((1, 1), (2, 1), (3, 1)))
     if rule is R.GBV:
         ev.append(lossless_info(R.GBV_SEC33, 3, 1, "Sec. 3.3 as printed",
                                 "TV(first 3 tokens, p^3) of the alternative reading (printed α with unclipped ν, "
@@ -270,6 +382,16 @@ register(
                    "Sec. 3.3's printed α with an unclipped ν is the alternative reading, reported as "
                    "info). Checked on the first 3 emitted tokens over as many iterations as it takes, "
                    "γ = 1..3, exact (TV ≤ 1e-12) and MC (chi-square, γ = 3, first 3 tokens).",
+    readings=(Reading(
+        "paper", "GBV (one draft) with the distribution modification emits sequences distributed as p, over "
+                 "iterations.", ("main",), role="principal",
+        quote="Sec. 3.3: 'which ensures distributional consistency within a single iteration. To maintain the same "
+              "output distribution across multiple SD iterations, the target distribution is modified at all "
+              "unaccepted positions before the next iteration'",
+        why="Sec. 3.3 states the property for one iteration and, with the modification, across iterations; the "
+            "law of the first emitted tokens over as many iterations as it takes is that statement"),),
+    scope=Scope("Any pair (one draft), γ = 1..3."),
+    choices=(GBV_FORM,),
     check=check_gbv_lossless, subject=R.GBV, controls=(CTRL_NO_MODIFY, CTRL_RESIDUAL_P),
     mc_tests=1, shrink=lossless_shrinker((1,), applies=("V", "order", "gamma", "seed")))
 
@@ -296,6 +418,7 @@ def gbv_over_sd(pair, rule, gamma: int = 2) -> float:
 
 
 def check_gbv_optimal(ctx, rule):
+    rule = gbv_rule(ctx, rule)
     ev = []
     for name in EXACT:
         pair = inst.get(name)
@@ -343,6 +466,17 @@ register(
            Part("optimal", "That value is the optimum for one draft: no coupling of one q-block with the p-block "
                            "has a larger E[τ].", relation="=", modes=("exact",)),
            Part("ge-sd", "GBV's E[τ] is at least token-level SD's.", relation="ordering", modes=("exact",))),
+    readings=(Reading(
+        "paper", "GBV's E[τ] is Σ_i Σ min(p(x^i), q(x^i)), no one-draft coupling does better, and so it is at least "
+                 "token-level SD's.", ("value", "optimal", "ge-sd"), role="principal",
+        quote="Sec. 3.3: 'Theoretically, GBV achieves the highest expected number of accepted tokens within a single "
+              "SD iteration among all valid verification algorithms in the single draft setting.'; Remark 5.2: "
+              "'When K=1, the bound reduces to the single-draft setting, which corresponds exactly to GBV: "
+              "Bound(1)=Σ_τ Σ_{x^τ} min{p(x^τ),q(x^τ)}'",
+        why="the value is Remark 5.2's, optimality Sec. 3.3's ('among all valid verification algorithms': every "
+            "coupling, the LP), and token-level SD is one of those algorithms"),),
+    scope=Scope("Any pair (one draft), one iteration from state 0, γ = 1..3."),
+    choices=(GBV_FORM,),
     check=check_gbv_optimal, subject=R.GBV,
     controls=(Control("accept-all", R.BROKEN_ACCEPT_ALL, R.BROKEN_ACCEPT_ALL.description, parts=("value", "optimal")),
               Control("h/2", R.BROKEN_HALF_H, R.BROKEN_HALF_H.description, parts=("ge-sd",))),
@@ -353,7 +487,8 @@ register(
 # --- spectr_gbv.lossless ---------------------------------------------------------------------------
 
 def check_sgbv_lossless(ctx, rule):
-    ev = lossless_exact(rule, ((1, 2), (2, 2), (1, 3)))
+    rule = line5_rule(ctx, rule)
+    ev = lossless_exact(ctx, rule, ((1, 2), (2, 2), (1, 3)))
     for name in ("iid-V3-equal", MC_PAIR):
         tree = tree0(inst.get(name), 2)
         tv, seq, pc, pm = max((ex.one_iteration_tv(tree, K, rule) for K in (2, 3)), key=lambda r: r[0])
@@ -379,10 +514,21 @@ register(
                    "a 0/0 ratio in h is 0 (x/0 is 1); Eq. 4's residual of zero mass falls back to the target's "
                    "row. On p = q that residual is 0/0 while Alg. 1 still rejects (probability 0.231 at K = 2, "
                    "γ = 1), so that one instance's verdict rests on the convention; the claim's does not: it "
-                   "fails on every pair of its grid with p ≠ q and full support (5 of 7; disjoint supports and "
-                   "V = 1 pass), its smallest counterexample among them.",
+                   "fails on every pair of its grid with p ≠ q and full support (5 of 7; the point-mass draft of "
+                   "disjoint supports and V = 1 pass, both outside the multi-draft scope: their K drafts cannot "
+                   "differ), its smallest counterexample among them.",
+    readings=(Reading(
+        "paper", "Alg. 1 + Alg. 2 (Alg. 3), with K i.i.d. drafts, emits sequences distributed as the target, over "
+                 "iterations (and in one iteration, Thm 4.2's output O).", ("main",), role="principal",
+        quote="Thm 4.2: 'SpecTr-GBV preserves the target model distribution. Specifically, for any prefix c, given "
+              "conditional distributions p and q from the draft and target models, draft length L, and draft "
+              "sequences X^L∼q^{⊕K}(·), the output O=(t^τ,y,x^{L−τ−1}) satisfies: O∼SpecTr-GBV(c,p,q,X^L) ⟹ O∼q(·)' "
+              "(the paper's q is our p)",
+        why="the theorem states it for any prefix, any pair of conditionals and K i.i.d. drafts; Alg. 3 'functions "
+            "as a valid SD method', so the law over iterations is what it promises; Alg. 1 is run as printed"),),
+    scope=MULTI_DRAFT, choices=(LINE5,),
     check=check_sgbv_lossless, subject=R.SPECTR_GBV, controls=(CTRL_NO_MODIFY, CTRL_RESIDUAL_P),
-    mc_tests=1, shrink=lossless_shrinker((1, 2, 3)))
+    mc_tests=1, shrink=lossless_shrinker((1, 2, 3), scope=MULTI_DRAFT))
 
 
 # --- spectr_gbv.sub_block -------------------------------------------------------------------------
@@ -406,10 +552,11 @@ def sub_block(pair, rule, gamma: int, K: int):
 
 
 def check_sub_block(ctx, rule):
-    ev = each(EXACT, lambda name, pair: sweep(
+    rule = line5_rule(ctx, rule)
+    ev = each(EXACT, lambda name, pair: scoped(ctx, sweep(
         label(name, γ="1,2", K="1..3"), grid(gamma=(1, 2), K=(1, 2, 3)), lambda gamma, K: sub_block(pair, rule, gamma, K),
         what="P(τ ≥ i, t^i = x^i) vs A(x^i), worst block", keep=False,
-        note=lambda p, c, m, d: f"worst block x^{len(d['block'])} = {d['block']}"))
+        note=lambda p, c, m, d: f"worst block x^{len(d['block'])} = {d['block']}"), pair))
     pair = inst.get(MC_PAIR)
     K, g = 3, 2
     n = ctx.size(600_000, 150_000)
@@ -430,10 +577,19 @@ register(
     interpretation="'Accepted length of x^i ≥ i' read as: Alg. 1's final accepted block t has τ ≥ i and "
                    "prefix t^i = x^i (then the drafts contain x^i). Exact for every block, γ ∈ {1, 2}, "
                    "K = 1..3, on 7 pairs; MC: chi-square of the first accepted token (γ = 2, K = 3). It holds "
-                   "at K = 1 (SpecTr-GBV is GBV there) and fails for K ≥ 2 on 5 of the 7 pairs (disjoint "
-                   "supports and V = 1 pass).",
+                   "at K = 1 (SpecTr-GBV is GBV there) and fails for K ≥ 2 on the 5 pairs in scope (disjoint "
+                   "supports and V = 1, whose drafts cannot differ, pass: outside the multi-draft scope).",
+    readings=(Reading(
+        "paper", "In SpecTr-GBV, P(the drafts contain x^i and x^i's acceptance length ≥ i) = A(x^i) for every block "
+                 "x^i, i = 1..γ.", ("main",), role="principal",
+        quote="Lemma A.1: 'For all i∈[1,L] and X^L, in SpecTr-GBV, we have P(X^L has x^i, τ^{x^i}≥i)=q(x^i)[1−(1−"
+              "min{p(x^i)/q(x^i),1})^K], where τ^{x^i} denotes the acceptance length of token block x^i.'",
+        why="the lemma is stated for SpecTr-GBV (Alg. 1) and every block; 'acceptance length of x^i ≥ i' is read "
+            "as Alg. 1's final block t having τ ≥ i and t^i = x^i, the event its proof sums in Thm 5.3 (E[τ] = "
+            "Σ_i Σ_{x^i} P(X^L has x^i, τ^{x^i} ≥ i))"),),
+    scope=MULTI_DRAFT, choices=(LINE5,),
     check=check_sub_block, subject=R.SPECTR_GBV, controls=(CTRL_POWER_1,), mc_tests=1,
-    shrink=shrinker(sub_block, **ONE_ITERATION))
+    shrink=shrinker(sub_block, scope=MULTI_DRAFT, **ONE_ITERATION))
 
 
 # --- spectr_gbv.upper_bound / attains ----------------------------------------------------------------
@@ -458,6 +614,9 @@ class BoundCheck:
 
 
 UPPER = BoundCheck(R.SPECTR_GBV, bound_as_printed)
+#: the controls' subjects, module-level so that their least-slack calls name them (sims.shrink.expr_of)
+UPPER_ACCEPT_ALL = BoundCheck(R.BROKEN_ACCEPT_ALL, bound_as_printed)
+UPPER_FEWER_DRAFTS = BoundCheck(R.SPECTR_GBV, bound_fewer_drafts)
 
 
 def bound_and_tau(pair, rule, gamma: int, K: int, bound=bound_as_printed):
@@ -500,12 +659,12 @@ def check_upper_bound(ctx, subject: BoundCheck):
     with ctx.part("spectr-gbv"):
         for name in EXACT if ctx.wants("exact", "spectr-gbv") else ():
             pair = inst.get(name)
-            ev.append(sweep(lambda pt: label(name, γ=pt["gamma"], K=pt["K"]), grid(gamma=(1, 2), K=(1, 2, 3)),
+            ev.append(scoped(ctx, sweep(lambda pt: label(name, γ=pt["gamma"], K=pt["K"]), grid(gamma=(1, 2), K=(1, 2, 3)),
                             lambda gamma, K: bound_and_tau(pair, subject.rule, gamma, K, subject.bound), grade="bound",
                             side="le", keep=False, note=lambda p, b, e, d: f"E[τ] = {e:.6g}, bound = {b:.6g}",
                             judge=lambda i, b, e, n: stats.exact_equal(
                                 i, 0.0, max(0.0, e - b), note=n,
-                                what="excess of E[τ] over Lemma 5.1's bound (0 if within), worst (γ, K)")))
+                                what="excess of E[τ] over Lemma 5.1's bound (0 if within), worst (γ, K)")), pair))
         if ctx.wants("mc"):
             m, se, n, _ = tau_mc(ctx, subject.rule, 2, 3, "ub")
             ev.append(ctx.mc(stats.z_test_bound(
@@ -513,7 +672,8 @@ def check_upper_bound(ctx, subject: BoundCheck):
                 side="le", alpha=ctx.alpha_test, tolerance=0.02, what="accepted length τ", note=f"{n} iterations")))
     if ctx.wants("exact", "spectr-gbv"):
         ev.append(least_slack(ctx, "spectr-gbv", lambda: search_pairs(
-            rule_bound_slack, PairSpace(V=2), budget=ctx.size(200, 40), restarts=2, settings={"subject": subject}),
+            rule_bound_slack, PairSpace(V=2), budget=ctx.size(200, 40), restarts=2, settings={"subject": subject},
+            scope=MULTI_DRAFT_ANY_K),
             what="bound − E[τ_SpecTr-GBV] (γ = 2, K = 2)"))
     if ctx.wants("exact", "cic-gamma1") or ctx.wants("exact", "cic-gamma2"):
         ev += check_cic(ctx, subject)
@@ -577,18 +737,30 @@ register(
                               "Σ_x A(x).", relation="≤", modes=("exact",)),
            Part("cic-gamma2", "For γ = 2 and K = 2, every conditionally independent coupling has E[τ] ≤ "
                               "Σ_{i≤2} Σ_{x^i} A(x^i).", relation="≤", modes=("exact",))),
+    readings=(Reading(
+        "paper", "Every conditionally independent coupling of K i.i.d. draft blocks with the target block, the one "
+                 "SpecTr-GBV builds among them, has E[τ] ≤ Σ_i Σ_{x^i} A(x^i).", ("spectr-gbv", "cic-gamma1",
+                                                                                 "cic-gamma2"), role="principal",
+        quote="Lemma 5.1: 'For any coupling π∈Π_CIC(p^{⊕K},q), the expected acceptance length is upper bounded by: "
+              "E[τ] ≤ Σ_{τ=1}^{L} Σ_{x^τ} q(x^τ)[1−(1−min{p(x^τ)/q(x^τ),1})^K]' (Eq. 5)",
+        why="the lemma names its class (CIC, Sec. 4.1: P_π(X^L|y^L) = Π_k P_π(x_k^L|y^L)); Sec. 5 places "
+            "SpecTr-GBV in it ('the design of SpecTr-GBV ensures that it achieves the maximum expected acceptance "
+            "length established in Lemma 5.1')"),),
+    scope=Scope("Any pair whose drafts can differ; the class searched itself at K = 2 (γ = 1: V = 2 exact, V = 3; "
+                "γ = 2: V = 2), SpecTr-GBV at K = 1..3.", guard=drafts_can_differ),
     check=check_upper_bound, subject=UPPER, mc_tests=1,
-    controls=(Control("accept-all", BoundCheck(R.BROKEN_ACCEPT_ALL, bound_as_printed), R.BROKEN_ACCEPT_ALL.description,
-                      parts=("spectr-gbv",)),
-              Control("bound for K-1 drafts", BoundCheck(R.SPECTR_GBV, bound_fewer_drafts),
+    controls=(Control("accept-all", UPPER_ACCEPT_ALL, R.BROKEN_ACCEPT_ALL.description, parts=("spectr-gbv",)),
+              Control("bound for K-1 drafts", UPPER_FEWER_DRAFTS,
                       "negative control: the bound with one draft fewer (a wrong term: at K = 2, one draft's Σ min)",
                       parts=("cic-gamma1", "cic-gamma2"))))
 
 
 def check_attains(ctx, rule):
-    ev = each(EXACT, lambda name, pair: sweep(
+    rule = line5_rule(ctx, rule)
+    ev = each(EXACT, lambda name, pair: scoped(ctx, sweep(
         lambda pt: label(name, γ=pt["gamma"], K=pt["K"]), grid(gamma=(1, 2), K=(1, 2, 3)),
-        lambda gamma, K: bound_and_tau(pair, rule, gamma, K), keep=False, what="E[τ] vs Lemma 5.1's bound, worst (γ, K)"))
+        lambda gamma, K: bound_and_tau(pair, rule, gamma, K), keep=False, what="E[τ] vs Lemma 5.1's bound, worst (γ, K)"),
+        pair))
     ev.append(tau_mean_test(ctx, rule, 2, 3, cf.lemma51_bound(tree0(inst.get(MC_PAIR), 2), 3), ("att", "3"),
                             label(MC_PAIR, γ=2, K=3), "accepted length τ", "{n} iterations"))
     return ev
@@ -600,11 +772,17 @@ register(
     statement="SpecTr-GBV's E[τ] equals Lemma 5.1's bound Σ_i Σ_{x^i} A(x^i).",
     interpretation="Exact E[τ] of one iteration of Alg. 1 (all draft outcomes, uniforms integrated), "
                    "γ ∈ {1, 2}, K = 1..3, on 7 pairs; MC: two-sided z-test of the kernel's mean τ (γ = 2, K = 3). "
-                   "Equal at K = 1 (GBV); below the bound for K ≥ 2 on 5 of the 7 pairs (disjoint supports and "
-                   "V = 1 equal it). No conditionally independent coupling found reaches the bound either "
+                   "Equal at K = 1 (GBV); below the bound for K ≥ 2 on the 5 pairs in scope (disjoint supports "
+                   "and V = 1, whose drafts cannot differ, equal it: outside the multi-draft scope). No conditionally independent coupling found reaches the bound either "
                    "(spectr_gbv.upper_bound's cic parts).",
+    readings=(Reading(
+        "paper", "SpecTr-GBV's E[τ] equals Lemma 5.1's bound Σ_i Σ_{x^i} A(x^i) (Eq. 6).", ("main",), role="principal",
+        quote="Thm 5.3: 'The SpecTr-GBV achieves the upper bound of the expected acceptance length: E[τ] = Σ_{τ=1}^{L} "
+              "Σ_{x^τ} q(x^τ)[1−(1−min{p(x^τ)/q(x^τ),1})^K]' (Eq. 6)",
+        why="the theorem is about Alg. 1's E[τ] for K i.i.d. drafts; one iteration from a fixed prefix is its setting"),),
+    scope=MULTI_DRAFT, choices=(LINE5,),
     check=check_attains, subject=R.SPECTR_GBV, controls=(CTRL_POWER_1,), mc_tests=1,
-    shrink=shrinker(bound_and_tau, **ONE_ITERATION))
+    shrink=shrinker(bound_and_tau, scope=MULTI_DRAFT, **ONE_ITERATION))
 
 
 # --- spectr_gbv.remark5_2 ------------------------------------------------------------------------------
@@ -658,7 +836,7 @@ def limit_short(tree) -> bool:
 
 
 @lru_cache(maxsize=1)
-def random_trees(n: int = 60) -> tuple:
+def random_trees(n: int = 200) -> tuple:
     """Block trees of n random Dirichlet pairs (V ∈ {2, 3, 4}, order 0/1, γ ∈ {1, 2}, seeds 100..):
     full support and p ≠ q."""
     return tuple(tree0(random_pair(2 + i % 3, i // 3 % 2, 1.0, seed=100 + i), 1 + i // 6 % 2) for i in range(n))
@@ -670,6 +848,45 @@ def random_share(test) -> tuple[int, int]:
     return sum(bool(test(t)) for t in trees), len(trees)
 
 
+def remark_guard(pair, gamma: int | None = None, **_) -> str | None:
+    """Remark 5.2's scope: drafts that can differ, and a draft that covers p's support (every block with
+    p(x^i) > 0 has q(x^i) > 0, at the γ given, else γ = 1..3 as far as V^γ ≤ 64)."""
+    gammas = (gamma,) if gamma is not None else tuple(g for g in (1, 2, 3) if pair.V ** g <= 64)
+    if any(limit_short(tree0(pair, g)) for g in gammas):
+        return ("the draft misses part of p's support (a block with p(x^i) > 0 = q(x^i)): the remark's "
+                "convergence to L tacitly needs a draft that covers it")
+    return drafts_can_differ(pair, gamma)
+
+
+REMARK_SCOPE = Scope(
+    "A draft that covers p's support (q(x^i) > 0 wherever p(x^i) > 0: the convergence bullet's limit L needs it, "
+    "since the bound tends to Σ_i Σ_{q(x^i)>0} p(x^i)) and drafts that can differ (V ≥ 2, a draft that is not a "
+    "point mass). q = p is in scope: there the bound is L for every K, and strict increase fails by equality.",
+    guard=remark_guard)
+
+
+def step_ties(vals) -> tuple[int, bool]:
+    """(how many steps K → K+1 have Bound(K+1) ≤ Bound(K), whether every such step is an equality (to 1e-12))."""
+    d = np.diff(vals)
+    return int((d <= 0).sum()), bool((d[d <= 0] >= -1e-12).all())
+
+
+def bound_k1_identity(exponent: int = 1) -> tuple[bool, str]:
+    """Remark 5.2's consistency bullet as an identity of the model (sympy): each block's term of Bound(1),
+    p[1 − (1 − m)^1] with m = min(1, q/p), equals min(p, q), in both branches (q ≤ p: m = q/p; q ≥ p: m = 1);
+    a block with p = 0 adds 0 to both sides. ``exponent``: the power of (1 − m) the proof is run with (1 is
+    the claim; any other value is a wrong identity the proof must reject)."""
+    import sympy as sp
+    p = sp.Symbol("p", positive=True)
+    t = sp.Symbol("t", nonnegative=True)  # q = t·p
+    term = lambda m: p * (1 - (1 - m) ** exponent)  # noqa: E731
+    below = sp.simplify(term(t) - p * t)   # t ≤ 1: m = t, min(p, q) = q = t·p
+    above = sp.simplify(term(sp.Integer(1)) - p)  # t ≥ 1: m = 1, min(p, q) = p
+    holds = below == 0 and above == 0
+    return holds, (f"per block, q = t·p: p[1 − (1 − t)^{exponent}] − t·p simplifies to {below} (t ≤ 1) and "
+                   f"p[1 − (1 − 1)^{exponent}] − p to {above} (t ≥ 1); Bound(1) = Σ_i Σ_(x^i) of these terms")
+
+
 def check_remark(ctx, bound):
     ev = []
     for name in EXACT:
@@ -677,30 +894,39 @@ def check_remark(ctx, bound):
         for g in (1, 2, 3):
             tree = tree0(pair, g)
             vals = np.array([bound(tree, K) for K in REMARK_KS])
-            ev.append(ctx.part("increasing")(stats.exact_equal(
-                label(name, γ=g, K="1..8"), 0.0, float((np.diff(vals) <= 0).sum()),
-                what="number of steps K → K+1 with Bound(K+1) ≤ Bound(K)",
-                note=f"Bound(1..8) = {np.round(vals, 6).tolist()}" + ("; an edge case: no block has 0 < q < p"
-                                                                     if flat_in_k(tree) else ""))))
-            ev.append(ctx.part("limit")(stats.exact_equal(
-                label(name, γ=g, K="1e9"), float(g), bound(tree, 10 ** 9), tol=1e-6,
-                what="Bound(K) → γ as K → ∞ (K = 10^9)",
-                note=f"analytic limit Σ_i Σ_(q(x^i)>0) p(x^i) = {cf.bound_limit(tree):.6g}"
-                     + ("; an edge case: q misses part of p's support" if limit_short(tree) else ""))))
+            bad, tie = step_ties(vals)
+            inc = stats.exact_equal(label(name, γ=g, K="1..8"), 0.0, float(bad),
+                                    what="number of steps K → K+1 with Bound(K+1) ≤ Bound(K)",
+                                    note=f"Bound(1..8) = {np.round(vals, 6).tolist()}"
+                                         + ("; an edge case: no block has 0 < q < p" if flat_in_k(tree) else ""))
+            if inc.outcome == "fail" and tie:
+                inc.tie = True
+                inc.note = (f"fails by equality (tie): Bound(K + 1) = Bound(K) at every failing step; "
+                            + ("the bound is saturated at γ for every K (q = p: every block has m = 1)"
+                               if abs(vals[0] - g) <= 1e-12 else "the bound is constant in K: no block has "
+                                                                  "0 < q(x^i) < p(x^i)") + f"; {inc.note}")
+            lim = stats.exact_equal(label(name, γ=g, K="1e9"), float(g), bound(tree, 10 ** 9), tol=1e-6,
+                                    what="Bound(K) → γ as K → ∞ (K = 10^9)",
+                                    note=f"analytic limit Σ_i Σ_(q(x^i)>0) p(x^i) = {cf.bound_limit(tree):.6g}"
+                                         + ("; an edge case: q misses part of p's support" if limit_short(tree) else ""))
+            ev.append(ctx.part("increasing-any-draft")(replace(inc)))
+            ev.append(ctx.part("limit-any-draft")(replace(lim)))
+            ev += scoped(ctx, [ctx.part("increasing")(inc), ctx.part("limit")(lim)], pair, gamma=g)
             ev.append(ctx.part("k1")(stats.exact_equal(label(name, γ=g, K=1), cf.gbv_optimum(tree), bound(tree, 1),
                                                        what="Bound(1) vs GBV's Σ min(p(x^i), q(x^i))")))
-    for part, test, what in (("increasing", lambda t: not flat_in_k(t) and all(
-            np.diff([bound(t, K) for K in REMARK_KS]) > 0), "strictly increasing over K = 1..8"),
+    for part, test, what in (("increasing", lambda t: all(np.diff([bound(t, K) for K in REMARK_KS]) > 0),
+                              "strictly increasing over K = 1..8"),
                              ("limit", lambda t: abs(bound(t, 10 ** 9) - t.gamma) <= 1e-6, "Bound(10^9) = γ")):
         held, n = random_share(test)
-        ev.append(ctx.part(part)(stats.info("exact", f"{n} random pairs", float(n), float(held),
-                                            test=f"on how many random Dirichlet pairs (full support, p ≠ q; V 2-4, "
-                                                 f"order 0/1, γ 1-2) the bound is {what}",
-                                            note=f"{held} of {n}: the failures are the edge cases only")))
+        ev.append(ctx.part(part)(stats.exact_equal(
+            f"{n} random pairs", float(n), float(held),
+            what=f"on how many random Dirichlet pairs (full support, p ≠ q: in scope; V 2-4, order 0/1, γ 1-2) the "
+                 f"bound is {what}", note=f"{held} of {n}")))
     if ctx.wants("exact", "increasing"):
-        ev.append(least_slack(ctx, "increasing", lambda: exhaustive(
-            bound_rise, [dict(name=name, gamma=g, bound=bound) for name in EXACT for g in (1, 2, 3)]),
-            what="least rise min_K Bound(K+1) − Bound(K)"))
+        in_scope = [dict(name=name, gamma=g, bound=bound) for name in EXACT for g in (1, 2, 3)
+                    if ctx.out_of_scope(inst.get(name), gamma=g) is None]
+        ev.append(least_slack(ctx, "increasing", lambda: exhaustive(bound_rise, in_scope),
+                              what="least rise min_K Bound(K+1) − Bound(K), in scope (0: a tie)"))
     for g in (2, 3) if ctx.wants("mc") else ():
         ev.append(ctx.part("k1")(tau_mean_test(ctx, R.GBV, g, 1, bound(tree0(inst.get(MC_PAIR), g), 1), ("gbv", str(g)),
                                                label(MC_PAIR, γ=g, K=1), "GBV's simulated accepted length vs Bound(1)",
@@ -719,11 +945,26 @@ def edge_pair(V: int, order: int, concentration: float, seed: int):
                                                            f"{order}, {concentration:g}, {seed})"})
 
 
+def _tie_marked(shrink):
+    """A shrinker whose counterexample, when it fails by equality (claimed == measured: Bound(K + 1) =
+    Bound(K)), says so."""
+    def run(ctx, bound):
+        cex = shrink(ctx, bound)
+        if cex is not None and abs(cex["claimed"] - cex["measured"]) <= 1e-12:
+            cex["tie"] = True
+            cex["note"] = "fails by equality (tie): Bound(K + 1) = Bound(K); at q = p the bound is γ for every K"
+        return cex
+    return run
+
+
 EDGE = dict(V_values=(2, 3), gammas=(1, 2), seeds=range(4), pair_factory=edge_pair)
+STEP = dict(fails=lambda c, m: not m > c, applies=("V", "order", "gamma", "K", "seed"), K_values=(1, 2), **EDGE)
+LIMIT = dict(fails=lambda c, m: abs(c - m) > 1e-6, **EDGE)
 REMARK_SHRINK = (
-    shrinker(bound_step, fails=lambda c, m: not m > c, applies=("V", "order", "gamma", "K", "seed"), part="increasing",
-             K_values=(1, 2), **EDGE),
-    shrinker(bound_at_infinity, fails=lambda c, m: abs(c - m) > 1e-6, part="limit", **EDGE),
+    _tie_marked(shrinker(bound_step, part="increasing", scope=REMARK_SCOPE, **STEP)),
+    shrinker(bound_at_infinity, part="limit", scope=REMARK_SCOPE, **LIMIT),
+    _tie_marked(shrinker(bound_step, part="increasing-any-draft", **STEP)),
+    shrinker(bound_at_infinity, part="limit-any-draft", **LIMIT),
     shrinker(bound_at_one, part="k1", **EDGE))
 
 
@@ -733,22 +974,47 @@ register(
     statement="Lemma 5.1's bound strictly increases in K, tends to γ as K → ∞, and equals GBV's optimum "
               "at K = 1.",
     interpretation="On the bound's closed form from state 0 of 7 pairs, γ = 1..3: strict increase over "
-                   "K = 1..8, the limit at K = 10^9, and K = 1 against Σ min. Bound(K) = Σ_i Σ p(x^i)[1 − (1 − "
-                   "m(x^i))^K] never decreases; it increases strictly exactly when some block has 0 < q(x^i) < "
-                   "p(x^i), and tends to Σ_i Σ_{x^i: q(x^i)>0} p(x^i), which is γ exactly when q covers p's "
-                   "support. So the first two parts fail on edge cases only: q = p, disjoint supports, a draft "
-                   "with q ≥ p wherever q > 0 (top-k), V = 1 (constant bound); a draft missing part of p's "
-                   "support (the limit). Random Dirichlet pairs (full support, p ≠ q) never fail (measured share "
-                   "in the report). MC: GBV's simulated τ against Bound(1).",
-    parts=(Part("increasing", "Bound(K) strictly increases in K.", relation="monotone", modes=("exact",)),
-           Part("limit", "Bound(K) tends to γ as K → ∞.", relation="=", modes=("exact",)),
-           Part("k1", "Bound(1) equals GBV's optimum Σ_i Σ_{x^i} min(p(x^i), q(x^i)).", relation="=")),
+                   "K = 1..8, the limit at K = 10^9, and K = 1 against Σ min; and on 200 random Dirichlet pairs "
+                   "(full support, p ≠ q). Bound(K) = Σ_i Σ p(x^i)[1 − (1 − m(x^i))^K] never decreases "
+                   "(Bound(K+1) − Bound(K) = Σ p m (1 − m)^K ≥ 0); it increases strictly exactly when some block "
+                   "has 0 < q(x^i) < p(x^i), and tends to Σ_i Σ_{x^i: q(x^i)>0} p(x^i), which is γ exactly when q "
+                   "covers p's support. Scope: a draft that covers p's support (the convergence bullet's tacit "
+                   "assumption) and drafts that can differ. In scope, strict increase fails only at q = p, by "
+                   "equality (a tie: the bound is γ for every K). The literal reading (any draft: top-k, disjoint "
+                   "supports, V = 1 too) is reported beside it. K = 1 is an identity of the model, proved "
+                   "symbolically; its numerical check and GBV's simulated τ against Bound(1) stay as "
+                   "implementation tests.",
+    parts=(Part("increasing", "Bound(K) strictly increases in K (draft covering p's support).", relation="monotone",
+                modes=("exact",)),
+           Part("limit", "Bound(K) tends to γ as K → ∞ (draft covering p's support).", relation="=", modes=("exact",)),
+           Part("k1", "Bound(1) equals GBV's optimum Σ_i Σ_{x^i} min(p(x^i), q(x^i)).", relation="=", identity=True,
+                proof=bound_k1_identity),
+           Part("increasing-any-draft", "Bound(K) strictly increases in K, for any draft (literal).",
+                relation="monotone", modes=("exact",)),
+           Part("limit-any-draft", "Bound(K) tends to γ as K → ∞, for any draft (literal).", relation="=",
+                modes=("exact",))),
+    readings=(
+        Reading("paper", "For a draft that covers p's support: Bound(K) strictly increases in K, tends to L = γ, "
+                         "and Bound(1) = Σ min (GBV).", ("increasing", "limit", "k1"), role="principal",
+                quote="Remark 5.2: 'For any positive integers K1 and K2 satisfying K1>K2, the bound strictly "
+                      "increases: Bound(K1)>Bound(K2).' 'The upper bound converges to the maximum acceptance length "
+                      "L as the number of drafts K tends to infinity' 'When K=1, the bound reduces to the "
+                      "single-draft setting, which corresponds exactly to GBV: Bound(1)=Σ_τ Σ_{x^τ} min{p(x^τ),q(x^τ)}'",
+                why="'converges to the maximum acceptance length L' holds only if every block the target can emit "
+                    "can be drafted, so the remark tacitly assumes a draft that covers the target's support (the "
+                    "paper's drafts are softmax models, positive everywhere); the three bullets are read together "
+                    "under that assumption. q = p stays in scope: it covers the support"),
+        Reading("literal", "For any draft (one missing part of p's support too, V = 1): strict increase and the "
+                           "limit γ.", ("increasing-any-draft", "limit-any-draft"), kind="literal",
+                why="the bullets as printed, without the covering assumption: top-k and disjoint drafts leave the "
+                    "bound constant in K and below L in the limit")),
+    scope=REMARK_SCOPE,
     check=check_remark, subject=bound_as_printed, mc_tests=2,
     controls=(Control("exponent K+1", bound_off_by_one, "negative control: the bound with exponent K + 1",
                       parts=("k1",)),
               Control("Bound(1) for every K", bound_at_one_draft,
                       "negative control: the bound with the number of drafts dropped (Bound(1) for every K)",
-                      parts=("increasing", "limit"))),
+                      parts=("increasing", "limit", "increasing-any-draft", "limit-any-draft"))),
     shrink=lambda ctx, bound: [x for x in (sh(ctx, bound) for sh in REMARK_SHRINK) if x])
 
 
@@ -831,19 +1097,25 @@ def scaling(instance: str, step, points, x, claimed: float, tol: float, what: st
     return [counted, timed]
 
 
+EXPONENT_TOL = Choice("exponent_tol", 0.05, (0.03, 0.05, 0.1), invented=True,
+                      why="the paper states O(·) without a band: |fitted exponent − claimed| ≤ this (K-SEQ's exponent "
+                          "in 1 + log2 K, whose bisection passes step at powers of 2, twice this)")
+
+
 def check_cost(ctx, steps: Steps):
     Vs = (256, 512, 1024) if ctx.quick else (256, 512, 1024, 2048, 4096)
     Ks = (2, 8, 32, 128)
+    tol = float(ctx.choice("exponent_tol"))
     ev = ctx.part("v-linear")(scaling("V=" + ",".join(map(str, Vs)) + f" K={COST_K}", steps.sgbv,
-                                      [(V, COST_K) for V in Vs], lambda V, K: V, 1.0, 0.05,
+                                      [(V, COST_K) for V in Vs], lambda V, K: V, 1.0, tol,
                                       "SpecTr-GBV's step vs V"))
     ev += ctx.part("k-free")(scaling(f"V={COST_V} K=" + ",".join(map(str, Ks)), steps.sgbv,
-                                     [(COST_V, K) for K in Ks], lambda V, K: K, 0.0, 0.05, "SpecTr-GBV's step vs K"))
+                                     [(COST_V, K) for K in Ks], lambda V, K: K, 0.0, tol, "SpecTr-GBV's step vs K"))
     with ctx.part("kseq-log-k"):
         ev += scaling(f"V={COST_V} K=" + ",".join(map(str, Ks)), steps.kseq, [(COST_V, K) for K in Ks],
-                      lambda V, K: 1.0 + np.log2(K), 1.0, 0.1, "K-SEQ's step vs 1 + log2 K")
+                      lambda V, K: 1.0 + np.log2(K), 1.0, 2 * tol, "K-SEQ's step vs 1 + log2 K")
         ev += scaling("V=" + ",".join(map(str, Vs)) + f" K={COST_K}", steps.kseq, [(V, COST_K) for V in Vs],
-                      lambda V, K: V, 1.0, 0.05, "K-SEQ's step vs V")
+                      lambda V, K: V, 1.0, tol, "K-SEQ's step vs V")
     return ev
 
 
@@ -865,6 +1137,17 @@ register(
                 relation="scaling"),
            Part("kseq-log-k", "K-SEQ's selection step (SpecTr) costs O(V log K): linear in V, logarithmic in K.",
                 relation="scaling")),
+    readings=(Reading(
+        "paper", "SpecTr-GBV's selection step costs O(V), independent of K; K-SEQ's costs O(V log K).",
+        ("v-linear", "k-free", "kseq-log-k"), role="principal",
+        quote="Sec. 4.2: 'For each selection step for x_j^i, SpecTr-GBV exhibits a complexity of O(|Ω|), equivalent to "
+              "GBV and more efficient than the O(|Ω|log(K))' of K-SEQ; Sec. 6.4: 'SpecTr using K-SEQ requires a "
+              "O(|Ω|log(K)) binary search for the ρ parameter, while SpecTr-GBV computes acceptance probabilities "
+              "directly at O(|Ω|).'",
+        why="a complexity statement about one step, so it is graded on counted operations (load-independent), as "
+            "growth exponents in V and K"),),
+    scope=Scope(f"One selection step on Dirichlet rows, V = 256..4096 (K = {COST_K}) and K = 2..128 (V = {COST_V})."),
+    choices=(EXPONENT_TOL,),
     check=check_cost, subject=STEPS, modes=("exact",),
     controls=(Control("O(V^2) step", Steps(sgbv_step_quadratic, kseq_step),
                       "negative control: a step that redoes the O(V) sum ⌈V/256⌉ times (quadratic in V)",
@@ -905,6 +1188,12 @@ class Methods:
 
 
 METHODS = Methods()
+#: the controls' subjects, module-level so that their least-slack calls name them (sims.shrink.expr_of)
+METHODS_SD_AS_SGBV = Methods(sgbv=SD_RULE)
+METHODS_RHO_K_SPECTR = Methods(kseq=R.KSEQ_RHO_K)
+METHODS_HALF_H_GBV = Methods(gbv=R.BROKEN_HALF_H)
+METHODS_RHO_K_AS_SGBV = Methods(sgbv=R.KSEQ_RHO_K)
+METHODS_BE_RATE = Methods(be=be_as_rate)
 
 
 def _drafts(rule, K: int) -> int:
@@ -1010,7 +1299,7 @@ def check_tables(ctx, methods: Methods):
 TABLES_SHRINK = {part: shrinker(ordering_sides, fails=lambda c, m: m < c - 1e-12, part=part, V_values=(2, 3),
                                 applies=("V", "order", "gamma", "K", "seed", "ordering"), gammas=(1, 2),
                                 K_values=(2, 3) if part != "grows-k" else (1, 2), seeds=range(3),
-                                extra={"ordering": (part,)}) for part, *_ in ORDERINGS}
+                                extra={"ordering": (part,)}, scope=MULTI_DRAFT_ANY_K) for part, *_ in ORDERINGS}
 
 
 def shrink_tables(ctx, methods):
@@ -1032,17 +1321,29 @@ register(
                    "0/1). MC: one-sided test that SpecTr's E[τ] does not exceed SpecTr-GBV's (γ = 2, K = 3).",
     parts=tuple(Part(part, statement, relation="monotone" if part.startswith("grows") else "ordering",
                      modes=None if part == "sgbv-ge-spectr" else ("exact",)) for part, statement, *_ in ORDERINGS),
+    readings=(Reading(
+        "paper", "In block efficiency SpecTr-GBV ≥ SpecTr ≥ SD and GBV ≥ SD, and SpecTr-GBV's grows with K and with γ "
+                 "(orderings ≥, not strict).", tuple(o[0] for o in ORDERINGS), role="principal",
+        quote="Sec. 1: 'The results show that SpecTr-GBV consistently outperforms standard SD, SpecTr, and GBV in terms "
+              "of both block efficiency and speedup ratio.'; Sec. 6.5: 'as L increases, BE steadily improves', 'the "
+              "acceptance rates of both methods increase as K grows'; Sec. 5: 'multiple i.i.d. drafts strictly "
+              "improve the upper bound'",
+        why="the paper presents the orderings as consequences of its theory (Thm 5.3: E[τ] = the bound, which "
+            "grows with K), not as accidents of its models, so they are read on any pair in the cost-free model "
+            "(BE = E[τ] + 1, Sec. 6.2's 'decoded tokens per serial call'); ≥ rather than > since at p = q every "
+            "method reaches γ"),),
+    scope=MULTI_DRAFT_ANY_K,
     check=check_tables, subject=METHODS, mc_tests=1,
-    controls=(Control("SD as SpecTr-GBV", Methods(sgbv=SD_RULE), "negative control: plain SD in SpecTr-GBV's place",
+    controls=(Control("SD as SpecTr-GBV", METHODS_SD_AS_SGBV, "negative control: plain SD in SpecTr-GBV's place",
                       parts=("sgbv-ge-spectr",)),
-              Control("ρ = K in SpecTr", Methods(kseq=R.KSEQ_RHO_K), "negative control: " + R.KSEQ_RHO_K.description
+              Control("ρ = K in SpecTr", METHODS_RHO_K_SPECTR, "negative control: " + R.KSEQ_RHO_K.description
                       .split(": ", 1)[1] + ", as SpecTr", parts=("spectr-ge-sd",)),
-              Control("h/2 in GBV", Methods(gbv=R.BROKEN_HALF_H), "negative control: GBV accepting each sub-block "
+              Control("h/2 in GBV", METHODS_HALF_H_GBV, "negative control: GBV accepting each sub-block "
                                                                   "with half of Eq. 2/3's probability",
                       parts=("gbv-ge-sd",)),
-              Control("ρ = K K-SEQ as SpecTr-GBV", Methods(sgbv=R.KSEQ_RHO_K),
+              Control("ρ = K K-SEQ as SpecTr-GBV", METHODS_RHO_K_AS_SGBV,
                       "negative control: K-SEQ with ρ = K in SpecTr-GBV's place (its acceptance falls with K)",
                       parts=("grows-k",)),
-              Control("BE = E[τ]/γ", Methods(be=be_as_rate),
+              Control("BE = E[τ]/γ", METHODS_BE_RATE,
                       "negative control: block efficiency read as the acceptance rate E[τ]/γ", parts=("grows-gamma",))),
     shrink=shrink_tables)

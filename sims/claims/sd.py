@@ -23,7 +23,7 @@ from spectheory.montecarlo import sd as mc_sd
 from spectheory.montecarlo.clock import PARALLEL, SERIAL, CallSchedule, ratio_of_means, simulate_clocks
 from spectheory.rules.sd import BROKEN_NO_BONUS, BROKEN_RESIDUAL_P, BROKEN_SWAPPED_RATIO, STANDARD, SDRule
 
-from ..registry import Control, Part, UserPairs, register
+from ..registry import Control, Part, Reading, Scope, UserPairs, register
 from ..shapes import each, grid, label, mc_law, mc_mean, mc_per_state, shrinker, sweep
 
 PAPER = ("leviathan2023", "chen2023")
@@ -47,6 +47,11 @@ def _enumerable(pair):
 
 def _order0(pair):
     return None if pair.order == 0 else f"needs an order-0 (i.i.d.) pair, order {pair.order} given"
+
+
+def _constant_acceptance(pair, **settings):
+    """Scope guard of the formulas stated under the paper's i.i.d. assumption (any settings)."""
+    return _order0(pair)
 
 
 def _markov(pair):
@@ -117,6 +122,16 @@ register(
                    "acceptance ratio is taken as 1 if p(x) > 0. The verdict depends on neither "
                    "convention. MC: chi-square on the V^N first-token sequences of 5 pairs (2,000,000 "
                    "runs each; detectable effect w = 0.03).",
+    readings=(Reading(
+        "paper", "Speculative sampling emits tokens distributed exactly as p, for any target p and draft q, over "
+                 "any number of iterations.", ("main",), role="principal",
+        quote="Leviathan et al. §2.3: 'It's easy to show (see Appendix A.1) that for any distributions p(x) and "
+              "q(x), and x sampled in this way, indeed x ∼ p(x)'; Chen et al. Thm 1: modified rejection sampling "
+              "'recovers the target distribution'",
+        why="the paper states it for any two distributions, with no assumption on the pair; Algorithm 1 "
+            "repeats the step at every position and iteration, so the law of the emitted sequence is the claim"),),
+    scope=Scope("Any pair of distributions (the paper: 'for any distributions p(x) and q(x)'); edge cases "
+                "(disjoint supports, p = q, V = 1, drafts with q = 0 tokens) are in scope."),
     check=check_lossless, subject=STANDARD, controls=(CTRL_RESIDUAL, CTRL_SWAPPED), mc_tests=len(LOSSLESS_MC),
     shrink=shrinker(lossless_tv, fails=lambda c, m: m > 1e-12),
     user_pairs=UserPairs("exact: TV of the first N emitted tokens against p^N for γ = 1..3 (V ≤ 6); Monte Carlo: "
@@ -174,6 +189,14 @@ register(
                    "identity Σ min = 1 − TV, which holds for any two distributions, is checked beside it "
                    "in the note). MC: acceptance counts per state of a long stream (every position, "
                    "γ = 4) against β(s), on two V = 50 pairs and a pair with permuted row maps.",
+    readings=(Reading(
+        "paper", "The probability that speculative sampling accepts the drafted token in a context is Σ_x min(p(x), "
+                 "q(x)) = 1 − TV(p, q) of that context's rows.", ("main",), role="principal",
+        quote="Leviathan et al. §3.2, Definition 3.1: 'The acceptance rate β_{x<t}, given a prefix x<t, is the "
+              "probability of accepting x_t ∼ q(x_t|x<t) by speculative sampling'; Theorem 3.5: 'β = 1 − D_LK(p, q)'; "
+              "Lemma 3.3: 'D_LK(p, q) = 1 − Σ_x min(p(x), q(x))'",
+        why="β is defined per prefix, so the statement is graded state by state; D_LK is the total variation"),),
+    scope=Scope("Any pair, every state (prefix) of the chain."),
     check=check_acceptance, subject=STANDARD, controls=(CTRL_SWAPPED,), mc_tests=len(ACCEPTANCE_MC),
     shrink=shrinker(acceptance, applies=("V", "order", "seed"), gammas=(1,)),
     user_pairs=UserPairs("exact: P(accept) against Σ min(p, q) and 1 − TV in every state (V² × states ≤ "
@@ -258,8 +281,25 @@ register(
                                      "target call on a Markov source.", relation="=", checkable=False,
                 reason="outside the formula's constant-α assumption (the paper does not claim it): reported "
                        "as info, with the relative error")),
+    readings=(
+        Reading("paper", "With i.i.d. per-position acceptance (α = E(β), constant on an order-0 pair), one "
+                         "iteration emits (1 − α^{γ+1})/(1 − α) tokens in expectation.", ("iid",), role="principal",
+                quote="Leviathan et al. §3.1: 'If we make the simplifying assumption that the βs are i.i.d., and "
+                      "denote α = E(β), then the number of tokens produced by a single run of Algorithm 1 is a "
+                      "capped geometric variable, with success probability 1 − α and cap γ + 1' (Equation 1)",
+                why="the paper states the formula under its i.i.d. assumption, which an order-0 pair meets exactly"),
+        Reading("markov-dp", "On a Markov source the exact E[tokens per iteration] is the chain DP Σ_k (A^k 1)[s].",
+                ("chain",), kind="another-instance",
+                why="not the paper's: this project's exact value where β varies with the state (the paper's "
+                    "assumption fails), graded against enumeration"),
+        Reading("formula-beyond-iid", "The constant-α formula at α = E_π[β] on a Markov source.",
+                ("formula-on-markov",), kind="literal",
+                why="the formula used outside its stated assumption; the paper does not claim it: its error is "
+                    "reported (info), not graded")),
+    scope=Scope("Order-0 pairs (constant per-position acceptance: the paper's i.i.d. assumption). Markov pairs "
+                "belong to the markov-dp reading.", guard=_constant_acceptance),
     check=check_expected_tokens, subject=STANDARD, controls=(CTRL_NO_BONUS,), mc_tests=2,
-    shrink=shrinker(expected_tokens_iid, orders=(0,), part="iid"),
+    shrink=shrinker(expected_tokens_iid, orders=(0,), part="iid", scope=_constant_acceptance),
     user_pairs=UserPairs("order-0 pairs: the formula against enumeration for γ = 1..4 (V ≤ 6) and Monte Carlo at "
                          "γ = 4 (part iid); Markov pairs: the chain DP against enumeration for γ = 1..3 (V ≤ 6), "
                          "Monte Carlo from state 0 at γ = 4 (part chain) and the formula's error (info)",
@@ -344,7 +384,19 @@ register(
                    "the kernel's iterations timed on simulated clocks that advance by each call's "
                    "duration (Gamma call times with means c and 1, so the formula must hold in "
                    "expectation), ratio of the two clocks against the formula (γ = 4, c = 0.2).",
+    readings=(Reading(
+        "paper", "In the cost model (γ draft calls of cost c, one target call of cost 1 per iteration) and with i.i.d. "
+                 "acceptance, speculative sampling's expected walltime improvement over autoregressive decoding is "
+                 "(1 − α^{γ+1}) / ((1 − α)(γc + 1)).", ("main",), role="principal",
+        quote="Leviathan et al. §3.3, Theorem 3.8: 'The expected improvement factor in total walltime by Algorithm 1 "
+              "is (1 − α^{γ+1}) / ((1 − α)(γc + 1))', with Definition 3.7's cost coefficient c, the ratio of the "
+              "time of a run of the draft to that of the target",
+        why="the theorem rests on §3.1's i.i.d. assumption (Eq. 1 is its numerator) and on γ + 1 target "
+            "evaluations in parallel at the cost of one; both are the cost model checked"),),
+    scope=Scope("Order-0 pairs (the i.i.d. assumption behind Eq. 1), draft cost c ∈ [0, 1] relative to a target "
+                "call, the target's γ + 1 scores in one parallel call.", guard=_constant_acceptance),
     check=check_walltime, subject=WT_STANDARD, controls=(CTRL_WT_NO_BONUS, CTRL_WT_SERIAL), mc_tests=1,
-    shrink=shrinker(walltime, applies=("V", "order", "gamma", "c", "seed"), orders=(0,), extra={"c": WT_COSTS}),
+    shrink=shrinker(walltime, applies=("V", "order", "gamma", "c", "seed"), orders=(0,), extra={"c": WT_COSTS},
+                    scope=_constant_acceptance),
     user_pairs=UserPairs("order-0 pairs: the formula against exact E[tokens] / E[time] for γ = 1..4 and c ∈ "
                          "{0, 0.05, 0.2, 1} (V ≤ 6), and Monte Carlo clocks at γ = 4, c = 0.2", mc_tests_per_pair=1))

@@ -4,6 +4,7 @@ control verdict changes)."""
 
 CLAIMS = "kseq.*,gbv.*,spectr_gbv.*"
 T_CLAIMS = "tests/test_multidraft_claims.py"
+T_READ = "tests/test_multidraft_readings.py"
 
 MUTANTS = [
     dict(path="spectheory/closed_forms/multidraft.py", old="        num = Wc - W(Pi, Qi, e)\n",
@@ -180,8 +181,9 @@ MUTANTS = [
          old='                            keep=False, part=part, judge=shortfall(',
          new='                            keep=False, part="sgbv-ge-spectr", judge=shortfall(',
          why="[parts] every ordering's instance evidence tagged with the first ordering's part", tests=T_CLAIMS),
-    dict(path='sims/claims/multidraft.py', old='            ev.append(ctx.part("increasing")(stats.exact_equal(',
-         new='            ev.append(ctx.part("k1")(stats.exact_equal(',
+    dict(path='sims/claims/multidraft.py',
+         old='            ev += scoped(ctx, [ctx.part("increasing")(inc), ctx.part("limit")(lim)], pair, gamma=g)',
+         new='            ev += scoped(ctx, [ctx.part("k1")(inc), ctx.part("limit")(lim)], pair, gamma=g)',
          why="[parts] the strict-increase counts tagged with the K = 1 part", tests=T_CLAIMS),
     dict(path='sims/claims/multidraft.py',
          old="    return not any(((tree.Q[i] > 0) & (tree.Q[i] < tree.P[i])).any() for i in range(1, tree.gamma + 1))",
@@ -195,9 +197,29 @@ MUTANTS = [
          old='    return 1 if rule.algorithm == "kseq" and rule.rho == "one" else K  # plain SD: one draft',
          new='    return 1 if rule.algorithm == "kseq" and rule.rho != "solve" else K  # plain SD: one draft',
          why='[parts] every broken K-SEQ run with one draft (ρ = K becomes ρ = 1 = plain SD)', tests=T_CLAIMS),
-    dict(path='sims/claims/multidraft.py', old='                                     [(COST_V, K) for K in Ks], lambda V, K: K, 0.0, 0.05,',
-         new='                                     [(COST_V, K) for K in Ks], lambda V, K: K, 0.5, 0.05,',
+    dict(path='sims/claims/multidraft.py', old='                                     [(COST_V, K) for K in Ks], lambda V, K: K, 0.0, tol,',
+         new='                                     [(COST_V, K) for K in Ks], lambda V, K: K, 0.5, tol,',
          why='[parts] cost in K claimed with exponent 1/2 (a wrong constant)', tests=T_CLAIMS),
+    # --- issue 24: readings, scope, ties, identities, choices; tag "[readings]" ---
+    dict(path='sims/claims/multidraft.py',
+         old="    if any(limit_short(tree0(pair, g)) for g in gammas):",
+         new="    if False:",
+         why="[readings] Remark 5.2's scope forgets the covering draft (a top-k draft graded in the principal limit)",
+         tests=T_READ),
+    dict(path='sims/claims/multidraft.py', old="            if inc.outcome == \"fail\" and tie:",
+         new="            if False:", why="[readings] a failure by equality not marked as a tie", tests=T_READ),
+    dict(path='sims/claims/multidraft.py', old="    return int((d <= 0).sum()), bool((d[d <= 0] >= -1e-12).all())",
+         new="    return int((d <= 0).sum()), True", why="[readings] every fall called a tie", tests=T_READ),
+    dict(path='sims/claims/multidraft.py', old="    term = lambda m: p * (1 - (1 - m) ** exponent)  # noqa: E731",
+         new="    term = lambda m: p * m  # noqa: E731",
+         why="[readings] the K = 1 proof ignores the exponent (a wrong identity proved)", tests=T_READ),
+    dict(path='sims/claims/multidraft.py', old='        e = replace(e, outcome="info", note=f"outside the claim\'s scope: {why} (graded: {e.outcome}); {e.note}",',
+         new='        e = replace(e, note=f"outside the claim\'s scope: {why} (graded: {e.outcome}); {e.note}",',
+         why="[readings] an out-of-scope instance still graded", tests=T_READ),
+    dict(path='sims/claims/multidraft.py',
+         old='    return R.BROKEN_IGNORE_H if rule is R.SPECTR_GBV and ctx.choice("line5") == "ignore-H" else rule',
+         new='    return rule', why="[readings] the line-5 choice never read (the sweep runs one reading twice)",
+         tests=T_READ),
     dict(path='spectheory/opcount.py', old='            frame.f_trace_opcodes = True',
          new='            frame.f_trace_opcodes = False',
          why='[parts] opcode counter never switched on (counts stay 0)', tests=T_CLAIMS),
