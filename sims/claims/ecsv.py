@@ -31,7 +31,7 @@ from spectheory.rules import ecsv as R
 
 from ..registry import Choice, Control, Part, Reading, Scope, register
 from ..shapes import grid, label, least_slack, mc_bound, mc_law, mc_mean, sweep
-from ..slack import exhaustive
+from ..slack import PairSpace, exhaustive, search_pairs
 
 PAPER = "ecsv2026"
 
@@ -330,6 +330,96 @@ def drafting_vs_branch(voter: Voter, pair, B: int, state: int):
     return single, float((np.exp(lp[keep]) * p[win[keep]]).sum())
 
 
+def _majority_scope(pair=None, eps=None, state=None, B=None, **settings) -> str | None:
+    """Sentence 2's premise, 'weakly informative, diverse branches (ε_{b,j} < 0.5 on average)', and
+    at least two branches. Channel settings: the branches' mean ε. Drafting model: ε = 1 − Σ p·q,
+    the probability that one draft misses the verifier's sample, in the context ``state`` (at one
+    position, averaged over the branches, which are i.i.d.), or with ``state=None`` averaged over
+    the target's stationary law (the 'averaged over positions' reading)."""
+    if B is not None and B < 2:
+        return f"B = {B}: one branch, no vote"
+    if eps is not None:
+        e = np.asarray(eps, dtype=float)
+        if e.size < 2:
+            return f"B = {e.size}: one branch, no vote"
+        if e.mean() >= 0.5:
+            return f"mean ε = {e.mean():.3f} ≥ ½: not 'weakly informative (ε < 0.5 on average)'"
+        return None
+    if pair is not None:
+        e = drafting_eps(pair, state)
+        where = f"in state {state}" if state is not None else "averaged over the stationary law"
+        if e >= 0.5:
+            return (f"ε = 1 − Σ p·q = {e:.3f} ≥ ½ {where}: not 'weakly informative (ε < 0.5 on average)'")
+    return None
+
+
+MAJORITY_SCOPE = Scope("Independent branches, at least two, whose error rates are below ½ on average (the paper's "
+                       "'weakly informative, diverse branches (ε_b,j < 0.5 on average)'): channel settings by their "
+                       "mean ε; in the drafting model a context where one draft misses the verifier's sample with "
+                       "probability ε = 1 − Σ p·q < ½ (the 'averaged' reading: ε averaged over the target's "
+                       "stationary law).", guard=_majority_scope)
+
+
+def drafting_eps(pair, state=None) -> float:
+    """ε = 1 − Σ_t p(t) q(t) in ``state``, or averaged over the target's stationary law (None)."""
+    if state is not None:
+        return 1.0 - cf.single_branch_match(pair.target.conditional(state), pair.draft.conditional(state))
+    return float(pair.target.stationary() @ np.array([drafting_eps(pair, s) for s in range(pair.n_states)]))
+
+
+def drafting_slack(pair, B: int, state: int = 0, voter: Voter = FUSION) -> float:
+    """P(the fused token of B drafts = the verifier's sample) − P(one draft = it), in ``state``."""
+    single, vote = drafting_vs_branch(voter, pair, B, state)
+    return vote - single
+
+
+def averaged_drafting(voter: Voter, pair, B: int):
+    """(P(one draft = the verifier's sample), P(the fused token of B drafts = it)), both averaged
+    over the target's stationary law of contexts."""
+    pi = pair.target.stationary()
+    rows = np.array([drafting_vs_branch(voter, pair, B, s) for s in range(pair.n_states)])
+    return float(pi @ rows[:, 0]), float(pi @ rows[:, 1])
+
+
+def averaged_drafting_source():
+    """A V = 3, order-1 pair whose drafts miss the verifier's sample with probability 0.38 on
+    average over contexts (< ½) while in context 0 the drafter's mode (token 2) is not the
+    target's (token 1): the vote's loss there outweighs its gain in the aligned contexts."""
+    from spectheory.pairs import pair_from_tables
+    p = [[0.05, 0.85, 0.10], [0.98, 0.01, 0.01], [0.50, 0.10, 0.40]]
+    q = [[0.05, 0.15, 0.80], [0.98, 0.01, 0.01], [0.95, 0.01, 0.04]]
+    return pair_from_tables(p, q, order=1, name="averaged-eps-V3-o1")
+
+
+@lru_cache(maxsize=None)
+def drafting_sources() -> dict:
+    """Markov pairs for the drafting part: the harness sources (every context has ε > ½: outside the
+    sentence's premise), the V = 3 sources and an aligned V = 8 source (most contexts in scope)."""
+    return {**harness_sources(), **{f"{n} V3": p for n, p in small_sources().items()},
+            "aligned V8": perturbed_pair(8, 1, concentration=0.1, how="mix", strength=0.1, seed=11,
+                                         name="mix0.1-V8-o1-c0.1-s11")}
+
+
+def soft_vote_instance(lam: float) -> dict:
+    """Three branches on (y, y, t) with weights (1, 1, w3), every drafter row (0.05, 0.9, 0.05): y = 0
+    holds 2/(2 + w3) > ½ of the weight; w3 is halfway between the least weight at which the soft
+    vote (λ > 0) overturns y, (2 − 1.7λ)/(1 + 0.85λ), and 2."""
+    thr = (2.0 - 1.7 * lam) / (1.0 + 0.85 * lam)
+    w3 = 1.0 if abs(lam - 0.5) < 1e-12 else (max(thr, 0.0) + 2.0) / 2.0
+    return {"tokens": np.array([0, 0, 1]), "weights": np.array([1.0, 1.0, w3]),
+            "q_rows": np.array([[0.05, 0.9, 0.05]] * 3), "lam": float(lam), "truth": 0}
+
+
+def soft_vote_slip(voter: Voter, lam: float) -> tuple:
+    """(0, 1 if the fused token ≠ y despite more than half of the weight on y, else 0) for the
+    soft vote S(t) = Σ w 1[t̂ = t] + λ Σ w q_b(t) on :func:`soft_vote_instance`."""
+    c = soft_vote_instance(lam)
+    s = cf.position_scores(c["tokens"], c["weights"], c["q_rows"], c["lam"])
+    fused = int(np.flatnonzero(_decide_sets(voter, s[None], np.ones((1, 3), dtype=bool))[0])[0])
+    share = 2.0 / c["weights"].sum()
+    return 0.0, float(fused != c["truth"]), {"scores": s, "share": share, "fused": fused}
+
+
 def check_majority(ctx, voter: Voter):
     ev = []
     strict = dict(grade="bound", side="ge")
@@ -355,16 +445,18 @@ def check_majority(ctx, voter: Voter):
                           tolerance=1e-3, what="rate of majority-weight violations",
                           note=f"{n} random (tokens, weights, y); {int(major.sum())} with a weighted majority on y"))
     with ctx.part("s1-soft"):
-        c = cf.soft_majority_counterexample()
-        s = cf.position_scores(c["tokens"], c["weights"], c["q_rows"], c["lam"])
-        voted = np.ones(3, dtype=bool)
-        fused = int(np.flatnonzero(_decide_sets(voter, s[None], voted[None])[0])[0])
-        ev.append(stats.exact_equal("soft vote λ = 0.5, B = 3 equal weights, votes (0, 0, 1), q = (0.05, 0.9, 0.05)",
-                                    0.0, float(fused != c["truth"]), what="fused token ≠ y despite 2/3 of the weight",
-                                    note=f"scores {np.round(s, 3).tolist()}"))
+        lam = float(ctx.choice("soft_lambda"))
+        _, slip, d = soft_vote_slip(voter, lam)
+        c = soft_vote_instance(lam)
+        ev.append(stats.exact_equal(f"soft vote λ = {lam:g}, B = 3, weights {np.round(c['weights'], 3).tolist()}, "
+                                    "votes (0, 0, 1), every q row (0.05, 0.9, 0.05)",
+                                    0.0, slip, what="fused token ≠ y despite > ½ of the weight",
+                                    note=f"weight share on y {d['share']:.3f}; scores {np.round(d['scores'], 3).tolist()}"))
     with ctx.part("s1-prob"):
         ev.append(sweep(lambda pt: label("independent channel", V=pt["V"], ε=pt["eps"]), PROB_GRID,
-                        lambda V, eps: prob_vs_best(voter, V, eps), judge=_strict, **strict,
+                        lambda V, eps: prob_vs_best(voter, V, eps), judge=_strict_tie(
+                            "with B = 2, or one branch outweighing all the others, the MAP vote follows the most "
+                            "reliable branch, so P(vote = y) = 1 − min ε exactly"), **strict,
                         what="P(vote = y) > max_b P(t̂_b = y)"))
     with ctx.part("s1-weak"):
         ev.append(sweep(lambda pt: label("independent channel", V=pt["V"], ε=pt["eps"]), PROB_GRID,
@@ -402,12 +494,54 @@ def check_majority(ctx, voter: Voter):
         ev.append(mc_bound(ctx, "coalescing errors (draws)", 0.7, ok, side="ge", tolerance=0.02,
                            what="vote accuracy ≥ a single branch's 0.7", note=f"{n} draws from the exact joint law"))
     with ctx.part("drafting"):
-        for name, pair in harness_sources().items():
-            ev.append(sweep(lambda pt, name=name: label(f"{name} source (V = 8) rows", B=pt["B"], state=pt["state"]),
-                            grid(B=(3, 5), state=range(pair.n_states)),
-                            lambda B, state, pair=pair: drafting_vs_branch(voter, pair, B, state), judge=_strict,
-                            **strict,
-                            what="P(plurality of B drafts = verifier's sample) > P(one draft = it)"))
+        inside = []
+        for name, pair in drafting_sources().items():
+            outside = []
+            for B in (3, 5):
+                for state in range(pair.n_states):
+                    if ctx.out_of_scope(pair, state=state, B=B) is None:
+                        inside.append({"source": name, "B": B, "state": state})
+                    else:
+                        outside.append((B, state) + tuple(drafting_vs_branch(voter, pair, B, state)))
+            if outside:  # one info line per source: the contexts outside the premise, and how the vote fares there
+                B, state, single, vote = min(outside, key=lambda r: r[3] - r[2])
+                eps = [drafting_eps(pair, st) for st in sorted({r[1] for r in outside})]
+                ev.append(stats.info("exact", label(f"{name} source (V = {pair.V})", B=B, state=state), single, vote,
+                                     test="P(plurality of B drafts = verifier's sample) vs P(one draft = it), the "
+                                          "worst context outside the scope",
+                                     note=f"outside the claim's scope: {len(eps)} of {pair.n_states} contexts have "
+                                          f"ε = 1 − Σ p·q ≥ ½ ({min(eps):.3f}–{max(eps):.3f}); there the vote loses in "
+                                          f"{sum(r[3] < r[2] for r in outside)} of {len(outside)} (context, B) "
+                                          f"pairs, worst {vote:.4f} vs {single:.4f}"))
+        srcs = drafting_sources()
+        ev.append(sweep(lambda pt: label(f"{pt['source']} source (V = {srcs[pt['source']].V}) rows", B=pt["B"],
+                                         state=pt["state"]), inside,
+                        lambda source, B, state: drafting_vs_branch(voter, srcs[source], B, state), judge=_strict,
+                        **strict, what="P(plurality of B drafts = verifier's sample) > P(one draft = it), contexts "
+                                       "with ε < ½"))
+        ev.append(least_slack(ctx, "drafting", lambda: search_pairs(
+            drafting_slack, PairSpace(3, 0), budget=ctx.size(1500, 400), restarts=6, seed=7,
+            settings={"B": 3, "state": 0, "voter": voter}, scope=MAJORITY_SCOPE),
+            what="P(vote of 3 drafts = verifier's sample) − P(one draft = it), V = 3 pairs with ε < ½"))
+    with ctx.part("drafting-averaged"):
+        pts = []
+        for name, pair in {"averaged-ε": averaged_drafting_source(), **{f"{n} V3": p for n, p in
+                                                                       small_sources().items()}}.items():
+            for B in (3, 5):
+                why = ctx.out_of_scope(pair, state=None, B=B)
+                if why is None:
+                    pts.append({"source": name, "B": B, "pair": pair})
+                elif B == 3:
+                    ev.append(stats.info("exact", label(f"{name} source", B=B), *averaged_drafting(voter, pair, B),
+                                         test="stationary averages: P(plurality = verifier's sample) vs one draft",
+                                         note=f"outside the claim's scope: {why}"))
+        by = {(p["source"], p["B"]): p["pair"] for p in pts}
+        ev.append(sweep(lambda pt: label(f"{pt['source']} source, averaged over contexts (ε̄ = "
+                                         f"{drafting_eps(by[(pt['source'], pt['B'])]):.3f})", B=pt["B"]),
+                        [{"source": p["source"], "B": p["B"]} for p in pts],
+                        lambda source, B: averaged_drafting(voter, by[(source, B)], B), judge=_strict, **strict,
+                        what="stationary average of P(plurality of B drafts = verifier's sample) > one draft's, "
+                             "average ε < ½"))
     return ev
 
 
@@ -417,6 +551,18 @@ def _strict(instance, claimed, measured, note):
     return Evidence("exact", instance, float(claimed), float(measured),
                     test="exact strict inequality measured > claimed (margin 1e-12)",
                     tolerance=1e-12, outcome="pass" if ok else "fail", note=note)
+
+
+def _strict_tie(structure: str):
+    """:func:`_strict` that marks a failure by equality only (|measured − claimed| ≤ 1e-12) as a tie,
+    saying the tie's ``structure``."""
+    def judge(instance, claimed, measured, note):
+        ev = _strict(instance, claimed, measured, note)
+        if ev.outcome == "fail" and abs(measured - claimed) <= 1e-12:
+            ev.tie = True
+            ev.note = ("fails by equality (tie): " + structure + (f"; {note}" if note else ""))
+        return ev
+    return judge
 
 
 def _minority_correct(w, V, y, obs):
@@ -431,17 +577,56 @@ def _voter_name(voter: Voter) -> str:
 
 
 def shrink_majority(ctx, voter: Voter):
-    """The smallest strict failure of 'P(fused = y) > every branch': B = 2 (the vote follows the
-    better branch)."""
+    """Counterexamples per failing part of the principal reading and beside it: the soft vote
+    (λ in force) overturning a weighted majority; the smallest tie of 'P(fused = y) > every
+    branch' (B = 2: the vote follows the better branch); the averaged-over-contexts drafting
+    reading on its V = 3 pair."""
+    out = []
+    lam = float(ctx.choice("soft_lambda"))
+    claimed, measured, d = soft_vote_slip(voter, lam)
+    if measured != claimed:
+        out.append({"part": "s1-soft", "B": 3, "V": 3, "lam": lam,
+                    "weights": np.round(soft_vote_instance(lam)["weights"], 6).tolist(), "votes": [0, 0, 1],
+                    "q_row": [0.05, 0.9, 0.05], "claimed": claimed, "measured": measured,
+                    "source": f"weight share {d['share']:.3f} on y = 0; soft scores {np.round(d['scores'], 4).tolist()}",
+                    "call": f"import sims.claims.ecsv; sims.claims.ecsv.soft_vote_slip(sims.claims.ecsv."
+                            f"{_voter_name(voter)}, {lam!r})[:2]"})
     for V in (2, 3):
         for eps in ((0.1, 0.3), (0.2, 0.2)):
             best, acc = prob_vs_best(voter, V, eps)
             if not acc > best + 1e-12:
-                return {"part": "s1-prob", "V": V, "B": 2, "eps": list(eps), "claimed": best, "measured": acc,
-                        "source": "independent symmetric channel, uniform prior",
-                        "call": f"import sims.claims.ecsv; sims.claims.ecsv.prob_vs_best(sims.claims.ecsv."
-                                f"{_voter_name(voter)}, {V}, {tuple(eps)!r})"}
-    return None
+                out.append({"part": "s1-prob", "V": V, "B": 2, "eps": list(eps), "claimed": best, "measured": acc,
+                            "tie": abs(acc - best) <= 1e-12,
+                            "source": "independent symmetric channel, uniform prior"
+                                      + ("; fails by equality (tie): the vote follows the better branch"
+                                         if abs(acc - best) <= 1e-12 else ""),
+                            "call": f"import sims.claims.ecsv; sims.claims.ecsv.prob_vs_best(sims.claims.ecsv."
+                                    f"{_voter_name(voter)}, {V}, {tuple(eps)!r})"})
+                break
+        else:
+            continue
+        break
+    pair = averaged_drafting_source()
+    for B in (3, 5):
+        single, vote = averaged_drafting(voter, pair, B)
+        if not vote > single + 1e-12:
+            out.append({"part": "drafting-averaged", "V": 3, "order": 1, "B": B, "claimed": single, "measured": vote,
+                        "source": f"sims.claims.ecsv.averaged_drafting_source(): mean ε {drafting_eps(pair):.3f} "
+                                  "over the stationary law",
+                        "call": f"import sims.claims.ecsv; sims.claims.ecsv.averaged_drafting(sims.claims.ecsv."
+                                f"{_voter_name(voter)}, sims.claims.ecsv.averaged_drafting_source(), {B})"})
+            break
+    return out or None
+
+
+def _proof_share() -> tuple[bool, str]:
+    """Sentence 1, deterministic: s_y > W/2 ⇒ every other token's score ≤ W − s_y < s_y."""
+    import sympy as sp
+    W, d = sp.symbols("W d", positive=True)
+    s_y = W / 2 + d
+    gap = sp.simplify((W - s_y) - s_y)
+    return bool(sp.simplify(gap + 2 * d) == 0), (f"s_y = W/2 + d (d > 0): (W − s_y) − s_y = {gap} < 0, so every "
+                                                  "other token's score ≤ W − s_y is below s_y")
 
 
 register(
@@ -450,17 +635,20 @@ register(
               "with probability greater than any single branch\"; \"with weakly informative, diverse branches "
               "(average ε < 0.5), reliability-weighted votes strictly improve correctness\".",
     interpretation="Sentence 1 read three ways: (s1-share) deterministically — a weight share > ½ on y makes the hard "
-                   "vote output y; (s1-soft) the same for ECSV-soft's score (λ = 0.5); (s1-prob) probabilistically "
-                   "under the independent channel model with MAP weights, P(vote = y) > every branch's accuracy "
-                   "(and its weak form s1-weak, ≥). Sentence 2: (s2-independent) independent binary branches, mean "
-                   "ε < ½, unequal ε when B = 2 ('diverse'): P(vote = y) > the mean branch accuracy; (s2-correlated) "
-                   "the same with correlated branches whose errors coalesce; (drafting) in speculative decoding's "
-                   "own model, where drafts are independent of the verifier's sample, the B-draft plurality matches "
-                   "the verifier more often than one draft (per state of the harness sources; with --logits, on "
-                   "the real pair's captured rows at depth 1).",
+                   "vote output y (an identity of the vote, proved); (s1-soft) the same for ECSV-soft's score "
+                   "(λ > 0, a named choice); (s1-prob) probabilistically under the independent channel model with "
+                   "MAP weights, P(vote = y) > every branch's accuracy (its weak form s1-weak, ≥, beside it). "
+                   "Sentence 2: (s2-independent) independent binary branches, mean ε < ½, unequal ε when B = 2 "
+                   "('diverse'): P(vote = y) > the mean branch accuracy; (drafting) in speculative decoding's own "
+                   "model, where drafts are independent of the verifier's sample, the B-draft plurality matches the "
+                   "verifier more often than one draft, in every context where one draft misses with probability "
+                   "ε < ½ (contexts with ε ≥ ½ reported as outside the scope; with --logits, the real pair's "
+                   "captured rows at depth 1). Beside the headline: (s2-correlated) branches whose errors coalesce, "
+                   "the case the paper's failure-modes section disclaims; (drafting-averaged) ε < ½ only on average "
+                   "over contexts.",
     parts=(Part("s1-share", "If more than half of the total weight is on y, the hard weighted vote outputs y.",
-                relation="=", modes=("exact", "mc")),
-           Part("s1-soft", "The same for the soft vote S(t) = Σ w 1[t̂=t] + λ Σ w q_b(t), λ = 0.5.", relation="=",
+                relation="=", modes=("exact", "mc"), identity=True, proof=_proof_share),
+           Part("s1-soft", "The same for the soft vote S(t) = Σ w 1[t̂=t] + λ Σ w q_b(t), λ > 0.", relation="=",
                 modes=("exact",)),
            Part("s1-prob", "Independent channel, MAP weights: P(vote = y) > max_b P(t̂_b = y).", relation=">",
                 modes=("exact",)),
@@ -470,13 +658,44 @@ register(
                                   "P(t̂_b = y).", relation=">", modes=("exact", "mc")),
            Part("s2-correlated", "Correlated branches (errors coalescing on a common wrong token), each ε < ½: "
                                  "P(vote = y) > a single branch's accuracy.", relation=">", modes=("exact", "mc")),
-           Part("drafting", "Drafting model (drafts independent of the verifier's sample): the plurality of B "
-                            "drafts matches the verifier's sample more often than one draft.", relation=">",
-                modes=("exact", "logits"))),
+           Part("drafting", "Drafting model (drafts independent of the verifier's sample), contexts with ε < ½: the "
+                            "plurality of B drafts matches the verifier's sample more often than one draft.",
+                relation=">", modes=("exact", "logits")),
+           Part("drafting-averaged", "Drafting model, ε < ½ on average over contexts (the target's stationary law): "
+                                     "the plurality matches more often than one draft, on average over contexts.",
+                relation=">", modes=("exact",))),
+    readings=(
+        Reading("majority-bound", "Both sentences as the paper's argument for ECSV's fusion: a weighted majority on "
+                "the true token makes the fused token (hard or soft) correct, the vote beats every branch, and with "
+                "independent branches whose error rates average below ½ — in the channel model and in speculative "
+                "decoding's own drafting model — voting strictly raises the probability of matching the verifier.",
+                ("s1-share", "s1-soft", "s1-prob", "s2-independent", "drafting"), role="principal",
+                quote="'Why it should work': 'Majority-decoding bound: If more than half of the total reliability "
+                      "weight favors the true token at j, the fused token matches V with probability greater than "
+                      "any single branch. With even weakly informative, diverse branches (ε_b,j < 0.5 on average), "
+                      "reliability-weighted votes strictly improve correctness probabilities.'",
+                why="'The fused token' is the output of the paper's fusion rule, whose score includes λ·soft_vote "
+                    "(ECSV-soft: λ > 0); 'greater than' and 'strictly' are strict; ε_b,j is the paper's "
+                    "P(t̂_b,j ≠ y_j) with y_j drawn from p_V, which in speculative decoding is 1 − Σ p·q; 'on "
+                    "average' is read at one position j, over the branches the vote combines there."),
+        Reading("weak-inequality", "Sentence 1 with ≥ instead of 'greater than'.", ("s1-weak",), kind="weaker",
+                why="MAP is the Bayes decision, so ≥ cannot fail; reported to separate the tie from a loss."),
+        Reading("coalescing-errors", "Sentence 2 for branches whose errors coalesce on a common wrong token.",
+                ("s2-correlated",), kind="disclaimed",
+                why="Failure modes: 'Correlated errors: If branches coalesce on the same wrong token due to shared "
+                    "drafter bias, voting will not help.' The paper disclaims this case."),
+        Reading("averaged-over-contexts", "Sentence 2 with ε < ½ only on average over contexts (positions j), "
+                "the vote's gain averaged the same way.", ("drafting-averaged",), kind="literal",
+                why="'ε_b,j < 0.5 on average' can be read as averaged over both indices b and j; then contexts where "
+                    "the drafter's mode is not the target's (ε > ½) are in scope, and there the vote loses.")),
+    scope=MAJORITY_SCOPE,
+    choices=(Choice("soft_lambda", 0.5, (0.1, 0.5, 1.0), "ECSV-soft's λ > 0 (the paper gives none; 0.5 is the "
+                    "harness default); s1-soft builds its instance for the λ in force"),),
     modes=("exact", "mc", "logits"),
     check=check_majority, subject=FUSION, mc_tests=3, shrink=shrink_majority,
     controls=(Control("minority vote", MINORITY, "negative control: the least-supported voted token is fused",
-                      parts=("s1-share", "s1-soft", "s1-prob", "s1-weak", "s2-independent", "drafting")),
+                      parts=("s1-share", "s1-soft", "s1-prob", "s1-weak", "s2-independent", "drafting",
+                             "drafting-averaged")),
               Control("unweighted vote", UNWEIGHTED, "negative control: weights that ignore reliability (under "
                       "coalescing errors the minority vote is right, so this control covers that part)",
                       parts=("s1-prob", "s1-weak", "s2-correlated"))))
