@@ -153,15 +153,30 @@ def vote_correct(weights, V: int, y, obs) -> np.ndarray:
     return sets[np.arange(y.size), y] / sets.sum(axis=1)
 
 
+def _map_scope(pair=None, V=None, eps=None, prior=None, **settings) -> str | None:
+    """At least two branches (a vote to compare with MAP), error rates in (0, 1), a prior with full
+    support."""
+    if eps is not None:
+        e = np.asarray(eps, dtype=float)
+        if e.size < 2:
+            return f"B = {e.size}: one branch, no vote"
+        if not ((e > 0) & (e < 1)).all():
+            return "an error rate outside (0, 1)"
+    if prior is not None and not (np.asarray(prior, dtype=float) > 0).all():
+        return "a prior without full support"
+    return None
+
+
 def check_map(ctx, weighting: Weighting):
     ev = []
+    pts = [p for p in _map_grid() if ctx.out_of_scope(None, V=p["V"], eps=p["eps"]) is None]
     with ctx.part("uniform-prior"):
-        ev.append(sweep(lambda pt: label("channel model", V=pt["V"], ε=pt["eps"]), _map_grid(),
+        ev.append(sweep(lambda pt: label("channel model", V=pt["V"], ε=pt["eps"]), pts,
                         lambda V, eps: map_mismatch(weighting, V, eps)[:2],
                         what="observation tuples where the vote's argmax set ≠ the posterior's (uniform prior)"))
     with ctx.part("printed"):
         ev.append(sweep(lambda pt: label("channel model", V=pt["V"], ε=pt["eps"], prior=_prior(pt["V"])),
-                        [p for p in _map_grid() if p["V"] in (2, 3)],
+                        [p for p in pts if p["V"] in (2, 3)],
                         lambda V, eps: map_mismatch(weighting, V, eps, _prior(V))[:2],
                         what="observation tuples where the vote's argmax set ≠ the posterior's (prior 0.6, rest equal)"))
     n = ctx.size(200_000, 40_000)
@@ -178,21 +193,51 @@ def check_map(ctx, weighting: Weighting):
 
 
 def shrink_map(ctx, weighting: Weighting):
-    """Smallest (V, B, ε, prior) where the prior-free reading fails, on a grid in size order."""
+    """Smallest in-scope (V, B ≥ 2, ε, prior) where the printed reading fails strictly (the vote's
+    token has a smaller posterior than MAP's, not a tie), on a grid in size order."""
     for V in (2, 3):
-        for B in (1, 2):
-            for e in (0.1, 0.2, 0.3, 0.4):
-                for pr in ((0.6, 0.4), (0.7, 0.3), (0.8, 0.2)) if V == 2 else (_prior(V),):
-                    eps = (e,) * B
-                    _, measured, r = map_mismatch(weighting, V, eps, pr)
-                    if measured > 0 and r["max_gap"] > 1e-12:  # a strict loss, not a tie
-                        return {"part": "printed", "V": V, "B": B, "eps": list(eps), "prior": list(pr),
-                                "observation": list(r["worst"][0]), "map": list(r["worst"][1]),
-                                "vote": list(r["worst"][2]), "claimed": 0.0, "measured": measured,
-                                "source": "the channel model of the paper (independent symmetric branch noise)",
-                                "call": f"import spectheory.closed_forms.ecsv; spectheory.closed_forms.ecsv."
-                                        f"map_vote_mismatch({list(eps)!r}, {V}, prior={list(pr)!r})['n_mismatch']"}
+        for eps in ((0.1, 0.2), (0.1, 0.3), (0.2, 0.3), (0.1, 0.4), (0.2, 0.4), (0.3, 0.4)):
+            for pr in ((0.6, 0.4), (0.7, 0.3), (0.8, 0.2)) if V == 2 else (_prior(V),):
+                if ctx.out_of_scope(None, V=V, eps=eps, prior=pr):
+                    continue
+                _, measured, r = map_mismatch(weighting, V, eps, pr)
+                if measured > 0 and r["max_gap"] > 1e-12:  # a strict loss, not a tie
+                    return {"part": "printed", "V": V, "B": len(eps), "eps": list(eps), "prior": list(pr),
+                            "observation": list(r["worst"][0]), "map": list(r["worst"][1]),
+                            "vote": list(r["worst"][2]), "claimed": 0.0, "measured": measured,
+                            "source": "the channel model of the paper (independent symmetric branch noise), y drawn "
+                                      "from a non-uniform prior as the paper's coding view draws it from p_V",
+                            "call": f"import spectheory.closed_forms.ecsv; spectheory.closed_forms.ecsv."
+                                    f"map_vote_mismatch({list(eps)!r}, {V}, prior={list(pr)!r})['n_mismatch']"}
     return None
+
+
+def map_vote_identity(weight=None) -> tuple[bool, str]:
+    """Sympy: with a uniform prior, is log P(t̂ | y) − Σ_b weight(ε_b, V) 1[t̂_b = y] free of y (then
+    MAP = the weighted vote)? ``weight(ε, f, u)`` with f = 1 − ε, u = V − 1; default the paper's
+    log((1−ε)(V−1)/ε)."""
+    return _map_identity(weight)
+
+
+def _proof_map_uniform() -> tuple[bool, str]:
+    """Uniform prior: log P(t̂ | y) − Σ_b w_b 1[t̂_b = y] does not depend on y (so MAP = the vote)."""
+    return _map_identity(None)
+
+
+def _map_identity(weight) -> tuple[bool, str]:
+    import sympy as sp
+    e = sp.symbols("epsilon_1:4", positive=True)   # ε_b
+    f = sp.symbols("f_1:4", positive=True)         # 1 − ε_b (positive: ε_b < 1)
+    u = sp.Symbol("u", positive=True)              # V − 1 (positive: V ≥ 2)
+    I = sp.symbols("I_1:4")                        # I_b = 1[t̂_b = y] ∈ {0, 1}
+    loglik = sum(I[b] * sp.log(f[b]) + (1 - I[b]) * sp.log(e[b] / u) for b in range(3))
+    wf = weight or (lambda e_, f_, u_: sp.log(f_ * u_ / e_))
+    vote = sum(I[b] * wf(e[b], f[b], u) for b in range(3))
+    rest = sp.simplify(sp.expand(sp.expand_log(loglik - vote, force=True)))
+    ok = all(sp.simplify(sp.diff(rest, i)) == 0 for i in I)
+    return ok, ("log Π_b [(1−ε_b) if t̂_b = y else ε_b/(V−1)] − Σ_b 1[t̂_b = y] log((1−ε_b)(V−1)/ε_b) = "
+                f"{rest} (f_b = 1 − ε_b, u = V − 1): free of every indicator 1[t̂_b = y] (B = 3, general V, ε), so with a uniform "
+                "prior the log-posterior is the vote's score plus a constant")
 
 
 register(
@@ -200,15 +245,34 @@ register(
     statement="Under independent branch noise with known ε_{b,j} and a uniform error over the other V−1 tokens, "
               "MAP decoding of the true token equals the weighted vote with weights log((1−ε)(V−1)/ε).",
     interpretation="The channel model: y drawn from a prior; branch b reports y w.p. 1 − ε_b, else a token uniform "
-                   "over the other V − 1; branches independent given y. The paper states no prior; the log-"
-                   "likelihood identity makes MAP = weighted vote exactly when the prior is uniform (part "
-                   "'uniform-prior'); read literally for any prior (part 'printed') it fails. Exact: the argmax "
-                   "set of the brute-force posterior against the vote's on every observation tuple. MC: draws "
-                   "from the joint law, the vote's accuracy against MAP's exact accuracy.",
-    parts=(Part("uniform-prior", "With a uniform prior on y, the MAP token set equals the weighted vote's argmax "
-                                 "set with w_b = log((1−ε_b)(V−1)/ε_b), on every observation tuple.", relation="="),
-           Part("printed", "As printed (no prior stated): MAP = the weighted vote for any prior on y.",
-                relation="=")),
+                   "over the other V − 1; branches independent given y. Principal ('printed'): the paper's own view "
+                   "draws y_j from p_V, a non-uniform prior, and its MAP formula has no prior term; MAP = the "
+                   "weighted vote is checked with a non-uniform prior (0.6 on one token, the rest equal) and fails. "
+                   "Beside it ('uniform-prior'): with a uniform prior the log-likelihood identity makes MAP = the "
+                   "weighted vote exactly (an identity, proved). Exact: the argmax set of the brute-force posterior "
+                   "against the vote's on every observation tuple (B ≥ 2). MC: draws from the joint law, the vote's "
+                   "accuracy against MAP's exact accuracy.",
+    parts=(Part("printed", "As printed, y drawn from the verifier's (non-uniform) distribution: MAP = the weighted "
+                           "vote.", relation="="),
+           Part("uniform-prior", "With a uniform prior on y, the MAP token set equals the weighted vote's argmax "
+                                 "set with w_b = log((1−ε_b)(V−1)/ε_b), on every observation tuple.", relation="=",
+                identity=True, proof=_proof_map_uniform)),
+    readings=(
+        Reading("printed", "MAP decoding of y_j, drawn from p_V as the coding view says, given independent symmetric "
+                "branch noise, is the reliability-weighted vote with weights log((1−ε)(V−1)/ε).", ("printed",),
+                role="principal",
+                quote="Method, Coding-theoretic view: 'For position j, the unknown correct symbol y_j is drawn from "
+                      "pV(. | x, t*,1:j-1).' ... 'Under independent branch noise with known ε_b,j, MAP decoding "
+                      "reduces to a reliability-weighted majority: choose y_j maximizing sum_b log( (1−ε_b,j) if "
+                      "t̂_b,j = y_j else ε_b,j/(V−1) ), where V is vocab size.'",
+                why="MAP maximises the posterior, log p_V(y) plus the branches' log-likelihood; the paper draws y_j "
+                    "from p_V (not uniform in general) and its maximand drops log p_V(y), so the statement as "
+                    "printed is about that prior."),
+        Reading("uniform-prior", "The same with a uniform prior on y (maximum likelihood).", ("uniform-prior",),
+                kind="tacit-assumption",
+                why="The identity the formula needs; the paper never states it, and its own view contradicts it.")),
+    scope=Scope("Channel settings with at least two branches (a vote), error rates in (0, 1) and a prior with full "
+                "support; the printed reading's mechanism (a prior term) needs a non-uniform prior.", guard=_map_scope),
     check=check_map, subject=MAP_WEIGHTS, mc_tests=2, shrink=shrink_map,
     controls=(Control("binary weights log((1−ε)/ε)", BINARY_WEIGHTS,
                       "negative control: the two-symbol weights, without the (V − 1) factor"),
@@ -619,14 +683,22 @@ def shrink_majority(ctx, voter: Voter):
     return out or None
 
 
-def _proof_share() -> tuple[bool, str]:
-    """Sentence 1, deterministic: s_y > W/2 ⇒ every other token's score ≤ W − s_y < s_y."""
+def share_margin(threshold=None) -> tuple[bool, str]:
+    """Sympy: if the true token holds s_y = threshold·W + d of the total weight W (d > 0), is every
+    other token's score (at most W − s_y) below s_y for every W, d > 0? Default threshold ½."""
     import sympy as sp
     W, d = sp.symbols("W d", positive=True)
-    s_y = W / 2 + d
+    thr = sp.Rational(1, 2) if threshold is None else sp.nsimplify(threshold)
+    s_y = thr * W + d
     gap = sp.simplify((W - s_y) - s_y)
-    return bool(sp.simplify(gap + 2 * d) == 0), (f"s_y = W/2 + d (d > 0): (W − s_y) − s_y = {gap} < 0, so every "
-                                                  "other token's score ≤ W − s_y is below s_y")
+    ok = gap.is_negative is True
+    return ok, (f"s_y = {thr}·W + d (W, d > 0): (W − s_y) − s_y = {gap}"
+                + (" < 0, so every other token's score ≤ W − s_y is below s_y" if ok else ": not negative for every W, d"))
+
+
+def _proof_share() -> tuple[bool, str]:
+    """Sentence 1, deterministic: s_y > W/2 ⇒ every other token's score ≤ W − s_y < s_y."""
+    return share_margin()
 
 
 register(
@@ -840,25 +912,80 @@ def shrink_prefix(ctx, formula: PrefixFormula):
                     "dependent_monotonicity_counterexample())"}
 
 
+def prefix_identity(k: int = 3, independent: bool = False, formula=None) -> tuple[bool, str]:
+    """Sympy: over a general joint law of k match indicators (2^k symbolic cell probabilities), is
+    E[τ] = E[Σ_j Π_{i≤j} M_i] equal to ``formula(a)`` with a_j = P(M_j = 1 | M_1..M_{j−1} = 1) (the
+    chain rule), or, with ``independent``, over a product law with a_j the marginals? Default
+    formula: Σ_j Π_{i≤j} a_i."""
+    import itertools
+
+    import sympy as sp
+    formula = formula or (lambda a: sum(sp.prod(a[:j]) for j in range(1, len(a) + 1)))
+    cells = list(itertools.product((0, 1), repeat=k))
+    if independent:
+        m = sp.symbols(f"a_1:{k + 1}", positive=True)
+        pr = {c: sp.prod([m[i] if c[i] else 1 - m[i] for i in range(k)]) for c in cells}
+    else:
+        pr = {c: sp.Symbol("pi_" + "".join(map(str, c)), positive=True) for c in cells[1:]}
+        pr[cells[0]] = 1 - sum(pr.values())  # a law: the cells sum to 1
+    tau = lambda c: next((j for j in range(k) if not c[j]), k)  # noqa: E731 (length of the matched prefix)
+    e_tau = sum(tau(c) * pr[c] for c in cells)
+    head = [sum(pr[c] for c in cells if all(c[:j])) for j in range(k + 1)]  # P(M_1..M_j = 1), head[0] = 1
+    a = [head[j + 1] / head[j] for j in range(k)]
+    diff = sp.simplify(formula(a) - e_tau)
+    what = ("independent positions, a_j the marginals" if independent
+            else "any joint law, a_j = P(M_j | M_<j all 1)")
+    return diff == 0, f"k = {k}, {what}: Σ_j Π_(i≤j) a_i − E[τ] simplifies to {diff}"
+
+
+def _proof_chain_rule() -> tuple[bool, str]:
+    return prefix_identity(3)
+
+
+def _proof_independent() -> tuple[bool, str]:
+    return prefix_identity(3, independent=True)
+
+
 register(
     id="ecsv.prefix_length", paper=PAPER, reference="'Why it should work', acceptance multiplier",
     statement="Expected accepted prefix = Σ_{j=1}^{k} Π_{i≤j} a_i for per-position match probabilities a_i: raising "
               "every a_i raises it multiplicatively.",
-    interpretation="With a_j = P(match at j | matches before) the sum is E[τ] for every source (chain rule; part "
-                   "'chain-rule', exact on every method and the kernel's streams). With a_j the marginal match "
-                   "probability it needs independent positions ('independent': an order-0 source with positionwise "
-                   "fusion); on Markov sources it is off (info). 'Multiplicatively': (1+δ)a gives at least (1+δ) "
-                   "times the sum ('monotone', exhaustive least slack). With dependent positions, raising every "
-                   "marginal need not raise E[τ] ('monotone-dependent').",
-    parts=(Part("chain-rule", "E[τ] = Σ_j Π_{i≤j} a_j with a_j = P(match j | matches 1..j−1).", relation="="),
-           Part("independent", "With independent positions, E[τ] = Σ_j Π_{i≤j} a_j for the marginal a_j.",
-                relation="=", modes=("exact",)),
-           Part("markov-marginal", "The marginal reading on a Markov source.", relation="=", checkable=False,
-                reason="outside the independence the marginal reading assumes: the gap is reported as info"),
+    interpretation="Principal ('per-position'): a_i is the probability that the fused token at position i matches "
+                   "the verifier, the marginal the paper names. With independent positions Σ_j Π_{i≤j} a_i is E[τ] "
+                   "(part 'independent': an identity, proved, checked on an order-0 source with positionwise "
+                   "fusion); on Markov sources it is off (info, 'markov-marginal'). 'Multiplicatively': (1+δ)a "
+                   "gives at least (1+δ) times the sum ('monotone', exhaustive least slack). The paper states no "
+                   "independence across positions, and with dependent positions raising every marginal need not "
+                   "raise E[τ] ('monotone-dependent'). Beside it ('conditional'): with a_j = P(match j | matches "
+                   "before) the sum is E[τ] for every source (chain rule; an identity, proved; exact on every "
+                   "method and the kernel's streams).",
+    parts=(Part("independent", "With independent positions, E[τ] = Σ_j Π_{i≤j} a_j for the marginal a_j.",
+                relation="=", modes=("exact",), identity=True, proof=_proof_independent),
            Part("monotone", "Raising every a_i by a factor (1+δ) raises the sum by at least (1+δ).",
                 relation="monotone", modes=("exact",)),
-           Part("monotone-dependent", "With dependent positions, raising every marginal a_i raises E[τ].",
-                relation="monotone", modes=("exact",))),
+           Part("monotone-dependent", "Raising every per-position match probability (marginal a_i) raises E[τ], "
+                                      "positions not assumed independent.", relation="monotone", modes=("exact",)),
+           Part("markov-marginal", "The marginal reading on a Markov source.", relation="=", checkable=False,
+                reason="outside the independence the marginal formula assumes: the gap is reported as info"),
+           Part("chain-rule", "E[τ] = Σ_j Π_{i≤j} a_j with a_j = P(match j | matches 1..j−1).", relation="=",
+                identity=True, proof=_proof_chain_rule)),
+    readings=(
+        Reading("per-position", "a_i is the per-position match probability P(fused token i matches V); raising "
+                "every one of them raises the expected accepted prefix multiplicatively.",
+                ("independent", "monotone", "monotone-dependent", "markov-marginal"), role="principal",
+                quote="'Why it should work': 'Acceptance multiplier: Acceptance length is the length of the longest "
+                      "prefix where fused tokens match V. Increasing per-position match probability "
+                      "multiplicatively increases expected prefix length.'",
+                why="'Per-position match probability' is the probability that the fused token at that position "
+                    "matches, a marginal; the paper assumes nothing about positions being independent (its "
+                    "independence assumption is about branches), so the monotonicity must hold for any dependence."),
+        Reading("conditional", "a_j is the conditional match probability given that every earlier position "
+                "matched (the chain rule).", ("chain-rule",), kind="another-definition",
+                why="The reading under which the formula is exact for every source; it is not what 'per-position "
+                    "match probability' names, and raising conditional probabilities is not what fusion does.")),
+    scope=Scope("A fused draft of k ≥ 1 positions verified left to right, the accepted prefix ending at the first "
+                "mismatch; the dependent counterexample has k = 2 positions whose matches are correlated (the "
+                "mechanism: a prefix)."),
     check=check_prefix, subject=PREFIX, mc_tests=1, shrink=shrink_prefix,
     controls=(Control("off-by-one formula", PREFIX_OFF,
                       "negative control: 1 + Σ_{j<k} Π_{i≤j} a_i (the correction/bonus token counted)"),))
@@ -998,24 +1125,64 @@ def shrink_budget(ctx, rule: BudgetRule):
     return None
 
 
+def budget_identity(allowance=None) -> tuple[bool, str]:
+    """Sympy: under the rule (R_used = min(R, ⌊k/2⌋) spot checks, a fused draft of depth
+    d = k − R_used, one bonus row), is R_used + d + 1 = ``allowance`` (default k + 1, SD-1's positions
+    per step) for every R, k?"""
+    import sympy as sp
+    R_, k = sp.symbols("R k", positive=True, integer=True)
+    r_used = sp.Min(R_, sp.floor(k / 2))
+    d = k - r_used
+    allowance = k + 1 if allowance is None else allowance(k)
+    diff = sp.simplify(r_used + d + 1 - allowance)
+    return diff == 0, f"R_used + d + 1 − allowance = {diff} (R_used = Min(R, ⌊k/2⌋), d = k − R_used)"
+
+
+def _proof_per_step() -> tuple[bool, str]:
+    return budget_identity()
+
+
+def _budget_scope(pair=None, B=None, **settings) -> str | None:
+    if B is not None and B < 2:
+        return f"B = {B}: one branch, nothing to fuse"
+    return None
+
+
 register(
     id="ecsv.budget", paper=PAPER, reference="Method, 'Budget control'; Experiments, 'Verifier budget matching'",
     statement="The budget rule keeps verifier calls per output token ≤ the SD-1 baseline L_base (±1%).",
     interpretation="The rule as implemented: SD-1 at depth k scores k + 1 positions per step; ECSV-spot spends "
                    "R_used = min(R, ⌊k/2⌋) spot checks and verifies a fused draft of depth k − R_used, so "
-                   "|S_pre| + |S_post| = k + 1 (surplus banked). 'per-step': that allowance is kept (exact on "
-                   "every variant, least slack over (R, k); MC: the kernel's streams). Per output token, in two "
-                   "accountings: one forward scores the draft ('per-token-parallel': (k+1)/E[τ+1]) or scoring "
-                   "stops at the first mismatch ('per-token-sequential', the paper's step 5; SD-1's is exactly 1). "
-                   "Verifier positions per output token of every method are reported as info ('every-method').",
+                   "|S_pre| + |S_post| = k + 1 (surplus banked). 'per-step': that allowance is kept (an identity of "
+                   "the rule, proved; exact on every variant, least slack over (R, k); MC: the kernel's streams). "
+                   "Per output token, in two accountings: one forward scores the draft ('per-token-parallel': "
+                   "(k+1)/E[τ+1]) or scoring stops at the first mismatch ('per-token-sequential', the paper's step "
+                   "5; SD-1's is exactly 1); the paper fixes neither, both are graded in the one reading, so a "
+                   "failure is robust only if it fails in both. Verifier positions per output token of every method "
+                   "are reported as info ('every-method').",
     parts=(Part("per-step", "Spot checks plus acceptance verification ≤ L = k + 1 verifier positions per step.",
-                relation="≤"),
+                relation="≤", identity=True, proof=_proof_per_step),
            Part("per-token-parallel", "Verifier positions per output token ≤ 1.01 · L_base, one forward per step.",
                 relation="≤"),
            Part("per-token-sequential", "Verifier positions per output token ≤ 1.01 · L_base, scoring up to the "
                                         "first mismatch.", relation="≤"),
            Part("every-method", "Verifier positions per output token of every method of the plan.", relation="=",
                 checkable=False, reason="a measurement, reported for every method (no claim to grade)")),
+    readings=(
+        Reading("per-output-token", "The budget rule (|S_pre| + |S_post| ≤ L per step, surplus banked) keeps each "
+                "method's average verifier tokens per output token within SD-1's L_base (±1%), in either "
+                "accounting of a verification pass.",
+                ("per-step", "per-token-parallel", "per-token-sequential", "every-method"), role="principal",
+                quote="Method, Budget control: 'Constrain |S_pre| + |S_post| ≤ L. If fusion increases expected accept "
+                      "length beyond L, we cap |S_post| at L − |S_pre| and bank the surplus (i.e., defer savings to "
+                      "later steps), ensuring matched average verifier tokens per output token.' Experiments, "
+                      "Verifier budget matching: 'average verifier tokens per output token ≤ L_base ± 1%.'",
+                why="The paper states the rule's purpose per output token ('ensuring matched average verifier tokens "
+                    "per output token') and the tolerance (± 1%); it fixes no accounting of a verification pass "
+                    "(step 5 scores 'until a mismatch', one forward scores the whole draft in practice), so both "
+                    "are graded."),),
+    scope=Scope("Methods with B ≥ 2 branches at the same depth k as the SD-1 baseline, in steady state (long-run "
+                "averages).", guard=_budget_scope),
     check=check_budget, subject=BUDGET_RULE, mc_tests=4, shrink=shrink_budget,
     controls=(Control("counter forgets spot checks", FORGET_RULE,
                       "negative control: spot checks not charged, the fused draft keeps depth k"),))
