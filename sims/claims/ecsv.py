@@ -446,7 +446,7 @@ def averaged_drafting(voter: Voter, pair, B: int):
 
 
 def averaged_drafting_source():
-    """A V = 3, order-1 pair whose drafts miss the verifier's sample with probability 0.38 on
+    """A V = 3, order-1 pair whose drafts miss the verifier's sample with probability 0.445 on
     average over contexts (< ½) while in context 0 the drafter's mode (token 2) is not the
     target's (token 1): the vote's loss there outweighs its gain in the aligned contexts."""
     from spectheory.pairs import pair_from_tables
