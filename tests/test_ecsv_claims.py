@@ -66,6 +66,13 @@ def test_counterexamples_recompute(report):
             seen.add((c["id"], p["id"]))
     assert {("ecsv.majority", "s1-soft"), ("ecsv.majority", "s1-prob"), ("ecsv.majority", "drafting-averaged"),
             ("ecsv.falsification", "rule1"), ("ecsv.falsification", "rule3-rs")} <= seen
+    for c in report["claims"]:          # the controls' counterexamples recompute too (each with its own subject)
+        for k in c["controls"]:
+            cex = k.get("counterexample")
+            if cex:
+                out = recompute(cex["call"])
+                got = out if isinstance(out, (int, float)) else tuple(out)[1]
+                assert got == pytest.approx(cex["measured"], abs=1e-12), (c["id"], k["name"])
     rule1 = next(p["counterexample"] for c in report["claims"] if c["id"] == "ecsv.falsification"
                  for p in c["parts"] if p["id"] == "rule1")
     assert rule1["measured"] == pytest.approx(0.9076081718333229, abs=1e-9)

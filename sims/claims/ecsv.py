@@ -207,8 +207,8 @@ def shrink_map(ctx, weighting: Weighting):
                             "vote": list(r["worst"][2]), "claimed": 0.0, "measured": measured,
                             "source": "the channel model of the paper (independent symmetric branch noise), y drawn "
                                       "from a non-uniform prior as the paper's coding view draws it from p_V",
-                            "call": f"import spectheory.closed_forms.ecsv; spectheory.closed_forms.ecsv."
-                                    f"map_vote_mismatch({list(eps)!r}, {V}, prior={list(pr)!r})['n_mismatch']"}
+                            "call": f"import sims.claims.ecsv; sims.claims.ecsv.map_mismatch(sims.claims.ecsv."
+                                    f"{_weighting_name(weighting)}, {V}, {list(eps)!r}, {list(pr)!r})[1]"}
     return None
 
 
@@ -217,6 +217,10 @@ def map_vote_identity(weight=None) -> tuple[bool, str]:
     MAP = the weighted vote)? ``weight(ε, f, u)`` with f = 1 − ε, u = V − 1; default the paper's
     log((1−ε)(V−1)/ε)."""
     return _map_identity(weight)
+
+
+def _weighting_name(weighting: Weighting) -> str:
+    return {MAP_WEIGHTS: "MAP_WEIGHTS", BINARY_WEIGHTS: "BINARY_WEIGHTS", UNIFORM_WEIGHTS: "UNIFORM_WEIGHTS"}[weighting]
 
 
 def _proof_map_uniform() -> tuple[bool, str]:
