@@ -212,5 +212,58 @@ for m in (R.SD_1, R.ECSV_LITE, R.ecsv_spot(1), R.ecsv_spot(2), R.SD_MULTI, R.ORA
           f"{lr['vtpo_parallel']:9.4f} {lr['vtpo_sequential']:9.4f}")
 print("(e) sequential accounting: SD-1 = 1 exactly, so any R_used ≥ 1 is over the baseline")
 
+# %% [markdown]
+# ## (f) The identity parts of the registry, proved (issue 24)
+#
+# Parts that cannot fail in the model are marked `identity=True` in `sims/claims/ecsv.py`; their
+# verdict is the symbolic proof below (the numerical checks stay, as implementation tests). Each
+# proof also rejects a wrong identity beside it.
+#
+# * `ecsv.map` · uniform-prior: `log P(t̂ | y) − Σ_b w_b 1[t̂_b = y]` is free of y (derivation (a));
+#   the binary weights `log((1−ε)/ε)` are not.
+# * `ecsv.majority` · s1-share: `s_y = W/2 + d ⇒ (W − s_y) − s_y = −2d < 0` (derivation (b));
+#   a third of the weight is not enough.
+# * `ecsv.prefix_length` · chain-rule and independent: `E[τ] = Σ_j Π_{i≤j} a_i` over a general
+#   joint law of three match indicators with conditional `a_j`, and over a product law with
+#   marginal `a_j` (derivation (d)); the off-by-one formula is not.
+# * `ecsv.budget` · per-step: `R_used + d + 1 = k + 1` with `R_used = min(R, ⌊k/2⌋)`,
+#   `d = k − R_used` (derivation (e)); an allowance of k is not.
+
+# %%
+from sims.claims import ecsv as claims_ecsv
+
+for name, (ok, detail) in {"map uniform-prior": claims_ecsv._proof_map_uniform(),
+                           "majority s1-share": claims_ecsv._proof_share(),
+                           "prefix chain-rule": claims_ecsv._proof_chain_rule(),
+                           "prefix independent": claims_ecsv._proof_independent(),
+                           "budget per-step": claims_ecsv._proof_per_step()}.items():
+    assert ok, (name, detail)
+    print(f"(f) {name}: {detail}")
+assert not claims_ecsv.map_vote_identity(lambda e_, f_, u_: sp.log(f_ / e_))[0]
+assert not claims_ecsv.share_margin(sp.Rational(1, 3))[0]
+assert not claims_ecsv.prefix_identity(3, formula=lambda a: 1 + sum(sp.prod(a[:j]) for j in range(1, len(a))))[0]
+assert not claims_ecsv.budget_identity(lambda k: k)[0]
+print("(f) wrong identities rejected: binary MAP weights, a third of the weight, the off-by-one prefix, allowance k")
+
+# %% [markdown]
+# ## (g) The drafting model inside sentence 2's premise
+#
+# `Σ_t p(t) q(t) ≤ max_t q(t)` (and `≤ max_t p(t)`), so a context where one draft misses the
+# verifier's sample with probability `ε = 1 − Σ p·q < ½` has `max q > ½`; and if p's mass on q's
+# mode a were ≤ ½, `Σ p·q ≤ p_a q_a + (1 − p_a)(1 − q_a) ≤ ½` (increasing in p_a when q_a > ½):
+# so p and q share a token of mass > ½. The plurality of B drafts concentrates on it. Outside the
+# premise (ε ≥ ½: every context of the V = 8 harness sources) the plurality can lose; averaged over
+# contexts, ε̄ < ½ does not protect it (the 'averaged' reading beside the headline).
+
+# %%
+q_a, p_a = sp.symbols("q_a p_a", positive=True)
+bound = p_a * q_a + (1 - p_a) * (1 - q_a)
+assert sp.simplify(sp.diff(bound, p_a) - (2 * q_a - 1)) == 0           # increasing in p_a iff q_a > 1/2
+assert sp.simplify(bound.subs(p_a, sp.Rational(1, 2)) - sp.Rational(1, 2)) == 0
+avg_pair = claims_ecsv.averaged_drafting_source()
+print(f"(g) averaged pair: mean ε {claims_ecsv.drafting_eps(avg_pair):.3f}, context 0 ε "
+      f"{claims_ecsv.drafting_eps(avg_pair, 0):.3f}; one draft vs plurality of 3 (stationary averages):",
+      np.round(claims_ecsv.averaged_drafting(claims_ecsv.FUSION, avg_pair, 3), 4))
+
 # %%
 print("all derivations proved")
