@@ -79,14 +79,15 @@ def test_counterexamples_recompute(report):
 
 
 def test_ties_and_scope_in_the_report(report):
-    """s1-prob fails by equality only, and says so; the drafting part's contexts outside ε < ½ are
-    info 'outside the claim's scope', never graded."""
+    """s1-prob fails by equality only, and says so; the stricter drafting reading's contexts with
+    ε ≥ ½ are info 'outside this reading's premise', never graded there (the principal reading,
+    drafting-averaged, grades them on average and fails)."""
     maj = next(c for c in report["claims"] if c["id"] == "ecsv.majority")
     prob = [e for e in maj["evidence"] if e["part"] == "s1-prob" and e["outcome"] == "fail"]
     assert prob and all(e.get("tie") for e in prob) and all(abs(e["measured"] - e["claimed"]) <= 1e-12 for e in prob)
     draft = [e for e in maj["evidence"] if e["part"] == "drafting" and e["mode"] == "exact"]
     outside = [e for e in draft if e["outcome"] == "info"]
-    assert len(outside) >= 3 and all("outside the claim's scope" in e["note"] for e in outside)
+    assert len(outside) >= 3 and all("outside this reading's premise" in e["note"] for e in outside)
     assert any(e["measured"] < e["claimed"] for e in outside)   # the vote does lose there
     graded = [e for e in draft if e["outcome"] != "info"]
     assert graded and all(e["outcome"] == "pass" for e in graded)
