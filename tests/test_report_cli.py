@@ -261,8 +261,9 @@ def test_failed_or_refused_sweeps_leave_no_files(tmp_path):
 
 
 def test_a_part_no_user_pair_fits_is_not_checkable_and_its_controls_are_not_required():
-    """Only a Markov pair: sd.expected_tokens's i.i.d. part has nothing to run on, so it is
-    not-checkable (with the reason), and the control is judged where the claim was graded."""
+    """Only a Markov pair: sd.expected_tokens's i.i.d. part (its principal reading) has nothing to
+    run on, so it is not-checkable (with the reason) and so is the headline; the chain DP, a reading
+    beside it, holds; the control is judged where the claim was graded."""
     from sims.instances_file import pairs_from
     from sims.runner import run_claims
     pairs = pairs_from({"pairs": [{"name": "m", "order": 1, "target": [[0.7, 0.3], [0.2, 0.8]],
@@ -270,10 +271,11 @@ def test_a_part_no_user_pair_fits_is_not_checkable_and_its_controls_are_not_requ
     c = run_claims("sd.expected_tokens", quick=True, progress=False, pairs=pairs)["claims"][0]
     parts = {p["id"]: p for p in c["parts"]}
     assert parts["iid"]["verdict"] == "not-checkable" and "no user pair fits" in parts["iid"]["reason"]
-    assert parts["chain"]["verdict"] == "holds" and c["verdict"] == "holds"
+    assert parts["chain"]["verdict"] == "holds" and c["verdict"] == "not-checkable"
+    assert {r["id"]: r["verdict"] for r in c["readings"]} == {"paper": "not-checkable", "markov-dp": "holds",
+                                                               "formula-beyond-iid": "not-checkable"}
     ctl = c["controls"][0]
     assert ctl["verdict"] == "fails" and set(ctl["required"]) == {"chain"}, ctl["required"]
-    assert c["summary"] == "holds (1 of 3 parts; 2 not checkable)"
 
 
 def test_report_names_encode_what_was_run():
