@@ -181,3 +181,30 @@ def test_every_choice_value_leaves_every_part_graded(cid):
             for part in claim.checkable_parts:
                 graded = {e.mode for e in ev if e.part == part.id and e.outcome != "info"}
                 assert set(claim.part_modes(part)) <= graded, (cid, ch.name, value, part.id)
+
+
+def test_old_v2_counterexamples_are_out_of_scope_and_the_submitted_rollback_ties():
+    """The pre-issue-24 smallest counterexamples (V = 2) never fork; under the submitted-tokens
+    accounting their rollback comparison is a tie (0.3480 = 0.3480), which strict_gap marks."""
+    from dataclasses import replace
+
+    from sims.claims import sb as S
+    p = S.weak_pair(2, 0, 0)
+    assert "never forks" in S.mechanism_reason(p, c=2.0)
+    _, gap, d = S.rollback_order(p, replace(S.STUDY, rollback="submitted_rollback_rate"), c=2.0)
+    assert abs(d["sb"] - 0.3480) < 5e-5 and abs(gap) < 1e-12
+    assert S.strict_gap(what="gap")("x", 0.0, gap, "").tie
+
+
+def test_default_tier_counterexamples_are_in_scope_and_recompute():
+    """The default tier's smallest counterexamples of sb.rollback and sb.speedup (V = 3, order 1):
+    in scope, and their calls reproduce the printed numbers."""
+    from sims.claims import sb as S
+    p = S.weak_pair(3, 1, 0)
+    assert S.mechanism_reason(p, c=2.0) is None and S.mechanism_reason(p, c=4.0) is None
+    _, m, d = recompute("import sims.claims.sb; sims.claims.sb.rollback_order(sims.claims.sb.weak_pair(3, 1, 0), "
+                        "sims.claims.sb.STUDY, c=2.0)")
+    assert abs(m - (-0.13955219260093132)) < 1e-12 and abs(d["sb"] - 0.537264623464293) < 1e-12
+    _, m, _ = recompute("import sims.claims.sb; sims.claims.sb.speed_order(sims.claims.sb.weak_pair(3, 1, 0), "
+                        "sims.claims.sb.STUDY, c=4.0)")
+    assert abs(m - (-0.06993723198079127)) < 1e-12

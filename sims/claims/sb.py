@@ -929,7 +929,7 @@ def check_rollback(ctx, study):
 
 #: the open choices of the comparison protocol (sb.rollback, sb.speedup): the paper's text gives none
 #: of these values; each is swept (runner) when the principal reading fails at the defaults
-K_MAX = Choice("k_max", 4, (4, 6, 8),
+K_MAX = Choice("k_max", 4, (4, 8),
                why="the text gives no k_max; k = ⌊k_max(1 − q(x_b))⌋ ≥ 2 needs max q ≤ 1 − 2/k_max, so k_max ≤ 3 never "
                    "forks on the easy/hard V = 6 drafts (max q ≥ 0.366 in every context): 4 is the smallest that does")
 EPS = Choice("eps", 0.3, (0.15, 0.3, 0.5),
