@@ -167,6 +167,26 @@ def test_choices_reach_the_study_and_controls_keep_their_own_rate():
     assert S.in_force(Context(claim_id=claim.id, claim_choices=claim.choices), S.STUDY) is S.STUDY
 
 
+def test_every_choice_value_keeps_an_instance_in_scope():
+    """At every value of every open choice of sb.speedup (a superset of sb.rollback's but the
+    accounting, which the scope does not read) some weakly aligned pair at c = 4 is in scope for
+    the comparisons with SpecBranch, and some family for each ablation sentence (quick tier's
+    γ ≤ 6): the runner's re-runs keep every part graded (the full check: the slow test below)."""
+    from sims.claims import sb as S
+    from sims.registry import Context
+    claim = registry.load_all()["sb.speedup"]
+    for ch in claim.choices:
+        for value in ch.values:
+            ctx = Context(quick=True, claim_id=claim.id, claim_choices=claim.choices, scope=claim.scope,
+                          choices={ch.name: value})
+            scope = dict(study=S.in_force(ctx, S.STUDY), gmax=6)
+            assert any(ctx.out_of_scope(n, c=4.0, **scope) is None for n in S.WEAK), (ch.name, value)
+            for which in ("no_hrad", "no_branch"):
+                assert any(S.ablation_reason(ctx, f, which, 4.0, scope) is None for f, _, _ in S.FAMILIES), \
+                    (ch.name, value, which)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("cid", ["sb.rollback", "sb.speedup"])
 def test_every_choice_value_leaves_every_part_graded(cid):
     """The runner re-runs a failing claim at each value of each open choice: every checkable part
