@@ -121,6 +121,29 @@ for C in (1.0, 2.0, 5.0, 40.0):
         assert abs(r.latency - max(G, C) / G) < 1e-12
 
 # %% [markdown]
+# **The three parts of `sb.ideal_parallel` are identities of the model** (they cannot fail in it):
+# the latency is the α → 1 limit of Theorem 1's renewal-reward form (part c below),
+# `[max(γ, c) + γ(1 − α^γ)]/S_γ(α) → max(γ, c)/γ` since `S_γ(α) → γ`; the gain peaks at γ = c (the
+# derivative signs above); its peak is `2c/(c + 1) = 2 − 2/(c + 1) < 2`, tending to 2. The claim
+# registration proves each with the same sympy expressions (`sims.claims.sb.prove_ideal_latency`,
+# `prove_gain_at_c`, `prove_two_x`, shown as evidence mode `proof`); the engines' numbers stay as an
+# implementation test. A wrong identity is rejected: the best gain is not exactly 2 at finite c.
+
+# %%
+M_ = sp.Symbol("M", positive=True)       # M = max(γ, c)
+T_renewal = (M_ + g * (1 - a ** g)) / ((1 - a ** g) / (1 - a))
+assert sp.simplify(sp.limit(T_renewal, a, 1) - M_ / g) == 0
+assert sp.simplify(best - (2 - 2 / (c + 1))) == 0
+assert sp.simplify(best - 2) != 0        # 2× only in the limit
+from sims.claims import sb as sb_claims  # noqa: E402  (the registered proofs: the same expressions)
+
+for prove in (sb_claims.prove_ideal_latency, sb_claims.prove_gain_at_c, sb_claims.prove_two_x):
+    holds, detail = prove()
+    assert holds, detail
+    print(prove.__name__, "proved:", detail[:100])
+assert not sb_claims.prove_equal(best, 2, "best gain = 2 (wrong)")[0]
+
+# %% [markdown]
 # ## (c) `sb.thm1`: parallel SD with rollback
 #
 # The round chain has two states: READY (a full block of γ drafted tokens is waiting) and
