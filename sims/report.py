@@ -453,6 +453,8 @@ def claim_section(c: dict, evidence_name: str | None = None, anchor_tag: bool = 
     lines = ([f'<a id="{anchor(c["id"])}"></a>', ""] if anchor_tag else []) + [f"## `{c['id']}`: {_summary(c)}", "",
              f"*{cite}*" + (f" · {c['reference']}" if c.get("reference") else ""), "",
              f"> {c['statement']}", ""]
+    if c.get("instances_used"):
+        lines += [f"**Instances.** {c['instances_used']}", ""]
     if c.get("interpretation"):
         lines += [f"**Reading.** {c['interpretation']}", ""]
     lines += readings_lines(c)

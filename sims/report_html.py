@@ -386,6 +386,8 @@ def _section(c: dict, plots: bool, figs: dict | None = None) -> str:
            f"<h2><code>{_e(c['id'])}</code> {_badge(c['verdict'], _summary(c))}{_beside(c)}</h2>",
            f'<p class="cite">{_e(c.get("paper") or "")}{" · " + _e(c["reference"]) if c.get("reference") else ""}</p>',
            f"<blockquote>{_e(c['statement'])}</blockquote>"]
+    if c.get("instances_used"):
+        out.append(f"<p><b>Instances.</b> {_e(c['instances_used'])}</p>")
     if c.get("interpretation"):
         out.append(f"<p><b>Reading.</b> {_e(c['interpretation'])}</p>")
     out.append(_md_block(readings_lines(c)))

@@ -388,6 +388,12 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
             r.evidence = list(r.evidence) + evs
 
     out = [_claim_entry(claim, results, user is not None) for claim in claims]
+    if user is not None:  # the report text states the instances actually used, not the built-in ones
+        names = ", ".join(user)
+        for c in out:
+            c["instances_used"] = (f"This run used your pairs ({names}, from {pairs_source or 'the given pairs'}) "
+                                   "in place of the built-in instances the reading names; a pair a comparison "
+                                   "could not use is listed under the notes.")
     m = total_mc_tests() if mc_total is None else mc_total
     run = {"claims_pattern": pattern, "claims_from": list(sources), "seed": seed, "quick": quick, "alpha_family": alpha,
            "mc_tests_in_registry": m, "alpha_per_test": alpha / max(1, m),

@@ -331,7 +331,8 @@ def verify(claims: str = "*", *, quick: bool = False, seed: int = 0, alpha: floa
         raise ValueError(f"{logits} is not a `spectheory validate` run directory (no run.json)")
     from .runs import check_trace_env, real_logits_evidence
     check_trace_env(chosen)
-    extra = real_logits_evidence(None if logits is None else Path(logits), alpha, chosen)
+    extra = real_logits_evidence(None if logits is None else Path(logits), alpha, chosen,
+                                 log=log if log is not None else (print if progress else None))
     data = runner.run_claims(",".join(chosen) if pairs is not None else claims, quick=quick, seed=seed, alpha=alpha,
                              progress=progress, jobs=jobs, extra_evidence=extra,
                              extra_source=None if logits is None else str(logits), log=log, pairs=pairs,

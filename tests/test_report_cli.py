@@ -316,3 +316,12 @@ def test_no_html_removes_a_stale_page_and_the_index_lists_every_report(tmp_path)
         assert "## " in raw.output and "## " not in rendered.output.split("\n", 2)[2]
     finally:
         os.chdir(old)
+
+
+def test_a_pairs_report_states_the_instances_it_used(pairs_run):
+    d, rep = pairs_run
+    md = (d / "mine.md").read_text()
+    for c in rep["claims"]:
+        assert c["instances_used"].startswith("This run used your pairs (") and str(d / "pairs.toml") in \
+            c["instances_used"]
+    assert md.count("**Instances.** This run used your pairs") == len(rep["claims"])

@@ -197,12 +197,23 @@ def family_modules():
     return mods
 
 
-def logits_evidence(run_dir, alpha: float = 1e-3) -> dict[str, list[Evidence]]:
-    """All ``logits`` evidence for a run directory, keyed by claim id (SD plus every family's)."""
+def logits_evidence(run_dir, alpha: float = 1e-3, progress=None) -> dict[str, list[Evidence]]:
+    """All ``logits`` evidence for a run directory, keyed by claim id (SD plus every family's).
+    ``progress(done, total, name, seconds)``: called after each replay (SD, then each family), so a
+    long replay shows where it is (``spectheory verify --logits`` prints a line each)."""
+    import time
     check_level(alpha)
     run = run_dir if isinstance(run_dir, Run) else load_run(run_dir)
+    mods = list(family_modules())
+    t0 = time.perf_counter()
     out = sd_evidence(run, alpha)
-    for mod in family_modules():
+    if progress is not None:
+        progress(1, 1 + len(mods), "sd", time.perf_counter() - t0)
+    for i, mod in enumerate(mods):
+        t0 = time.perf_counter()
         for cid, evs in mod.logits_evidence(run, alpha).items():
             out.setdefault(cid, []).extend(evs)
+        if progress is not None:
+            progress(i + 2, 1 + len(mods), mod.__name__.rsplit(".", 1)[-1].removeprefix("replay_"),
+                     time.perf_counter() - t0)
     return out
