@@ -32,6 +32,8 @@ from .report import (LEGEND, _num, _parts, _summary, anchor, beside, bound_slack
 _META = ("claimed", "measured", "outcome")
 #: the most panels one claim's figure gets (the rest stay in the evidence tables)
 MAX_PANELS = 4
+#: at most this many series (lines) in one panel; more are split over panels
+MAX_SERIES = 6
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 _SYMBOL = {"gamma": "γ", "lam": "λ", "mu": "μ", "alpha": "α", "eps": "ε"}
 
@@ -135,7 +137,32 @@ def _sweep_groups(claim) -> list[tuple[tuple, list[dict]]]:
 
 
 def _short(label: str, n: int = 28) -> str:
-    return label if len(label) <= n else label[:n - 1] + "…"
+    """A legend label: the label itself, wrapped (never cut) at ``n`` characters."""
+    import textwrap
+    return "\n".join(textwrap.wrap(label, n)) or label
+
+
+def _wrap(text: str, n: int) -> str:
+    import textwrap
+    return "\n".join(textwrap.wrap(text, n, break_long_words=False)) or text
+
+
+_TAILS = (", |Δ| ≤", " ≤ bound (tol", " ≥ bound (tol", ", worst", ", tightest", ", max over", " (margin")
+
+
+def quantity(e: dict) -> str:
+    """What an evidence item measures, for an axis label: its test's quantity without the mode and
+    the tolerance (``exact P(accept first draft) vs Σmin(p,q), worst state, |Δ| ≤ 1e-10`` →
+    ``P(accept first draft) vs Σmin(p,q)``)."""
+    t = (e.get("test") or "").strip()
+    for prefix in ("exact ", "Monte Carlo ", "mc "):
+        if t.startswith(prefix):
+            t = t[len(prefix):]
+    cut = min([i for i in (t.find(tail) for tail in _TAILS) if i > 0] or [len(t)])
+    t = t[:cut].strip().rstrip(",")
+    for tail in (" ≤ 1e-12", " ≤ bound", " ≥ bound"):
+        t = t.removesuffix(tail)
+    return t or "measured value"
 
 
 def _hashable(v):
@@ -151,7 +178,7 @@ def _draw_sweep(ax, key, evs, relation):
         pts = e["points"]
         if other:
             combos = sorted({tuple(repr(p.get(k)) for k in other) for p in pts})
-            if len(combos) > 6:
+            if len(combos) > MAX_SERIES:
                 other_use = ()
             else:
                 other_use = other
@@ -189,9 +216,9 @@ def _draw_sweep(ax, key, evs, relation):
     if x and all(float(p[x]).is_integer() for e in evs for p in e["points"]):
         from matplotlib.ticker import MaxNLocator
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylabel("distance" if distance else "value")
+    ax.set_ylabel(_wrap(quantity(evs[0]), 38), fontsize=7.5)
     what = (f"part {part}: " if part and part != "main" else "")
-    ax.set_title(_short(what + (f"{len(evs)} sweeps" if len(evs) > 1 else evs[0]["instance"]), 46), fontsize=9)
+    ax.set_title(_wrap(what + (f"{len(evs)} sweeps" if len(evs) > 1 else evs[0]["instance"]), 52), fontsize=8.5)
     if many:
         ax.text(0.02, 0.02, f"{len(series)} series", transform=ax.transAxes, fontsize=7, color="#555")
 
@@ -220,16 +247,19 @@ def _draw_comparisons(ax, evs, relation):
     if same:  # a distance that must be 0, a constant bound: measured against the claimed line
         ax.axhline(cl[0], color="#444", ls="--", lw=1.0)
         line = f"claimed {fmt(cl[0])}"
-        ax.set_xlabel("comparison (report order)")
-        from matplotlib.ticker import MaxNLocator
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("instance")
+        step = max(1, math.ceil(len(evs) / 16))
+        ax.set_xticks(xs[::step])
+        ax.set_xticklabels([e["instance"].split(" ")[0] for e in evs][::step], rotation=60, ha="right", fontsize=6)
     else:
         lo_v, hi_v = min(cl + me), max(cl + me)
         pad = 0.05 * (hi_v - lo_v or 1.0)
         ax.plot([lo_v - pad, hi_v + pad], [lo_v - pad, hi_v + pad], "--", color="#444", lw=1.0)
         line = "measured = claimed"
         ax.set_xlabel("claimed")
-    ax.set_ylabel("measured")
+    qs = {quantity(e) for e in evs}
+    ax.set_ylabel(_wrap("measured " + (qs.pop() if len(qs) == 1 else "value (each test's quantity)"), 38),
+                  fontsize=7.5)
     from matplotlib.lines import Line2D
     handles = [Line2D([], [], ls="--", color="#444", label=line)]
     handles += [Line2D([], [], marker="o", ls="", color=c, label=t) for c, t in
@@ -256,7 +286,7 @@ def _series_count(key, evs) -> int:
     other = key[2]
     if not other:
         return len(evs)
-    return sum(min(len({tuple(repr(p.get(k)) for k in other) for p in e["points"]}), 7) for e in evs)
+    return sum(min(len({tuple(repr(p.get(k)) for k in other) for p in e["points"]}), MAX_SERIES + 1) for e in evs)
 
 
 def _panels(claim) -> tuple[list, int]:
@@ -266,7 +296,7 @@ def _panels(claim) -> tuple[list, int]:
     for key, evs in _sweep_groups(claim):
         chunks, cur = [], []
         for e in evs:  # at most as many lines per panel as there are colours
-            if cur and _series_count(key, cur + [e]) > len(_COLOURS):
+            if cur and _series_count(key, cur + [e]) > MAX_SERIES:
                 chunks.append(cur)
                 cur = []
             cur.append(e)
@@ -283,7 +313,42 @@ def _panels(claim) -> tuple[list, int]:
             panels[-1] = ("plain", plain)
         else:
             panels.append(("plain", plain))
+    drawn = {id(e) for e in plain} | {id(e) for kind, d in panels if kind == "sweep" for e in d[1]}
+    tests = [e for e in claim["evidence"] if e["mode"] in ("mc", "logits") and e["outcome"] != "info"
+             and _num(e.get("p_value")) is not None and id(e) not in drawn]
+    if tests:  # every statistical mode used gets drawn: its tests' p-values
+        if len(panels) >= MAX_PANELS:
+            skipped += 1
+            panels[-1] = ("tests", tests)
+        else:
+            panels.append(("tests", tests))
     return panels, skipped
+
+
+def _draw_tests(ax, evs):
+    """Monte Carlo (and real-logits) tests whose evidence is a p-value: each test's p-value against
+    its per-test level α (log scale); a point below the line rejects the claim."""
+    ps = [max(_num(e["p_value"]), 1e-300) for e in evs]
+    cols = ["#c62828" if e["outcome"] == "fail" else ("#ff7f0e" if e["mode"] == "mc" else "#2ca02c") for e in evs]
+    xs = list(range(len(evs)))
+    ax.scatter(xs, ps, c=cols, s=22, zorder=3)
+    alphas = {_num(e.get("alpha")) for e in evs if _num(e.get("alpha"))}
+    for a in alphas:
+        ax.axhline(a, color="#444", ls="--", lw=1.0)
+    ax.set_yscale("log")
+    ax.set_ylim(min(min(ps), min(alphas, default=1.0)) / 10, 1.5)
+    step = max(1, math.ceil(len(evs) / 16))
+    ax.set_xticks(xs[::step])
+    ax.set_xticklabels([e["instance"].split(" ")[0] for e in evs][::step], rotation=60, ha="right", fontsize=6)
+    ax.set_xlim(-0.7, len(evs) - 0.3)
+    ax.set_xlabel("instance")
+    ax.set_ylabel("p-value of the test (log scale)", fontsize=7.5)
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], ls="--", color="#444", label="per-test level α: below rejects")]
+    handles += [Line2D([], [], marker="o", ls="", color=c, label=t) for c, t in
+                (("#ff7f0e", "Monte Carlo"), ("#2ca02c", "real logits"), ("#c62828", "fails")) if c in cols]
+    ax.legend(handles=handles, fontsize=6.5, loc="best", framealpha=0.7)
+    ax.set_title(f"{len(evs)} statistical test{'s' * (len(evs) != 1)}", fontsize=8.5)
 
 
 def claim_plot(claim: dict, *, backend: str | None = "Agg"):
@@ -302,7 +367,7 @@ def claim_plot(claim: dict, *, backend: str | None = "Agg"):
     cols = min(n, 2 if n == 4 else 3)
     rows = math.ceil(n / cols)
     w = {1: 6.0, 2: 5.2}.get(cols, 4.3)
-    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, 3.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, 4.1 * rows), squeeze=False)
     for ax, (kind, data) in zip(axes.flat, panels):
         if kind == "sweep":
             key, evs = data
@@ -310,6 +375,8 @@ def claim_plot(claim: dict, *, backend: str | None = "Agg"):
             handles = ax.get_legend_handles_labels()[0]
             if handles:
                 ax.legend(fontsize=6.5, loc="best", ncol=2 if len(handles) > 4 else 1, framealpha=0.7)
+        elif kind == "tests":
+            _draw_tests(ax, data)
         else:
             _draw_comparisons(ax, data, claim.get("relation"))
         ax.tick_params(labelsize=8)
@@ -318,12 +385,14 @@ def claim_plot(claim: dict, *, backend: str | None = "Agg"):
         ax.set_visible(False)
     # fixed margins in inches (tight_layout's measuring pass costs a full draw per figure)
     W, H = fig.get_size_inches()
-    fig.subplots_adjust(left=0.75 / W, right=1 - 0.2 / W, bottom=0.55 / H, top=1 - 0.35 / H,
-                        wspace=0.75 * cols / W, hspace=1.0 * rows / H)
+    fig.subplots_adjust(left=0.95 / W, right=1 - 0.2 / W, bottom=1.45 / H, top=1 - 0.55 / H,
+                        wspace=1.0 * cols / W, hspace=1.6 * rows / H)
     cap = []
     if any(k == "sweep" for k, _ in panels):
         cap.append("Sweeps: claimed (dashed) and measured (dots) against the setting that varies, one colour per "
                    "instance; red crosses mark failing points")
+    if any(k == "tests" for k, _ in panels):
+        cap.append("tests: each Monte Carlo (or real-logits) test's p-value against the per-test level (dashed)")
     if any(k == "plain" for k, _ in panels):
         cap.append("comparisons: measured against claimed (exact in blue, Monte Carlo in orange with its "
                    "confidence interval, failures in red)")
@@ -340,10 +409,22 @@ def claim_figure(claim: dict) -> tuple[str, str] | None:
         return None
     import matplotlib.pyplot as plt
     fig, caption = drawn
+    return base64.b64encode(compressed_png(fig)).decode("ascii"), caption
+
+
+def compressed_png(fig, dpi: int = 96) -> bytes:
+    """The figure as a palette PNG (at most 128 colours, optimised): a plot's flat colours survive,
+    and the page stays small (about a quarter of the RGBA PNG's size)."""
+    import matplotlib.pyplot as plt
+    from PIL import Image
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96)
+    fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii"), caption
+    buf.seek(0)
+    img = Image.open(buf).convert("RGB").quantize(colors=128, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    img.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 # --- page --------------------------------------------------------------------------------------------

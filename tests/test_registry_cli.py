@@ -236,14 +236,16 @@ def test_mc_test_count_is_enforced(monkeypatch):
 
 
 #: claims the checks find false as printed (findings, each with a shrunk counterexample)
-KNOWN_FINDINGS = {
-    "se.thm3_6",  # docs/se.md: Thm 3.6 is not the alternating process's speedup
-    "entropy.kl_lower", "zero_order.underestimates",  # docs/ersd.md: a part of each fails,
-    "ersd.batch_crossover", "opt_tree.log_growth",  # the moderate-k band, the slope band at a(1) ≈ 0.98
-    "spectr_gbv.lossless", "spectr_gbv.sub_block", "spectr_gbv.attains",  # docs/multidraft.md:
-    "spectr_gbv.remark5_2", "spectr_gbv.tables",  # Alg. 1 as printed is lossy for K ≥ 2
-    "sb.thm1", "sb.branch_lossless", "sb.rollback", "sb.speedup",  # docs/sb.md
-    "ecsv.map", "ecsv.majority", "ecsv.prefix_length", "ecsv.budget", "ecsv.falsification",  # docs/ecsv.md
+KNOWN_FINDINGS = {  # headline (principal reading) verdicts other than holds, each explained in its family's doc
+    "se.thm3_6": "fails",  # docs/se.md: Thm 3.6 is not the alternating process's speedup
+    "entropy.kl_lower": "fails",  # docs/ersd.md: the transfer to the SD index
+    "ersd.batch_crossover": "depends",  # on what "moderate k" means (integer k or the lines through the points)
+    "spectr_gbv.lossless": "fails", "spectr_gbv.sub_block": "fails", "spectr_gbv.attains": "fails",
+    "spectr_gbv.tables": "fails",  # docs/multidraft.md: Alg. 1 as printed is lossy for K ≥ 2
+    "spectr_gbv.remark5_2": "fails",  # by equality only (a tie at q = p)
+    "sb.branch_lossless": "fails", "sb.rollback": "fails", "sb.speedup": "fails",  # docs/sb.md
+    "ecsv.map": "fails", "ecsv.majority": "fails", "ecsv.prefix_length": "fails", "ecsv.budget": "fails",
+    "ecsv.falsification": "fails",  # docs/ecsv.md
 }
 
 
@@ -255,7 +257,8 @@ def test_default_tier_every_claim_holds():
     r = run_claims("*", quick=False, seed=0, progress=False)
     for c in r["claims"]:
         if c["id"] in KNOWN_FINDINGS:
-            assert c["verdict"] == "fails" and c["counterexample"], c["id"]
+            assert c["verdict"] == KNOWN_FINDINGS[c["id"]], (c["id"], c["summary"])
+            assert c["counterexample"] or c["verdict"] == "depends", c["id"]
         else:
             assert c["verdict"] == "holds", c["id"]
         assert all(ctl["verdict"] == "fails" for ctl in c["controls"]), c["id"]
