@@ -35,13 +35,18 @@ class VerifierCrash(RuntimeError):
     ``"Type: message"``; ``context``: where in the run it happened."""
 
     def __init__(self, message: str, *, kind: str = "exception", location: str | None = None,
-                 exception: str = "", context: str = ""):
+                 exception: str = "", context: str = "", inputs: dict | None = None):
         super().__init__(message)
         self.kind, self.location, self.exception, self.context = kind, location, exception, context
+        #: the crashing call's inputs (exact rows, drafts, the rng state before it): see rerun.py
+        self.inputs = inputs
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "location": self.location, "exception": self.exception,
-                "context": self.context, "message": str(self)}
+        out = {"kind": self.kind, "location": self.location, "exception": self.exception,
+               "context": self.context, "message": str(self)}
+        if self.inputs is not None:
+            out["inputs"] = self.inputs
+        return out
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,14 +77,45 @@ def describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {msg}" if msg else type(err).__name__
 
 
-def crash_from(err: BaseException, name: str, context: str) -> VerifierCrash:
+def crash_from(err: BaseException, name: str, context: str, inputs: dict | None = None) -> VerifierCrash:
     """A :class:`VerifierCrash` for an exception raised by the sampler (or its invalid output)."""
     if isinstance(err, VerifierOutputError):
         return VerifierCrash(f"{name}: invalid output: {err} ({context})", kind="invalid output",
-                             exception=describe(err), context=context)
+                             exception=describe(err), context=context, inputs=inputs)
     loc = crash_location(err)
     return VerifierCrash(f"{name}: the sampler raised {describe(err)} at {loc} ({context})", location=loc,
-                         exception=describe(err), context=context)
+                         exception=describe(err), context=context, inputs=inputs)
+
+
+def rows_json(rows) -> list:
+    """Probability rows as nested lists of floats (exact float64 values, repr round-trips)."""
+    return np.asarray(rows, dtype=np.float64).tolist()
+
+
+class CallLedger:
+    """What the runs learn call by call beyond the trace: calls whose acceptance decisions that
+    needed a random value (0 < p(x) < q(x) at the tested draft) outnumber the uniforms drawn
+    from the checker's source (uniforms reused across calls, or drawn where the checker cannot
+    see), and the first call that broke the block structure (its inputs, for a rerunnable call)."""
+
+    def __init__(self):
+        self.short_calls = 0
+        self.needing_calls = 0
+        self.short_example: dict | None = None
+        self.structure_example: dict | None = None
+
+    def note_draws(self, call: int, needed: int, drawn: int, context: str) -> None:
+        if needed:
+            self.needing_calls += 1
+        if drawn < needed:
+            self.short_calls += 1
+            if self.short_example is None:
+                self.short_example = {"call": call, "decisions_needing_a_uniform": needed, "uniforms_drawn": drawn,
+                                      "context": context}
+
+    def to_json(self) -> dict:
+        return {"short_calls": self.short_calls, "calls_needing_a_uniform": self.needing_calls,
+                "short_example": self.short_example}
 
 
 @dataclass
@@ -173,13 +209,16 @@ class BlockRunner:
 
     def __init__(self, verifier: BlockVerifier, pair: MarkovPair, gamma: int, n_tokens: int, seed,
                  name: str = "", advance=None):
+        from .forced import CountingGenerator
         draft_ss, verifier_ss, completion_ss = _spawn(seed, 3)
         self.draft_rng = np.random.default_rng(draft_ss)
-        self.verifier_rng = np.random.default_rng(verifier_ss)
+        self.verifier_rng = CountingGenerator(np.random.default_rng(verifier_ss))  # same stream, counted
         verifier.sources.own(self.draft_rng, self.verifier_rng)
         self.completion_seed = completion_ss
         self.verifier, self.pair, self.gamma, self.n_tokens = verifier, pair, gamma, n_tokens
         self.name, self.advance = name or pair.name, advance
+        self.ledger = CallLedger()
+        self.p_list, self.q_list = pair.target.table.tolist(), pair.draft.table.tolist()
         q_tab = pair.draft.table
         q_cdf = np.cumsum(q_tab, axis=1)
         q_cdf /= q_cdf[:, -1:]
@@ -207,6 +246,7 @@ class BlockRunner:
         gamma, V, S = self.gamma, self.pair.V, self.pair.n_states
         q_cdf, last, p_rep, q_rep = self.q_cdf, self.last, self.p_rep, self.q_rep
         rec, verifier, rng, draft_rng = self.rec, self.verifier, self.verifier_rng, self.draft_rng
+        pl, ql, ledger, bg = self.p_list, self.q_list, self.ledger, rng.bit_generator
         while self.n_runs < n_runs:
             s, got, first = 0, [], True
             while len(got) < self.n_tokens:
@@ -220,14 +260,28 @@ class BlockRunner:
                     st = (st * V + x) % S
                     states.append(st)
                 self.calls += 1
+                u0, state = rng.decision_values(), bg.state
                 try:
                     out = verifier(p_rep[states], q_rep[states[:gamma]], draft, rng)
                     rec.check(out)
                 except Exception as err:  # noqa: BLE001  (any crash of user code is a finding)
                     self.crash = crash_from(err, f"{self.name} γ={gamma}",
                                             f"call {self.calls}, run {self.n_runs + 1}, start state {s}, "
-                                            f"draft {draft}")
+                                            f"draft {draft}", self._inputs(states, draft, state))
                     return
+                tau = len(out) - 1
+                needed = 0
+                for i in range(min(tau + 1, gamma)):
+                    a, b = pl[states[i]][draft[i]], ql[states[i]][draft[i]]
+                    if 0.0 < a < b:
+                        needed += 1
+                ledger.note_draws(self.calls, needed, rng.decision_values() - u0,
+                                  f"call {self.calls}, run {self.n_runs + 1}, start state {s}, draft {draft}, "
+                                  f"emitted {list(out)}")
+                if ledger.structure_example is None and (
+                        list(out[:tau]) != draft[:tau] or (tau < gamma and out[tau] == draft[tau])):
+                    ledger.structure_example = {**self._inputs(states, draft, state), "output": list(out),
+                                                "context": f"call {self.calls}, run {self.n_runs + 1}"}
                 rec.record(s, first, out, draft)
                 first = False
                 got.extend(out)
@@ -236,6 +290,12 @@ class BlockRunner:
             rec.run_tokens.append(got[:self.n_tokens])
             if self.advance is not None:
                 self.advance(1)
+
+    def _inputs(self, states, draft, state) -> dict:
+        """The exact inputs of one call and the state of its rng before it (for :mod:`.rerun`)."""
+        return {"p": rows_json(self.pair.target.table[states]),
+                "q": rows_json(self.pair.draft.table[states[:self.gamma]]), "draft": [int(x) for x in draft],
+                "rng_state": state}
 
     def trace(self) -> Trace:
         return self.rec.trace(self.name, self.completion_seed)
