@@ -351,10 +351,23 @@ def run_info(kind, subject_name, settings, plan: Plan, started, t0, blocks, tria
             "routed_names": sources.routed_names() if sources is not None else [],
             "power": POWER, "started_at": started.isoformat(timespec="seconds"),
             "duration_s": round(time.perf_counter() - t0, 2), "cpu_s": round(time.process_time() - _CPU0[0], 2),
+            **timing(blocks, time.perf_counter() - t0),
             "versions": _versions(), "platform": platform.platform()}
 
 
 _CPU0 = [0.0]
+
+
+def timing(blocks, wall: float) -> dict:
+    """The sampler's own time (inside its calls on the statistical runs) and the checker's
+    (everything else: drafting, checks, controls, probes, trial), with the machine's load."""
+    import os
+    own = sum(b.get("sampler_s", 0.0) for b in blocks)
+    try:
+        load = round(os.getloadavg()[0], 2)
+    except OSError:  # not available on this platform
+        load = None
+    return {"sampler_s": round(own, 2), "checker_s": round(wall - own, 2), "load_average_1m": load}
 
 
 @contextlib.contextmanager
@@ -390,7 +403,7 @@ def run_subject(plan: Plan, make_runner, label, bar=None):
         if crash is not None:
             crashes.append({"instance": name, "gamma": g, **crash.to_json()})
         block = {"instance": name, "gamma": g, "runs": used, "looks": k + 1, "calls": runner_calls(runner),
-                 "decided_at": at}
+                 "sampler_s": round(float(getattr(runner, "sampler_s", 0.0)), 4), "decided_at": at}
         ledger = getattr(runner, "ledger", None)
         if ledger is not None:
             block["draws"] = ledger.to_json()

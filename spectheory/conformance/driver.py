@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import os
 import traceback
+from time import perf_counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -218,6 +219,8 @@ class BlockRunner:
         self.verifier, self.pair, self.gamma, self.n_tokens = verifier, pair, gamma, n_tokens
         self.name, self.advance = name or pair.name, advance
         self.ledger = CallLedger()
+        #: seconds spent inside the sampler's calls (the rest of a run is the checker's)
+        self.sampler_s = 0.0
         self.p_list, self.q_list = pair.target.table.tolist(), pair.draft.table.tolist()
         q_tab = pair.draft.table
         q_cdf = np.cumsum(q_tab, axis=1)
@@ -262,7 +265,9 @@ class BlockRunner:
                 self.calls += 1
                 u0, state = rng.decision_values(), bg.state
                 try:
+                    t0 = perf_counter()
                     out = verifier(p_rep[states], q_rep[states[:gamma]], draft, rng)
+                    self.sampler_s += perf_counter() - t0
                     rec.check(out)
                 except Exception as err:  # noqa: BLE001  (any crash of user code is a finding)
                     self.crash = crash_from(err, f"{self.name} γ={gamma}",
@@ -336,6 +341,7 @@ class StepRunner:
         self.rec = _Recorder(pair, gamma, n_tokens, with_draft=False)
         self.prefix = [0] * max(pair.target.order, 1)
         self.calls = 0
+        self.sampler_s = 0.0
         try:
             with self.sources.active(f"{self.name} γ={gamma}"):
                 self.step = make_step(target_lm, draft_lm, gamma, self.rng)
@@ -362,7 +368,10 @@ class StepRunner:
             while len(got) < self.n_tokens:
                 self.calls += 1
                 try:
-                    out = tokens_of(self.step(list(context)), batched=True)
+                    t0 = perf_counter()
+                    raw = self.step(list(context))
+                    self.sampler_s += perf_counter() - t0
+                    out = tokens_of(raw, batched=True)
                     rec.check(out)
                 except Exception as err:  # noqa: BLE001
                     self.crash = crash_from(err, f"{self.name} γ={self.gamma}",

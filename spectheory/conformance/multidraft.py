@@ -42,6 +42,7 @@ import bisect
 import itertools
 from dataclasses import dataclass, field
 from functools import lru_cache
+from time import perf_counter
 
 import numpy as np
 
@@ -467,6 +468,7 @@ class MultiRunner:
         self.completion_seed = completion_ss
         self.ledger = CallLedger()
         self.last_inputs: dict = {}
+        self.sampler_s = 0.0
         self.verifier, self.pair, self.n_tokens, self.name = verifier, pair, n_tokens, name or pair.name
         self.gamma = gamma if verifier.tree is None else len(verifier.tree)
         q_tab = pair.draft.table
@@ -519,7 +521,9 @@ class MultiRunner:
             self.last_inputs = {"p": rows_json(self.pair.target.table[st_arr]),
                                 "q": rows_json(self.pair.draft.table[st_arr[:, :g]]), "drafts": drafts,
                                 "rng_state": state, "needed": self._needed(s, [d[0] for d in drafts])}
+            t0 = perf_counter()
             out = v.call_drafts(self.p_rep[st_arr], self.q_rep[st_arr[:, :g]], drafts, self.verifier_rng)
+            self.sampler_s += perf_counter() - t0
             paths = {tuple(d[:i]) for d in drafts for i in range(g + 1)}
             return out, paths, f"drafts {drafts}"
         tokens, node_state, paths = [], [], {()}
@@ -535,7 +539,9 @@ class MultiRunner:
         self.last_inputs = {"p": rows_json(self.pair.target.table[rows]), "q": rows_json(self.pair.draft.table[rows]),
                             "tokens": tokens, "parents": [int(j) for j in self.parents], "rng_state": state,
                             "needed": self._needed(s, [t for t, par in zip(tokens, self.parents) if par < 0])}
+        t0 = perf_counter()
         out = v.call_tree(self.p_rep[rows], self.q_rep[rows], tokens, self.parents, self.verifier_rng)
+        self.sampler_s += perf_counter() - t0
         return out, paths, f"tree tokens {tokens}"
 
     def extend(self, n_runs: int) -> None:

@@ -94,7 +94,9 @@ def print_report(report: dict, console=None, probes: bool = True) -> None:
     used = sum(b.get("runs", 0) for b in run.get("blocks", []))
     t = Table(title=f"spectheory conformance: {escape(str(run['subject']))} ({run['kind']}, ≤ {run['n']} runs per "
                     f"instance×γ ({used} used, sequential), γ={run['gammas']}, α per test {alphas}, power "
-                    f"{run['power']}, {run['duration_s']} s)")
+                    f"{run['power']}, {run['duration_s']} s"
+                    + (f": sampler {run['sampler_s']} s, checker {run['checker_s']} s" if "sampler_s" in run else "")
+                    + ")")
     for col in ("verdict group", "check", "verdict", "tests", "min p", "n", "power: detectable ≤ tolerance",
                 "failed on", "negative controls"):
         t.add_column(col)

@@ -186,6 +186,53 @@ def run_block_trial(verifier, gamma: int) -> Result:
     return Result(calls=calls, seconds=seconds)
 
 
+ACCEPT_CALLS = 20
+
+
+def accepts_drafts(verifier, gamma: int) -> bool:
+    """Whether the verifier accepts a drafted token in one of :data:`ACCEPT_CALLS` calls where
+    the draft's rows equal the target's (any verifier of the drafts accepts there: Alg. 1 with
+    probability 1)."""
+    from .. import instances as inst
+    pair = inst.get(TRIAL_INSTANCE)
+    V, S = pair.V, pair.n_states
+    rows = pair.target.table
+    P, Q = verifier.represent(rows, "target"), verifier.represent(rows, "draft")
+    drng, rng = np.random.Generator(np.random.PCG64(13)), np.random.Generator(np.random.PCG64(17))
+    multi = hasattr(verifier, "call_drafts")
+    with verifier.sources.active("trial"):
+        for _ in range(ACCEPT_CALLS):
+            try:
+                if not multi:
+                    s, states, draft = 0, [0], []
+                    for _i in range(gamma):
+                        x = int(drng.choice(V, p=rows[s]))
+                        draft.append(x)
+                        s = (s * V + x) % S
+                        states.append(s)
+                    out = verifier(P[states], Q[states[:gamma]], draft, rng)
+                    ok = len(out) >= 2 and out[0] == draft[0]
+                elif verifier.tree is None:
+                    x = int(drng.choice(V, p=rows[0]))
+                    K = verifier.K
+                    out = verifier.call_drafts(np.broadcast_to(P[[0, x % S]], (K, 2, V)).copy(),
+                                               np.broadcast_to(Q[[0]], (K, 1, V)).copy(), np.full((K, 1), x), rng)
+                    ok = len(out) >= 2 and out[0] == x
+                else:
+                    from .multidraft import tree_parents, tree_size
+                    M = tree_size(verifier.tree)
+                    x = int(drng.choice(V, p=rows[0]))
+                    out = verifier.call_tree(np.broadcast_to(P[0], (M + 1, V)).copy(),
+                                             np.broadcast_to(Q[0], (M + 1, V)).copy(), np.full(M, x),
+                                             tree_parents(verifier.tree), rng)
+                    ok = len(out) >= 2 and out[0] == x
+            except Exception:  # noqa: BLE001
+                return False
+            if ok:
+                return True
+    return False
+
+
 def never_or(first_bad: Result, done: int, calls: int) -> Result:
     """After trial calls some of which raised: kind "never" when none completed (a usage error:
     the sampler cannot be run as called), else the first exception (a crash the runs report)."""
@@ -302,10 +349,13 @@ class Orders:
     """The argument orders the trial tries when the configured one fails: ``names`` of the
     arguments as spectheory passes them, ``classes`` their shape classes (arguments of one class
     cannot be told apart by shape, so orders exchanging them are not tried), ``attempt(order)``
-    and ``law_p(order)`` as for options."""
+    and ``law_p(order)`` as for options, and ``accepts(order)``: the sampler so called verifies
+    the drafts — where p = q it accepts a drafted token in some call (a sampler that, fed the
+    wrong arguments, falls back to a fresh draw from p passes the law test but never accepts)."""
 
-    def __init__(self, names, classes, attempt, law_p):
+    def __init__(self, names, classes, attempt, law_p, accepts):
         self.names, self.classes, self.attempt, self.law_p = tuple(names), tuple(classes), attempt, law_p
+        self.accepts = accepts
 
     def candidates(self):
         n = len(self.names)
@@ -322,7 +372,7 @@ class Orders:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    if self.attempt(perm).ok and self.law_p(perm) >= LAW_LEVEL:
+                    if self.attempt(perm).ok and self.law_p(perm) >= LAW_LEVEL and self.accepts(perm):
                         return perm
             except Exception:  # noqa: BLE001
                 continue
@@ -390,7 +440,8 @@ def trial_block_verifier(verifier, gamma: int) -> dict:
         return v
 
     orders = Orders(("p", "q", "draft_tokens", "rng"), (0, 1, 2, 3),
-                    lambda perm: run_block_trial(ordered(perm), gamma), lambda perm: block_law_p(ordered(perm)))
+                    lambda perm: run_block_trial(ordered(perm), gamma), lambda perm: block_law_p(ordered(perm)),
+                    lambda perm: accepts_drafts(ordered(perm), max(gamma, 2)))
     return settle(res, verifier.options(), adapter_choices(),
                   lambda o: run_block_trial(verifier.with_options(**o), gamma),
                   lambda o: block_law_p(verifier.with_options(**o)),
@@ -589,7 +640,7 @@ def trial_multidraft(verifier, gamma: int) -> dict:
     names, classes = (("p", "q", "drafts", "rng"), (0, 1, 2, 3)) if verifier.tree is None else \
         (("p", "q", "tokens", "parents", "rng"), (0, 0, 1, 1, 2))  # p, q and tokens, parents: same shapes
     orders = Orders(names, classes, lambda perm: run_multidraft_trial(ordered(perm), gamma),
-                    lambda perm: multidraft_law_p(ordered(perm)))
+                    lambda perm: multidraft_law_p(ordered(perm)), lambda perm: accepts_drafts(ordered(perm), gamma))
     return settle(res, verifier.options(), adapter_choices(),
                   lambda o: run_multidraft_trial(verifier.with_options(**o), gamma),
                   lambda o: multidraft_law_p(verifier.with_options(**o)),
