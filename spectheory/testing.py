@@ -36,7 +36,7 @@ class ConformanceBudgetWarning(UserWarning):
 
 def _check(fn, kind: str, seed: int, options: dict) -> dict:
     from . import conformance as sc
-    from .conformance.rerun import load
+    from .conformance.replay import load
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     target = fn if isinstance(fn, str) else None

@@ -125,7 +125,7 @@ def run_sequential(runner, pair, checks, plan: Plan, instance_label: str, bar=No
     that the check could still reject with more runs is run to the last look).
     Returns ({check id: evidence list}, crash or None, runs used, look index reached);
     ``decided_at`` (a dict) receives {check id: {"runs", "level"}} of the look each check's
-    evidence comes from (what :func:`.rerun.replay_check` needs)."""
+    evidence comes from (what :func:`.replay.replay_check` needs)."""
     design = plan.design
     final: dict = {}
     latest: dict = {}
@@ -316,7 +316,7 @@ def compiled_matters(compiled, sources, probe_rows) -> bool:
 def target_name(name: str | None, fn) -> str | None:
     """The sampler's rerunnable name: ``name`` when it is a ``file.py:function`` or
     ``module:function`` target (the command line passes it), else its source file."""
-    from .rerun import target_of
+    from .replay import target_of
     if name and ":" in name and not name.startswith("<"):
         return name
     return target_of(fn)
@@ -515,7 +515,7 @@ def check_block_verifier(fn, *, adapter: str = "probs", dtype: str = "float64", 
                       interpretation="Black-box check of the sampler under test on the built-in instances; see "
                                      "docs/conformance.md.")
     from .probes import probe_list, rerun_inputs
-    from .rerun import attach
+    from .replay import attach
     attach(claims, crashes, blocks, target=target_name(name, verifier.fn), options=verifier.options(), seed=seed,
            probes={pr.name: rerun_inputs(pr) for pr in probe_list(verifier)} if probes else None)
     settings = {"adapter": verifier.adapter, "dtype": verifier.dtype, "batched": verifier.batched,

@@ -39,7 +39,7 @@ class VerifierCrash(RuntimeError):
                  exception: str = "", context: str = "", inputs: dict | None = None):
         super().__init__(message)
         self.kind, self.location, self.exception, self.context = kind, location, exception, context
-        #: the crashing call's inputs (exact rows, drafts, the rng state before it): see rerun.py
+        #: the crashing call's inputs (exact rows, drafts, the rng state before it): see replay.py
         self.inputs = inputs
 
     def to_json(self) -> dict:
@@ -297,7 +297,7 @@ class BlockRunner:
                 self.advance(1)
 
     def _inputs(self, states, draft, state) -> dict:
-        """The exact inputs of one call and the state of its rng before it (for :mod:`.rerun`)."""
+        """The exact inputs of one call and the state of its rng before it (for :mod:`.replay`)."""
         return {"p": rows_json(self.pair.target.table[states]),
                 "q": rows_json(self.pair.draft.table[states[:self.gamma]]), "draft": [int(x) for x in draft],
                 "rng_state": state}

@@ -87,9 +87,14 @@ class CountingGenerator(np.random.Generator, DrawCounter):
     def __init__(self, rng: np.random.Generator):
         super().__init__(rng.bit_generator)
         self._init_counts()
+        self._inside = False  # NumPy's choice calls integers/random itself: count the outer call once
 
     def total(self) -> int:
         return sum(self.by_kind.values())
+
+    def _count(self, k: int, default: str = "uniform"):
+        if not self._inside:
+            DrawCounter._count(self, k, default)
 
     def random(self, size=None, dtype=np.float64, out=None):
         self._count(1 if size is None else int(np.prod(size)))
@@ -113,7 +118,11 @@ class CountingGenerator(np.random.Generator, DrawCounter):
 
     def choice(self, a, size=None, replace=True, p=None, axis=0, shuffle=True):
         self._count(1 if size is None else int(np.prod(size)), "categorical")
-        return super().choice(a, size, replace, p, axis, shuffle)
+        self._inside = True
+        try:
+            return super().choice(a, size, replace, p, axis, shuffle)
+        finally:
+            self._inside = False
 
 
 def inverse_cdf(weights, u: float, *, what: str = "probabilities") -> int:

@@ -671,7 +671,7 @@ def _probe_cases(verifier: MultiDraftVerifier):
 
 
 def probe_inputs(verifier: MultiDraftVerifier, gamma: int) -> dict:
-    """{probe name: keyword arguments of :func:`.rerun.rerun` that repeat the probe call}."""
+    """{probe name: keyword arguments of :func:`.replay.rerun` that repeat the probe call}."""
     g = gamma if verifier.tree is None else len(verifier.tree)
     out = {}
     for name, p_row, q_row, x, forced in _probe_cases(verifier):

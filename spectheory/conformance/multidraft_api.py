@@ -99,7 +99,7 @@ def check_multidraft_verifier(fn, *, K: int = 2, tree=None, rule: str | None = N
                       paper="Miao et al. 2024; Sun et al. 2023; Lin et al. 2026",
                       interpretation=f"Black-box check of a verifier of {what} on the built-in instances; see "
                                      "docs/conformance.md.")
-    from .rerun import attach
+    from .replay import attach
     attach(claims, crashes, blocks, target=target_name(name, verifier.fn), options=verifier.options(), seed=seed,
            probes=probe_inputs(verifier, min(gammas)) if probes else None, kind="multidraft",
            layout={"K": verifier.K if verifier.tree is None else None,

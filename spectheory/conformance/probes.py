@@ -285,7 +285,7 @@ def probe_list(verifier: BlockVerifier) -> list[Probe]:
 
 
 def rerun_inputs(probe: Probe) -> dict:
-    """Keyword arguments of :func:`.rerun.rerun` that repeat the probe call."""
+    """Keyword arguments of :func:`.replay.rerun` that repeat the probe call."""
     if probe.logits is not None:
         return {"p": np.asarray(probe.logits[0], dtype=np.float64).tolist(),
                 "q": np.asarray(probe.logits[1], dtype=np.float64).tolist(), "draft": list(probe.draft),

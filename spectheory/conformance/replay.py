@@ -55,13 +55,23 @@ def load(target: str):
 
 
 def target_of(fn) -> str | None:
-    """``"file.py:qualname"`` for a module-level function (a path relative to the working
-    directory when below it), None when the sampler cannot be named (a lambda, a local
-    function, a callable object: the report then gives the inputs without a call)."""
+    """``"package.module:qualname"`` for a module-level function of a package module that
+    imports by its name, else ``"file.py:qualname"`` (a path relative to the working directory
+    when below it); None when the sampler cannot be named (a lambda, a local function, a
+    callable object: the report then gives the inputs without a call)."""
     fn = getattr(fn, "fn", fn)  # a BlockVerifier
     qual = getattr(fn, "__qualname__", None)
     if not qual or "<" in qual:
         return None
+    mod = getattr(fn, "__module__", None) or ""
+    if "." in mod:
+        try:
+            spec = importlib.util.find_spec(mod)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin and os.path.abspath(spec.origin) == os.path.abspath(
+                inspect.getsourcefile(fn) or ""):
+            return f"{mod}:{qual}"
     try:
         path = inspect.getsourcefile(fn)
     except TypeError:
