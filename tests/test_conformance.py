@@ -245,7 +245,7 @@ def test_a_crashing_sampler_fails_instead_of_aborting():
     [crash] = r["crashes"]
     assert crash["location"].startswith(__file__) and "in crashes" in crash["location"]
     assert r["verdicts"]["lossless"]["verdict"] == "fails" and "crashed" in r["verdicts"]["lossless"]["summary"]
-    assert r["run"]["trial"]["result"] == "exception"
+    assert r["run"]["trial"]["result"] in ("exception", "law-gross")  # its crashes reach the law test too
 
 
 def test_a_sampler_that_never_completes_a_call_is_a_usage_error():
