@@ -82,7 +82,12 @@ def compiled_in(fn) -> list[str]:
             if isinstance(call, types.FunctionType) and not isinstance(obj, type):
                 visit(call, where, depth)
                 for k_, v in list(getattr(obj, "__dict__", {}).items()):
-                    visit(v, f"attribute {k_}", depth + 1)
+                    if isinstance(v, dict):  # e.g. an nn.Module's _modules
+                        for k2, v2 in list(v.items()):
+                            if callable(v2):
+                                visit(v2, f"attribute {k_}[{k2!r}]", depth + 1)
+                    elif callable(v):
+                        visit(v, f"attribute {k_}", depth + 1)
             return
         g = obj.__globals__
         if not _own_module(g):

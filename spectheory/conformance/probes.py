@@ -69,8 +69,8 @@ def event_of(forced, dtype: str = "float64") -> str:
     from .forced import UNIFORM_BITS
     bits = UNIFORM_BITS.get(np.dtype(dtype), 53)
     if forced == "zero":
-        return (f"a uniform equal to 0.0 exactly: probability 2^-{bits} ≈ {2.0 ** -bits:.1e} per {dtype} draw "
-                f"(2^-53 per float64 draw of NumPy, Python or torch.rand(dtype=float64))")
+        who = "NumPy, Python, torch.rand in float64" if bits == 53 else f"torch.rand in {dtype}; 2^-53 in float64"
+        return f"a uniform equal to 0.0 exactly: probability 2^-{bits} ≈ {2.0 ** -bits:.1e} per {dtype} draw ({who})"
     if forced == "max":
         return f"a uniform equal to 1 − 2^-{bits} (the largest below 1): probability 2^-{bits} ≈ {2.0 ** -bits:.1e} per " \
                f"{dtype} draw"
