@@ -144,8 +144,7 @@ class BlockVerifier:
         return softmax_in(z, self.np_dtype).astype(np.float64)
 
     def _tensor_dtype(self):
-        return {"float64": self._torch.float64, "float32": self._torch.float32,
-                "float16": self._torch.float16}[self.dtype]
+        return getattr(self._torch, self.dtype)  # "float64" / "float32" / "float16"
 
     def _to_framework(self, arr, integer=False):
         if self.batched:

@@ -331,11 +331,12 @@ def reuse_of(blocks) -> str | None:
         return None
     needing = sum(b.get("draws", {}).get("calls_needing_a_uniform", 0) for b in blocks)
     ex = next(b["draws"]["short_example"] for b in blocks if b.get("draws", {}).get("short_example"))
-    return (f"uniforms reused across calls: in {short} of {needing} calls whose acceptance decisions needed a random "
-            f"value (0 < p(x) < q(x) at a tested draft) the sampler drew fewer uniforms from the checker's source "
-            f"than it made such decisions (e.g. {ex['context']}: {ex['decisions_needing_a_uniform']} decision(s), "
-            f"{ex['uniforms_drawn']} uniform(s)). It keeps uniforms from earlier calls, or draws them where the "
-            "checker cannot see: a forced value cannot be shown to decide a step, so no probe is applied")
+    return (f"uniforms reused across calls, or none drawn: in {short} of {needing} calls whose acceptance decisions "
+            f"needed a random value (0 < p(x) < q(x) at a tested draft) the sampler drew fewer uniforms from the "
+            f"checker's source than it made such decisions (e.g. {ex['context']}: "
+            f"{ex['decisions_needing_a_uniform']} decision(s), {ex['uniforms_drawn']} uniform(s)). It keeps uniforms "
+            "from earlier calls, draws them where the checker cannot see, or decides without a random value where a "
+            "lossless sampler needs one: a forced value cannot be shown to decide a step, so no probe is applied")
 
 
 def run_info(kind, subject_name, settings, plan: Plan, started, t0, blocks, trial, sources) -> dict:

@@ -343,6 +343,18 @@ class RandomSources:
             return torch.as_tensor(np.asarray(vals, dtype=np.int64)).to(dtype=dtype or torch.int64, device=device)
 
         def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+            if input.dim() == 1 and num_samples == 1:  # the common call, one pass (same draw as below)
+                row = input.detach().to("cpu", torch.float64).numpy()
+                cdf = np.cumsum(row)
+                total = cdf[-1] if cdf.size else 0.0
+                if np.isfinite(total) and total > 0 and row.min() >= 0:
+                    s_ = src()
+                    with tagged(s_, "categorical"):
+                        u = float(_uniform_array(s_, (), np.float64))
+                    i = int(np.searchsorted(cdf, u * total, side="right"))
+                    if i >= row.size or row[i] <= 0:
+                        i = inverse_cdf(row, u)
+                    return torch.tensor([i], dtype=torch.long, device=input.device)
             w = input.detach().to("cpu", torch.float64).numpy()
             rows = np.atleast_2d(w)
             picks = []

@@ -191,8 +191,10 @@ ACCEPT_CALLS = 20
 
 def accepts_drafts(verifier, gamma: int) -> bool:
     """Whether the verifier accepts a drafted token in one of :data:`ACCEPT_CALLS` calls where
-    the draft's rows equal the target's (any verifier of the drafts accepts there: Alg. 1 with
-    probability 1)."""
+    the draft's rows equal the target's. Alg. 1 accepts there with probability 1; a rule that
+    accepts with probability a per call is missed with probability (1 − a)^20 (3·10⁻⁴ at a = ⅓,
+    the accept-p(x) rule on three equally likely tokens); a sampler that ignores the drafts (a
+    fresh draw from p) never accepts."""
     from .. import instances as inst
     pair = inst.get(TRIAL_INSTANCE)
     V, S = pair.V, pair.n_states
