@@ -159,3 +159,23 @@ def test_the_law_failure_kind_carries_the_effect_size():
     assert v["severity"] == "law"
     law = [f for f in v["failures"] if f["kind"] == "law"]
     assert law and all(f["empirical_tv"] > 0 and f["cohens_w"] > 0 for f in law), law
+
+
+def shifted_prefix(p, q, draft, rng):
+    """Alg. 1's decisions, but the accepted prefix reported one id off (a structure bug)."""
+    out = sc.reference_verifier(p, q, draft, rng)
+    V = np.asarray(p).shape[-1]
+    return [(int(x) + 1) % V for x in out[:-1]] + [out[-1]]
+
+
+def test_a_block_structure_failure_has_a_call_that_reproduces_it_by_replay_from_the_seed():
+    r = sc.check_block_verifier(shifted_prefix, instances=("markov1-V3-mix0.4",), gammas=(2,), n=400,
+                                controls=False, probes=False)
+    c = next(c for c in r["claims"] if c["id"] == "conformance.tokens_per_call")
+    assert c["verdict"] == "fails"
+    cx = c["counterexample"]
+    assert cx["inputs"]["draft"] and "rng_state" in cx["inputs"]
+    out = eval(cx["call"], {"spectheory": spectheory})  # noqa: S307
+    assert list(out) == cx["output"]
+    tau = len(out) - 1
+    assert list(out[:tau]) != cx["inputs"]["draft"][:tau] or out[tau] == cx["inputs"]["draft"][tau]

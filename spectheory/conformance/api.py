@@ -408,8 +408,11 @@ def run_subject(plan: Plan, make_runner, label, bar=None):
         ledger = getattr(runner, "ledger", None)
         if ledger is not None:
             block["draws"] = ledger.to_json()
-            if ledger.structure_example is not None:
-                block["structure_example"] = ledger.structure_example
+            ex = ledger.structure_example
+            if ex is not None and "call_index" in ex:  # a block runner: its inputs by replay from the seed
+                ex.update(runner.inputs_of_call(ex.pop("call_index")) or {})
+            if ex is not None:
+                block["structure_example"] = ex
         blocks.append(block)
     return subject, crashes, blocks
 

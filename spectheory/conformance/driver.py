@@ -105,14 +105,15 @@ class CallLedger:
         self.short_example: dict | None = None
         self.structure_example: dict | None = None
 
-    def note_draws(self, call: int, needed: int, drawn: int, context: str) -> None:
+    def note_draws(self, call: int, needed: int, drawn: int, context) -> None:
+        """``context``: a string, or a function returning it (built only for the example)."""
         if needed:
             self.needing_calls += 1
         if drawn < needed:
             self.short_calls += 1
             if self.short_example is None:
                 self.short_example = {"call": call, "decisions_needing_a_uniform": needed, "uniforms_drawn": drawn,
-                                      "context": context}
+                                      "context": context() if callable(context) else context}
 
     def to_json(self) -> dict:
         return {"short_calls": self.short_calls, "calls_needing_a_uniform": self.needing_calls,
@@ -198,8 +199,16 @@ class _Recorder:
 
 
 def _spawn(seed, k):
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    return ss.spawn(k)
+    """The first ``k`` children of ``seed`` — the same every time (spawning from a SeedSequence
+    object advances it, so a copy spawns: a runner rebuilt from the same seed, to replay a call,
+    gets the same streams)."""
+    if isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size)
+    return np.random.SeedSequence(seed).spawn(k) if not isinstance(seed, np.random.SeedSequence) else seed.spawn(k)
+
+
+class _Captured(Exception):
+    """Raised by a replaying runner when it reaches the call whose inputs it was asked for."""
 
 
 class BlockRunner:
@@ -211,6 +220,9 @@ class BlockRunner:
     def __init__(self, verifier: BlockVerifier, pair: MarkovPair, gamma: int, n_tokens: int, seed,
                  name: str = "", advance=None):
         from .forced import CountingGenerator
+        self._args = (verifier, pair, gamma, n_tokens, seed, name)
+        self._capture_call: int | None = None  # a replay stops before this call, keeping its inputs
+        self.captured: dict | None = None
         draft_ss, verifier_ss, completion_ss = _spawn(seed, 3)
         self.draft_rng = np.random.default_rng(draft_ss)
         self.verifier_rng = CountingGenerator(np.random.default_rng(verifier_ss))  # same stream, counted
@@ -250,6 +262,7 @@ class BlockRunner:
         q_cdf, last, p_rep, q_rep = self.q_cdf, self.last, self.p_rep, self.q_rep
         rec, verifier, rng, draft_rng = self.rec, self.verifier, self.verifier_rng, self.draft_rng
         pl, ql, ledger, bg = self.p_list, self.q_list, self.ledger, rng.bit_generator
+        cap = self._capture_call
         while self.n_runs < n_runs:
             s, got, first = 0, [], True
             while len(got) < self.n_tokens:
@@ -263,7 +276,10 @@ class BlockRunner:
                     st = (st * V + x) % S
                     states.append(st)
                 self.calls += 1
-                u0, state = rng.decision_values(), bg.state
+                if self.calls == cap:
+                    self.captured = self._inputs(states, draft, bg.state)
+                    raise _Captured
+                u0 = rng.decision_values()
                 try:
                     t0 = perf_counter()
                     out = verifier(p_rep[states], q_rep[states[:gamma]], draft, rng)
@@ -272,7 +288,7 @@ class BlockRunner:
                 except Exception as err:  # noqa: BLE001  (any crash of user code is a finding)
                     self.crash = crash_from(err, f"{self.name} γ={gamma}",
                                             f"call {self.calls}, run {self.n_runs + 1}, start state {s}, "
-                                            f"draft {draft}", self._inputs(states, draft, state))
+                                            f"draft {draft}", self.inputs_of_call(self.calls))
                     return
                 tau = len(out) - 1
                 needed = 0
@@ -280,12 +296,14 @@ class BlockRunner:
                     a, b = pl[states[i]][draft[i]], ql[states[i]][draft[i]]
                     if 0.0 < a < b:
                         needed += 1
-                ledger.note_draws(self.calls, needed, rng.decision_values() - u0,
-                                  f"call {self.calls}, run {self.n_runs + 1}, start state {s}, draft {draft}, "
-                                  f"emitted {list(out)}")
+                drawn = rng.decision_values() - u0
+                if needed:
+                    ledger.note_draws(self.calls, needed, drawn,
+                                      lambda: f"call {self.calls}, run {self.n_runs + 1}, start state {s}, draft "
+                                              f"{draft}, emitted {list(out)}")
                 if ledger.structure_example is None and (
                         list(out[:tau]) != draft[:tau] or (tau < gamma and out[tau] == draft[tau])):
-                    ledger.structure_example = {**self._inputs(states, draft, state), "output": list(out),
+                    ledger.structure_example = {"call_index": self.calls, "output": list(out),
                                                 "context": f"call {self.calls}, run {self.n_runs + 1}"}
                 rec.record(s, first, out, draft)
                 first = False
@@ -295,6 +313,20 @@ class BlockRunner:
             rec.run_tokens.append(got[:self.n_tokens])
             if self.advance is not None:
                 self.advance(1)
+
+    def inputs_of_call(self, call: int) -> dict | None:
+        """The exact inputs of call number ``call`` and the state of the sampler's generator
+        before it, found by replaying the runs from the seed (states are not kept call by call:
+        that would cost every call; a replay costs only when a failure needs its call). None when
+        the replay does not reach it (a sampler whose output depends on more than its inputs and
+        the routed sources)."""
+        fresh = BlockRunner(*self._args)
+        fresh._capture_call = call
+        try:
+            fresh.extend(self.n_runs + 1)
+        except _Captured:
+            return fresh.captured
+        return None
 
     def _inputs(self, states, draft, state) -> dict:
         """The exact inputs of one call and the state of its rng before it (for :mod:`.replay`)."""

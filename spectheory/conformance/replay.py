@@ -244,7 +244,7 @@ def attach(report_claims: list, crashes: list, blocks: list, *, target: str | No
             continue
         structure = c["id"] in ("conformance.tokens_per_call", "multidraft.structure")
         ex = block.get("structure_example") if structure else None
-        if ex is not None:
+        if ex is not None and "p" in ex:
             inputs = {k: v for k, v in ex.items() if k not in ("output", "context")}
             c["counterexample"] = {"instance": block["instance"], "gamma": block["gamma"], "context": ex["context"],
                                    "inputs": inputs, "output": ex["output"],
