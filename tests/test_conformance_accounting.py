@@ -99,7 +99,7 @@ def test_compiled_torchscript_is_named():
     pytest.importorskip("torch")
     from spectheory.conformance.replay import load
     found = compiled_in(load("tests/conformance_fixtures/exponential_race_jit.py:verify"))
-    assert found == ["TorchScript (torch.jit.script/trace): __torch__.exponential_race_jit._race (called by verify)"]
+    assert found == ["TorchScript (torch.jit.script/trace): _race (called by verify)"]
 
 
 def le_verifier(p, q, draft, rng):

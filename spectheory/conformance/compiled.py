@@ -46,8 +46,12 @@ def _kind(obj) -> str | None:
 
 
 def _label(obj, where: str) -> str:
-    name = getattr(obj, "qualified_name", None) or getattr(obj, "__qualname__", None) or \
-        getattr(obj, "__name__", None) or type(obj).__name__
+    # a TorchScript function's qualified_name is mangled when its module is loaded twice: its name
+    if isinstance(obj, (types.FunctionType, types.MethodType)):
+        name = obj.__qualname__
+    else:
+        name = getattr(obj, "original_name", None) or (obj.name if isinstance(getattr(obj, "name", None), str)
+                                                       else None) or getattr(obj, "__name__", None) or type(obj).__name__
     return f"{name} ({where})" if where else str(name)
 
 
