@@ -96,9 +96,10 @@ def summary(found: list[dict], claims: list) -> str:
         parts.append(f"the sampler crashed on {len(crash)} instance×γ on ordinary inputs ({c0['exception']}{where})")
     bound = [f for f in found if f["kind"] == "boundary"]
     if bound:
-        law_v = [c["verdict"] for c in claims if c["id"] in LAW_CHECKS]
-        lead = ("lossless in law (" + ", ".join(f"{i.removeprefix('conformance.')} {v}" for i, v in
-                                               zip(LAW_CHECKS, law_v)) + ") but " if not law and not crash else "")
+        law_v = {c["id"].removeprefix("conformance."): c["verdict"] for c in claims if c["id"] in LAW_CHECKS}
+        said = ", ".join(f"{i} {v}" for i, v in law_v.items())
+        lead = "" if law or crash or not law_v else (f"lossless in law ({said}) but " if all(v == "holds" for v in law_v.values())
+                                        else f"the law not shown either way ({said}); ")
         b0 = bound[0]
         parts.append(f"{lead}fails on events of stated probability in {len(bound)} boundary probe(s): "
                      f"'{b0['probe']}' — {b0['violation']}; the event: {b0['event']}")
