@@ -203,8 +203,10 @@ def _spawn(seed, k):
     object advances it, so a copy spawns: a runner rebuilt from the same seed, to replay a call,
     gets the same streams)."""
     if isinstance(seed, np.random.SeedSequence):
-        seed = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size)
-    return np.random.SeedSequence(seed).spawn(k) if not isinstance(seed, np.random.SeedSequence) else seed.spawn(k)
+        ss = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size)
+    else:
+        ss = np.random.SeedSequence(seed)
+    return ss.spawn(k)
 
 
 class _Captured(Exception):
@@ -224,8 +226,10 @@ class BlockRunner:
         self._capture_call: int | None = None  # a replay stops before this call, keeping its inputs
         self.captured: dict | None = None
         draft_ss, verifier_ss, completion_ss = _spawn(seed, 3)
-        self.draft_rng = np.random.default_rng(draft_ss)
-        self.verifier_rng = CountingGenerator(np.random.default_rng(verifier_ss))  # same stream, counted
+        # plain constructors: a replay (inputs_of_call) builds a runner inside the routing block,
+        # where default_rng is routed
+        self.draft_rng = np.random.Generator(np.random.PCG64(draft_ss))
+        self.verifier_rng = CountingGenerator(np.random.Generator(np.random.PCG64(verifier_ss)))  # same stream, counted
         verifier.sources.own(self.draft_rng, self.verifier_rng)
         self.completion_seed = completion_ss
         self.verifier, self.pair, self.gamma, self.n_tokens = verifier, pair, gamma, n_tokens

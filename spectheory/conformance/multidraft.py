@@ -462,8 +462,8 @@ class MultiRunner:
         from .driver import CallLedger
         from .forced import CountingGenerator
         draft_ss, verifier_ss, completion_ss = _spawn(seed, 3)
-        self.draft_rng = np.random.default_rng(draft_ss)
-        self.verifier_rng = CountingGenerator(np.random.default_rng(verifier_ss))  # same stream, counted
+        self.draft_rng = np.random.Generator(np.random.PCG64(draft_ss))
+        self.verifier_rng = CountingGenerator(np.random.Generator(np.random.PCG64(verifier_ss)))  # same stream, counted
         verifier.sources.own(self.draft_rng, self.verifier_rng)
         self.completion_seed = completion_ss
         self.ledger = CallLedger()
