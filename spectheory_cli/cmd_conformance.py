@@ -1,10 +1,13 @@
 """``spectheory conformance MODULE:FUNCTION``: test a user's speculative sampler for
 losslessness (spectheory.conformance; docs/conformance.md).
 
-Exit status: 0 after a report (whatever its verdicts, unless ``--strict``); 1 with ``--strict``
-when the sampler is not shown lossless (``--strict-standard``: or not standard speculative
-sampling / the named rule); 2 for a usage error (bad option, a sampler that cannot be run as
-configured: the message names the problem and a hint)."""
+Exit status (like a linter or a test runner, a failure is not 0): 1 when the sampler is not
+lossless in law (its output distribution is wrong), 4 when it crashed on ordinary inputs, 3 when
+it is lossless in law but fails on boundary events of stated probability (spectheory.conformance.
+severity); 2 for a usage error (bad option, a sampler that cannot be run as configured: the
+message names the problem and a hint); 0 otherwise. ``--strict``: also 1 when lossless is not
+shown (inconclusive); ``--strict-standard``: also 1 unless standard speculative sampling / the
+named rule holds; ``--report-only``: 0 after any report (2 still for a usage error)."""
 from __future__ import annotations
 
 import importlib
@@ -76,9 +79,11 @@ def conformance(
     json_path: Path = typer.Option(Path("reports/conformance.json"), "--json", help="Where to write the JSON report."),
     md_path: Path = typer.Option(Path("reports/conformance.md"), "--markdown", help="Where to write the Markdown report."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
-    strict: bool = typer.Option(False, "--strict", help="Exit with status 1 unless the sampler is shown lossless."),
+    strict: bool = typer.Option(False, "--strict", help="Also exit with status 1 when lossless is inconclusive."),
     strict_standard: bool = typer.Option(False, "--strict-standard", help="Exit with status 1 unless it is shown "
                                          "lossless and standard speculative sampling (or the --rule)."),
+    report_only: bool = typer.Option(False, "--report-only", help="Exit with status 0 after a report whatever its "
+                                     "verdicts (a failure otherwise exits 1 law, 3 boundary, 4 crash)."),
 ):
     """Test a speculative-sampling implementation for losslessness against the exact theory."""
     from spectheory import conformance as sc
@@ -122,8 +127,19 @@ def conformance(
     md_path.write_text(to_markdown(report).replace("# spectheory verification report",
                                                    f"# spectheory conformance report: `{target}`\n\n{top}", 1))
     typer.echo(f"wrote {json_path} and {md_path}")
-    v = report["verdicts"]
-    if (strict or strict_standard) and v["lossless"]["verdict"] != "holds":
-        raise typer.Exit(1)
-    if strict_standard and v["standard"]["verdict"] != "holds":
-        raise typer.Exit(1)
+    code = exit_status(report["verdicts"], strict=strict, strict_standard=strict_standard)
+    if code and not report_only:
+        raise typer.Exit(code)
+
+
+def exit_status(verdicts: dict, *, strict: bool = False, strict_standard: bool = False) -> int:
+    """The command's exit status for a report's verdicts (see the module docstring)."""
+    from spectheory.conformance.severity import EXIT_CODES
+    lossless = verdicts["lossless"]
+    if lossless["verdict"] == "fails":
+        return EXIT_CODES.get(lossless.get("severity") or "law", 1)
+    if (strict or strict_standard) and lossless["verdict"] != "holds":
+        return 1
+    if strict_standard and verdicts["standard"]["verdict"] != "holds":
+        return 1
+    return 0

@@ -231,17 +231,31 @@ def test_drafting_and_verifier_draw_independent_uniforms():
 
 def test_a_crashing_sampler_fails_instead_of_aborting():
     """A crash is reported with where it happened and counted as a crash: a failed run with no
-    p-value, listed under report["crashes"], and the lossless verdict fails."""
+    p-value, listed under report["crashes"], and the lossless verdict fails (kind crash). The
+    sampler completes some trial calls (a sampler that completes none is a usage error, below)."""
     def crashes(p, q, draft, rng):
-        raise RuntimeError("boom")
+        if int(draft[0]) == 0:
+            raise RuntimeError("boom")
+        return sc.reference_verifier(p, q, draft, rng)
     r = sc.check_block_verifier(crashes, n=100, instances=("iid-V1",), gammas=(1,), controls=False, probes=False)
+    assert r["verdicts"]["lossless"]["severity"] == "crash"
     assert all(c["verdict"] == "fails" for c in r["claims"])
     ev = r["claims"][0]["evidence"][0]
     assert "boom" in ev["note"] and ev["p_value"] is None and "crashed (not a statistical test)" in ev["test"]
     [crash] = r["crashes"]
     assert crash["location"].startswith(__file__) and "in crashes" in crash["location"]
     assert r["verdicts"]["lossless"]["verdict"] == "fails" and "crashed" in r["verdicts"]["lossless"]["summary"]
-    assert r["run"]["trial"]["result"] == "exception"
+    assert r["run"]["trial"]["result"] in ("exception", "law-gross")  # its crashes reach the law test too
+
+
+def test_a_sampler_that_never_completes_a_call_is_a_usage_error():
+    """Issue 26: every trial call raises → a usage error naming the expected signature, not a
+    report of crashes."""
+    def never(p, q, draft, rng):
+        raise RuntimeError("boom")
+    with pytest.raises(sc.ConformanceUsageError, match="never completed a call") as err:
+        sc.check_block_verifier(never, n=100, instances=("iid-V1",), gammas=(1,), controls=False, probes=False)
+    assert "spectheory calls fn(p, q, draft_tokens, rng)" in err.value.hint
 
 
 # --- adapters -------------------------------------------------------------------------------

@@ -171,25 +171,27 @@ def test_every_block_subcheck_against_every_control(block_traces, subject):
 
 
 #: subject → (support codes, standard codes), one per probe in run_probes' order (8 base probes,
-#: then 4 zero-mass cases): a digit is the exact number of violations of an applied probe (0:
-#: pass); I: the probe was not applied (its forced value never reached the sampler).
+#: then 4 zero-mass cases): a digit is the exact number of violations (0: pass; a violation fails
+#: whether the probe was applied or not); I: not applied, no violation (the forced values did not
+#: decide every step: fewer uniforms than acceptance decisions, no draw for the last token, or
+#: escaped draws — issue 26's accounting per decision).
 PROBE_TABLE = {
     "reference": ("000000000000", "000000000000"),
     "residual=norm(p)": ("000000000000", "000000000000"),
     "accept=min(1,q/p)": ("111100000000", "111100100000"),
-    "no-bonus": ("000000000000", "000011100000"),
+    "no-bonus": ("0000III00000", "000011100000"),  # 2 accepts, no draw for a last token: I where no violation
     "bonus-from-row-γ−1": ("000000100000", "000000000000"),
     "accept-u≤ratio": ("101000000000", "101000000000"),
     "unguarded-residual": ("000000001111", "000000000000"),
     "lossless:accept=p(x)": ("000000000000", "000000100000"),
-    "fx:typical_acceptance": ("IIII00000000", "IIII00000000"),
+    "fx:typical_acceptance": ("IIIIIIIIIIII", "IIIIIIIIIIII"),  # accepts by a threshold: no uniform decides
     "fx:bonus_wrong_row": ("000000100000", "000000000000"),
     "fx:nonstandard_lossless": ("000000000000", "000000100000"),
     "fx:unguarded_residual": ("000000001111", "000000000000"),
     "fx:hidden_generator": ("IIIIIIIIIIII", "IIIIIIIIIIII"),
     "fx:pure_python_sd": ("000000000000", "000000000000"),
-    "local:emit-token-1": ("000011000000", "000000100000"),
-    "local:prefix-shifted": ("000000000000", "222200111111"),  # prefix off the draft (+ must-reject rows)
+    "local:emit-token-1": ("IIII11IIIIII", "IIIIII1IIIII"),  # one uniform for a decision and a token
+    "local:prefix-shifted": ("IIIIIIIIIIII", "2222II111111"),  # prefix off the draft (+ must-reject rows)
 }
 
 

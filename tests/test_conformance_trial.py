@@ -2,6 +2,8 @@
 stop the run with a usage error and a hint (exit code 2 on the command line); a probability/
 logits mix-up is detected; a crash inside the sampler is reported with its file:line and
 counted as a crash, not a p-value; a lossy sampler is never turned into a usage error."""
+import json
+
 import numpy as np
 import pytest
 
@@ -128,7 +130,9 @@ def test_cli_usage_error_exits_2_with_the_hint(tmp_path):
     assert ok.exit_code == 0, ok.output
 
 
-def test_cli_crash_exits_1_with_strict(tmp_path):
+def test_cli_crash_exits_4_unless_report_only(tmp_path):
+    """A crash on ordinary inputs is a lossless failure of kind crash: exit status 4 by default
+    (issue 26: a failure is not 0), 0 with --report-only."""
     from typer.testing import CliRunner
 
     from spectheory_cli.main import app
@@ -136,9 +140,11 @@ def test_cli_crash_exits_1_with_strict(tmp_path):
             "--instances", "markov1-V3-mix0.4", "--gammas", "1", "--no-controls", "--json", str(tmp_path / "r.json"),
             "--markdown", str(tmp_path / "r.md")]
     res = CliRunner().invoke(app, args)
-    assert res.exit_code == 0 and "crash on markov1-V3-mix0.4" in res.output
-    assert "test_conformance_trial.py:" in res.output
-    assert CliRunner().invoke(app, args + ["--strict"]).exit_code == 1
+    assert res.exit_code == 4 and "crash on markov1-V3-mix0.4" in res.output, res.output
+    assert "test_conformance_trial.py:" in res.output and res.output.lstrip().startswith("LOSSLESS: fails [crash]")
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["verdicts"]["lossless"]["severity"] == "crash"
+    assert CliRunner().invoke(app, args + ["--report-only"]).exit_code == 0
 
 
 # --- decoding steps -----------------------------------------------------------------------------

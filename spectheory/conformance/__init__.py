@@ -25,9 +25,11 @@ from .references import CONTROLS, accept_p_verifier, reference_verifier, rule_ve
 from .report import print_report, summary_rows, verdict_lines
 from .sources import RandomSources, torch_uniforms
 from .trial import ConformanceUsageError
+from .replay import replay_check, rerun
+from .severity import EXIT_CODES
 
 __all__ = ["ADAPTERS", "BlockVerifier", "VerifierOutputError", "tokens_of", "GAMMAS", "INSTANCES",
            "check_block_verifier", "check_decoding_step", "check_multidraft_verifier", "step_from_block_verifier", "CHECKS",
            "MarkovLM", "fake_lm", "markov_torch_lm", "ForcedUniforms", "inverse_cdf", "torch_uniforms",
            "CONTROLS", "accept_p_verifier", "reference_verifier", "rule_verifier", "print_report", "summary_rows",
-           "verdict_lines", "RandomSources", "ConformanceUsageError"]
+           "verdict_lines", "RandomSources", "ConformanceUsageError", "rerun", "replay_check", "EXIT_CODES"]

@@ -75,6 +75,9 @@ class BlockVerifier:
     batched: bool = False
     framework: str = "numpy"
     name: str = ""
+    #: the order in which the sampler takes (p, q, draft_tokens, rng): None is that order; the
+    #: trial uses others to tell a usage error (arguments swapped) from a bug
+    arg_order: tuple | None = None
     _torch: Any = field(default=None, init=False, repr=False)
     #: routing of the global random sources and escape detection for this sampler
     sources: Any = field(default=None, init=False, repr=False)
@@ -104,7 +107,7 @@ class BlockVerifier:
 
     def with_options(self, **options):
         """The same function under other adapter options (a fresh instance)."""
-        return type(self)(self.fn, **{**self.options(), **options}, name=self.name)
+        return type(self)(self.fn, **{**self.options(), **options}, name=self.name, arg_order=self.arg_order)
 
     @property
     def np_dtype(self):
@@ -141,8 +144,7 @@ class BlockVerifier:
         return softmax_in(z, self.np_dtype).astype(np.float64)
 
     def _tensor_dtype(self):
-        return {"float64": self._torch.float64, "float32": self._torch.float32,
-                "float16": self._torch.float16}[self.dtype]
+        return getattr(self._torch, self.dtype)  # "float64" / "float32" / "float16"
 
     def _to_framework(self, arr, integer=False):
         if self.batched:
@@ -160,8 +162,14 @@ class BlockVerifier:
         q_in = self._to_framework(np.asarray(q_rep))
         d_in = self._to_framework(np.asarray(draft, dtype=np.int64), integer=True)
         self.sources.current = rng
-        out = self.fn(p_in, q_in, d_in, rng)
+        out = self.invoke(p_in, q_in, d_in, rng)
         return tokens_of(out, self.batched)
+
+    def invoke(self, *args):
+        """Call the sampler with its arguments in :attr:`arg_order`."""
+        if self.arg_order is None:
+            return self.fn(*args)
+        return self.fn(*(args[i] for i in self.arg_order))
 
 
 def tokens_of(out, batched: bool = False) -> tuple:

@@ -118,11 +118,14 @@ class Plan:
         return self.alpha / max(1, self.n_tests[group])
 
 
-def run_sequential(runner, pair, checks, plan: Plan, instance_label: str, bar=None, stop_on_pass: bool = True):
+def run_sequential(runner, pair, checks, plan: Plan, instance_label: str, bar=None, stop_on_pass: bool = True,
+                   decided_at: dict | None = None):
     """Extend ``runner`` look by look until every check in ``checks`` is decided on it
     (``stop_on_pass=False``, for the negative controls: only a failure decides, so a control
     that the check could still reject with more runs is run to the last look).
-    Returns ({check id: evidence list}, crash or None, runs used, look index reached)."""
+    Returns ({check id: evidence list}, crash or None, runs used, look index reached);
+    ``decided_at`` (a dict) receives {check id: {"runs", "level"}} of the look each check's
+    evidence comes from (what :func:`.replay.replay_check` needs)."""
     design = plan.design
     final: dict = {}
     latest: dict = {}
@@ -142,6 +145,8 @@ def run_sequential(runner, pair, checks, plan: Plan, instance_label: str, bar=No
                 continue
             a_k = design.alpha(k, plan.alpha_test(c.group))
             ev = annotate(c.run(trace, pair, a_k), design, k, runner.n_runs, a_k)
+            if decided_at is not None:
+                decided_at[c.id] = {"runs": runner.n_runs, "level": a_k}
             if decided(ev) and (stop_on_pass or any(e.outcome == "fail" for e in ev)):
                 final[c.id] = ev
             else:
@@ -192,6 +197,13 @@ def verdicts(claims, crashes, warnings, titles=GROUP_TITLES) -> dict:
             why = "no check of this group ran"
         out[g] = {"verdict": v, "title": titles[g], "summary": why,
                   "checks": [c["id"] for c in mine]}
+        if g == "lossless":
+            from .severity import failures, severity_of, summary
+            found = failures(claims, crashes) if v == "fails" else []
+            out[g]["severity"] = severity_of(found)
+            out[g]["failures"] = found
+            if found:
+                out[g]["summary"] = summary(found, claims) + f" ({why})"
     return out
 
 
@@ -258,18 +270,73 @@ STANDARD_STATEMENT = ("At the extremes of its random source the verifier does wh
                       "p ≥ q, and on a one-token vocabulary emits the γ + 1 tokens.")
 
 
-def warnings_of(sources, trial: dict | None = None) -> list[str]:
-    """The report's warnings: escaped random draws (statistics not reproducible from the seed)."""
+def warnings_of(sources, trial: dict | None = None, compiled=(), reuse: str | None = None) -> list[str]:
+    """The report's warnings: escaped random draws (statistics not reproducible from the seed),
+    named as compiled code bypassing the routing where the sampler runs some (``compiled``:
+    :func:`.compiled.compiled_in`), and uniforms reused across calls (``reuse``)."""
     escaped = sorted({src for _, src in sources.escapes})
     out = []
+    if compiled:
+        from .compiled import bypass_reason
+        out.append("compiled code: " + bypass_reason(list(compiled)) + ".")
     if escaped:
         blocks = sorted({lab for lab, _ in sources.escapes})
+        fix = ("The cause named above: compiled code calls the generators directly." if compiled else
+               "Draw from the rng argument (or torch's/NumPy's/Python's global functions, which the checker routes) "
+               "instead.")
         out.append("uncontrolled randomness: the sampler drew from " + "; ".join(escaped) + " (in "
                    + str(len(blocks)) + " block(s) of calls, e.g. " + blocks[0] + "), not through the random source "
                    "the checker routes: its statistics are not reproducible from --seed, and a probe in which "
-                   "this happened is not applied. Draw from the rng argument (or torch's/NumPy's/Python's global "
-                   "functions, which the checker routes) instead.")
+                   "this happened is not applied. " + fix)
+    if reuse:
+        out.append(reuse)
     return out
+
+
+def blockers(reuse: str | None, compiled, sources) -> list[str]:
+    """Reasons found in the runs why no probe can be applied: uniforms reused across calls;
+    compiled code in the sampler when the runs saw draws escape (its draws bypass the routing)."""
+    out = [reuse] if reuse else []
+    if compiled and sources.escapes:
+        from .compiled import bypass_reason
+        out.append(bypass_reason(list(compiled)))
+    return out
+
+
+def compiled_matters(compiled, sources, probe_rows) -> bool:
+    """Name the compiled code in the warnings when draws escaped or some probe was not applied."""
+    if not compiled:
+        return False
+    if sources.escapes:
+        return True
+    rows = (probe_rows[0] if isinstance(probe_rows, tuple) else probe_rows) or []
+    return any(e.outcome == "info" for e in rows)
+
+
+def target_name(name: str | None, fn) -> str | None:
+    """The sampler's rerunnable name: ``name`` when it is a ``file.py:function`` or
+    ``module:function`` target (the command line passes it), else its source file."""
+    from .replay import target_of
+    if name and ":" in name and not name.startswith("<"):
+        return name
+    return target_of(fn)
+
+
+def reuse_of(blocks) -> str | None:
+    """The warning (and the reason no probe is applied) when some call of the runs made more
+    acceptance decisions that needed a random value than it drew uniforms from the checker's
+    source: uniforms kept from earlier calls (or drawn where the checker cannot see them)."""
+    short = sum(b.get("draws", {}).get("short_calls", 0) for b in blocks)
+    if not short:
+        return None
+    needing = sum(b.get("draws", {}).get("calls_needing_a_uniform", 0) for b in blocks)
+    ex = next(b["draws"]["short_example"] for b in blocks if b.get("draws", {}).get("short_example"))
+    return (f"uniforms reused across calls, or none drawn: in {short} of {needing} calls whose acceptance decisions "
+            f"needed a random value (0 < p(x) < q(x) at a tested draft) the sampler drew fewer uniforms from the "
+            f"checker's source than it made such decisions (e.g. {ex['context']}: "
+            f"{ex['decisions_needing_a_uniform']} decision(s), {ex['uniforms_drawn']} uniform(s)). It keeps uniforms "
+            "from earlier calls, draws them where the checker cannot see, or decides without a random value where a "
+            "lossless sampler needs one: a forced value cannot be shown to decide a step, so no probe is applied")
 
 
 def run_info(kind, subject_name, settings, plan: Plan, started, t0, blocks, trial, sources) -> dict:
@@ -285,10 +352,23 @@ def run_info(kind, subject_name, settings, plan: Plan, started, t0, blocks, tria
             "routed_names": sources.routed_names() if sources is not None else [],
             "power": POWER, "started_at": started.isoformat(timespec="seconds"),
             "duration_s": round(time.perf_counter() - t0, 2), "cpu_s": round(time.process_time() - _CPU0[0], 2),
+            **timing(blocks, time.perf_counter() - t0),
             "versions": _versions(), "platform": platform.platform()}
 
 
 _CPU0 = [0.0]
+
+
+def timing(blocks, wall: float) -> dict:
+    """The sampler's own time (inside its calls on the statistical runs) and the checker's
+    (everything else: drafting, checks, controls, probes, trial), with the machine's load."""
+    import os
+    own = sum(b.get("sampler_s", 0.0) for b in blocks)
+    try:
+        load = round(os.getloadavg()[0], 2)
+    except OSError:  # not available on this platform
+        load = None
+    return {"sampler_s": round(own, 2), "checker_s": round(wall - own, 2), "load_average_1m": load}
 
 
 @contextlib.contextmanager
@@ -317,12 +397,23 @@ def run_subject(plan: Plan, make_runner, label, bar=None):
         if bar is not None:
             bar.update(bar.job, description=f"{label}: {name} γ={g}")
         runner = make_runner(pair, g)
-        ev, crash, used, k = run_sequential(runner, pair, plan.checks, plan, f"{name} γ={g}", bar)
+        at: dict = {}
+        ev, crash, used, k = run_sequential(runner, pair, plan.checks, plan, f"{name} γ={g}", bar, decided_at=at)
         for cid, e in ev.items():
             subject[cid].extend(e)
         if crash is not None:
             crashes.append({"instance": name, "gamma": g, **crash.to_json()})
-        blocks.append({"instance": name, "gamma": g, "runs": used, "looks": k + 1, "calls": runner_calls(runner)})
+        block = {"instance": name, "gamma": g, "runs": used, "looks": k + 1, "calls": runner_calls(runner),
+                 "sampler_s": round(float(getattr(runner, "sampler_s", 0.0)), 4), "decided_at": at}
+        ledger = getattr(runner, "ledger", None)
+        if ledger is not None:
+            block["draws"] = ledger.to_json()
+            ex = ledger.structure_example
+            if ex is not None and "call_index" in ex:  # a block runner: its inputs by replay from the seed
+                ex.update(runner.inputs_of_call(ex.pop("call_index")) or {})
+            if ex is not None:
+                block["structure_example"] = ex
+        blocks.append(block)
     return subject, crashes, blocks
 
 
@@ -397,13 +488,16 @@ def check_block_verifier(fn, *, adapter: str = "probs", dtype: str = "float64", 
         cv = BlockVerifier(cfn, name=cname)
         return lambda pair, g: BlockRunner(cv, pair, g, first_n(pair.V), seed_of(pair.name, g), pair.name)
 
+    from .compiled import compiled_in
+    compiled = compiled_in(verifier.fn)
     try:
         with _torch_one_thread(verifier.framework == "torch"):
             verifier.sources.scan()  # generators alive after the trial call (lazily made ones included)
             subject, crashes, blocks = run_subject(plan, make_runner, verifier.name, bar)
             from .probes import run_probes
             verifier.sources.scan()
-            sp = run_probes(verifier) if probes else None
+            reuse = reuse_of(blocks)
+            sp = run_probes(verifier, blockers(reuse, compiled, verifier.sources)) if probes else None
     finally:
         if bar:
             bar.stop()
@@ -418,11 +512,16 @@ def check_block_verifier(fn, *, adapter: str = "probs", dtype: str = "float64", 
                         [(c, desc[c], cps[c][0]) for c in SUPPORT_PROBE_CONTROLS if c in cps]),
             probe_claim(STANDARD_PROBES_ID, "standard", STANDARD_STATEMENT, sp[1],
                         [(c, desc[c], cps[c][1]) for c in STANDARD_PROBE_CONTROLS if c in cps])]
-    warnings = warnings_of(verifier.sources, trial_info)
+    warnings = warnings_of(verifier.sources, trial_info, compiled if compiled_matters(compiled, verifier.sources, sp)
+                           else (), reuse)
     claims = assemble(plan, subject, ctl, probe_claims, crashes=crashes, warnings=warnings,
                       paper="Leviathan et al. 2023; Chen et al. 2023",
                       interpretation="Black-box check of the sampler under test on the built-in instances; see "
                                      "docs/conformance.md.")
+    from .probes import probe_list, rerun_inputs
+    from .replay import attach
+    attach(claims, crashes, blocks, target=target_name(name, verifier.fn), options=verifier.options(), seed=seed,
+           probes={pr.name: rerun_inputs(pr) for pr in probe_list(verifier)} if probes else None)
     settings = {"adapter": verifier.adapter, "dtype": verifier.dtype, "batched": verifier.batched,
                 "framework": verifier.framework, "n": n, "control_n": cn if controls else None,
                 "gammas": list(gammas), "instances": list(instances), "seed": seed}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import os
 import traceback
+from time import perf_counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,13 +36,18 @@ class VerifierCrash(RuntimeError):
     ``"Type: message"``; ``context``: where in the run it happened."""
 
     def __init__(self, message: str, *, kind: str = "exception", location: str | None = None,
-                 exception: str = "", context: str = ""):
+                 exception: str = "", context: str = "", inputs: dict | None = None):
         super().__init__(message)
         self.kind, self.location, self.exception, self.context = kind, location, exception, context
+        #: the crashing call's inputs (exact rows, drafts, the rng state before it): see replay.py
+        self.inputs = inputs
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "location": self.location, "exception": self.exception,
-                "context": self.context, "message": str(self)}
+        out = {"kind": self.kind, "location": self.location, "exception": self.exception,
+               "context": self.context, "message": str(self)}
+        if self.inputs is not None:
+            out["inputs"] = self.inputs
+        return out
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,14 +78,46 @@ def describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {msg}" if msg else type(err).__name__
 
 
-def crash_from(err: BaseException, name: str, context: str) -> VerifierCrash:
+def crash_from(err: BaseException, name: str, context: str, inputs: dict | None = None) -> VerifierCrash:
     """A :class:`VerifierCrash` for an exception raised by the sampler (or its invalid output)."""
     if isinstance(err, VerifierOutputError):
         return VerifierCrash(f"{name}: invalid output: {err} ({context})", kind="invalid output",
-                             exception=describe(err), context=context)
+                             exception=describe(err), context=context, inputs=inputs)
     loc = crash_location(err)
     return VerifierCrash(f"{name}: the sampler raised {describe(err)} at {loc} ({context})", location=loc,
-                         exception=describe(err), context=context)
+                         exception=describe(err), context=context, inputs=inputs)
+
+
+def rows_json(rows) -> list:
+    """Probability rows as nested lists of floats (exact float64 values, repr round-trips)."""
+    return np.asarray(rows, dtype=np.float64).tolist()
+
+
+class CallLedger:
+    """What the runs learn call by call beyond the trace: calls whose acceptance decisions that
+    needed a random value (0 < p(x) < q(x) at the tested draft) outnumber the uniforms drawn
+    from the checker's source (uniforms reused across calls, or drawn where the checker cannot
+    see), and the first call that broke the block structure (its inputs, for a rerunnable call)."""
+
+    def __init__(self):
+        self.short_calls = 0
+        self.needing_calls = 0
+        self.short_example: dict | None = None
+        self.structure_example: dict | None = None
+
+    def note_draws(self, call: int, needed: int, drawn: int, context) -> None:
+        """``context``: a string, or a function returning it (built only for the example)."""
+        if needed:
+            self.needing_calls += 1
+        if drawn < needed:
+            self.short_calls += 1
+            if self.short_example is None:
+                self.short_example = {"call": call, "decisions_needing_a_uniform": needed, "uniforms_drawn": drawn,
+                                      "context": context() if callable(context) else context}
+
+    def to_json(self) -> dict:
+        return {"short_calls": self.short_calls, "calls_needing_a_uniform": self.needing_calls,
+                "short_example": self.short_example}
 
 
 @dataclass
@@ -161,8 +199,18 @@ class _Recorder:
 
 
 def _spawn(seed, k):
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    """The first ``k`` children of ``seed`` — the same every time (spawning from a SeedSequence
+    object advances it, so a copy spawns: a runner rebuilt from the same seed, to replay a call,
+    gets the same streams)."""
+    if isinstance(seed, np.random.SeedSequence):
+        ss = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size)
+    else:
+        ss = np.random.SeedSequence(seed)
     return ss.spawn(k)
+
+
+class _Captured(Exception):
+    """Raised by a replaying runner when it reaches the call whose inputs it was asked for."""
 
 
 class BlockRunner:
@@ -173,13 +221,23 @@ class BlockRunner:
 
     def __init__(self, verifier: BlockVerifier, pair: MarkovPair, gamma: int, n_tokens: int, seed,
                  name: str = "", advance=None):
+        from .forced import CountingGenerator
+        self._args = (verifier, pair, gamma, n_tokens, seed, name)
+        self._capture_call: int | None = None  # a replay stops before this call, keeping its inputs
+        self.captured: dict | None = None
         draft_ss, verifier_ss, completion_ss = _spawn(seed, 3)
-        self.draft_rng = np.random.default_rng(draft_ss)
-        self.verifier_rng = np.random.default_rng(verifier_ss)
+        # plain constructors: a replay (inputs_of_call) builds a runner inside the routing block,
+        # where default_rng is routed
+        self.draft_rng = np.random.Generator(np.random.PCG64(draft_ss))
+        self.verifier_rng = CountingGenerator(np.random.Generator(np.random.PCG64(verifier_ss)))  # same stream, counted
         verifier.sources.own(self.draft_rng, self.verifier_rng)
         self.completion_seed = completion_ss
         self.verifier, self.pair, self.gamma, self.n_tokens = verifier, pair, gamma, n_tokens
         self.name, self.advance = name or pair.name, advance
+        self.ledger = CallLedger()
+        #: seconds spent inside the sampler's calls (the rest of a run is the checker's)
+        self.sampler_s = 0.0
+        self.p_list, self.q_list = pair.target.table.tolist(), pair.draft.table.tolist()
         q_tab = pair.draft.table
         q_cdf = np.cumsum(q_tab, axis=1)
         q_cdf /= q_cdf[:, -1:]
@@ -207,6 +265,8 @@ class BlockRunner:
         gamma, V, S = self.gamma, self.pair.V, self.pair.n_states
         q_cdf, last, p_rep, q_rep = self.q_cdf, self.last, self.p_rep, self.q_rep
         rec, verifier, rng, draft_rng = self.rec, self.verifier, self.verifier_rng, self.draft_rng
+        pl, ql, ledger, bg = self.p_list, self.q_list, self.ledger, rng.bit_generator
+        cap = self._capture_call
         while self.n_runs < n_runs:
             s, got, first = 0, [], True
             while len(got) < self.n_tokens:
@@ -220,14 +280,35 @@ class BlockRunner:
                     st = (st * V + x) % S
                     states.append(st)
                 self.calls += 1
+                if self.calls == cap:
+                    self.captured = self._inputs(states, draft, bg.state)
+                    raise _Captured
+                u0 = rng.decision_values()
                 try:
+                    t0 = perf_counter()
                     out = verifier(p_rep[states], q_rep[states[:gamma]], draft, rng)
+                    self.sampler_s += perf_counter() - t0
                     rec.check(out)
                 except Exception as err:  # noqa: BLE001  (any crash of user code is a finding)
                     self.crash = crash_from(err, f"{self.name} γ={gamma}",
                                             f"call {self.calls}, run {self.n_runs + 1}, start state {s}, "
-                                            f"draft {draft}")
+                                            f"draft {draft}", self.inputs_of_call(self.calls))
                     return
+                tau = len(out) - 1
+                needed = 0
+                for i in range(min(tau + 1, gamma)):
+                    a, b = pl[states[i]][draft[i]], ql[states[i]][draft[i]]
+                    if 0.0 < a < b:
+                        needed += 1
+                drawn = rng.decision_values() - u0
+                if needed:
+                    ledger.note_draws(self.calls, needed, drawn,
+                                      lambda: f"call {self.calls}, run {self.n_runs + 1}, start state {s}, draft "
+                                              f"{draft}, emitted {list(out)}")
+                if ledger.structure_example is None and (
+                        list(out[:tau]) != draft[:tau] or (tau < gamma and out[tau] == draft[tau])):
+                    ledger.structure_example = {"call_index": self.calls, "output": list(out),
+                                                "context": f"call {self.calls}, run {self.n_runs + 1}"}
                 rec.record(s, first, out, draft)
                 first = False
                 got.extend(out)
@@ -236,6 +317,26 @@ class BlockRunner:
             rec.run_tokens.append(got[:self.n_tokens])
             if self.advance is not None:
                 self.advance(1)
+
+    def inputs_of_call(self, call: int) -> dict | None:
+        """The exact inputs of call number ``call`` and the state of the sampler's generator
+        before it, found by replaying the runs from the seed (states are not kept call by call:
+        that would cost every call; a replay costs only when a failure needs its call). None when
+        the replay does not reach it (a sampler whose output depends on more than its inputs and
+        the routed sources)."""
+        fresh = BlockRunner(*self._args)
+        fresh._capture_call = call
+        try:
+            fresh.extend(self.n_runs + 1)
+        except _Captured:
+            return fresh.captured
+        return None
+
+    def _inputs(self, states, draft, state) -> dict:
+        """The exact inputs of one call and the state of its rng before it (for :mod:`.replay`)."""
+        return {"p": rows_json(self.pair.target.table[states]),
+                "q": rows_json(self.pair.draft.table[states[:self.gamma]]), "draft": [int(x) for x in draft],
+                "rng_state": state}
 
     def trace(self) -> Trace:
         return self.rec.trace(self.name, self.completion_seed)
@@ -276,6 +377,7 @@ class StepRunner:
         self.rec = _Recorder(pair, gamma, n_tokens, with_draft=False)
         self.prefix = [0] * max(pair.target.order, 1)
         self.calls = 0
+        self.sampler_s = 0.0
         try:
             with self.sources.active(f"{self.name} γ={gamma}"):
                 self.step = make_step(target_lm, draft_lm, gamma, self.rng)
@@ -302,7 +404,10 @@ class StepRunner:
             while len(got) < self.n_tokens:
                 self.calls += 1
                 try:
-                    out = tokens_of(self.step(list(context)), batched=True)
+                    t0 = perf_counter()
+                    raw = self.step(list(context))
+                    self.sampler_s += perf_counter() - t0
+                    out = tokens_of(raw, batched=True)
                     rec.check(out)
                 except Exception as err:  # noqa: BLE001
                     self.crash = crash_from(err, f"{self.name} γ={self.gamma}",

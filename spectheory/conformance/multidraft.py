@@ -42,6 +42,7 @@ import bisect
 import itertools
 from dataclasses import dataclass, field
 from functools import lru_cache
+from time import perf_counter
 
 import numpy as np
 
@@ -91,19 +92,20 @@ class MultiDraftVerifier(BlockVerifier):
         return "drafts" if self.tree is None else "tree"
 
     def with_options(self, **options):
-        return type(self)(self.fn, **{**self.options(), **options}, name=self.name, K=self.K, tree=self.tree)
+        return type(self)(self.fn, **{**self.options(), **options}, name=self.name, K=self.K, tree=self.tree,
+                          arg_order=self.arg_order)
 
     def call_drafts(self, p_rep, q_rep, drafts, rng) -> tuple:
         self.sources.current = rng
-        out = self.fn(self._to_framework(np.asarray(p_rep)), self._to_framework(np.asarray(q_rep)),
-                      self._to_framework(np.asarray(drafts, dtype=np.int64), integer=True), rng)
+        out = self.invoke(self._to_framework(np.asarray(p_rep)), self._to_framework(np.asarray(q_rep)),
+                          self._to_framework(np.asarray(drafts, dtype=np.int64), integer=True), rng)
         return tokens_of(out, self.batched)
 
     def call_tree(self, p_rep, q_rep, tokens, parents, rng) -> tuple:
         self.sources.current = rng
-        out = self.fn(self._to_framework(np.asarray(p_rep)), self._to_framework(np.asarray(q_rep)),
-                      self._to_framework(np.asarray(tokens, dtype=np.int64), integer=True),
-                      self._to_framework(np.asarray(parents, dtype=np.int64), integer=True), rng)
+        out = self.invoke(self._to_framework(np.asarray(p_rep)), self._to_framework(np.asarray(q_rep)),
+                          self._to_framework(np.asarray(tokens, dtype=np.int64), integer=True),
+                          self._to_framework(np.asarray(parents, dtype=np.int64), integer=True), rng)
         return tokens_of(out, self.batched)
 
 
@@ -457,11 +459,16 @@ class MultiRunner:
 
     def __init__(self, verifier: MultiDraftVerifier, pair: MarkovPair, gamma: int, n_tokens: int, seed,
                  name: str = ""):
+        from .driver import CallLedger
+        from .forced import CountingGenerator
         draft_ss, verifier_ss, completion_ss = _spawn(seed, 3)
-        self.draft_rng = np.random.default_rng(draft_ss)
-        self.verifier_rng = np.random.default_rng(verifier_ss)
+        self.draft_rng = np.random.Generator(np.random.PCG64(draft_ss))
+        self.verifier_rng = CountingGenerator(np.random.Generator(np.random.PCG64(verifier_ss)))  # same stream, counted
         verifier.sources.own(self.draft_rng, self.verifier_rng)
         self.completion_seed = completion_ss
+        self.ledger = CallLedger()
+        self.last_inputs: dict = {}
+        self.sampler_s = 0.0
         self.verifier, self.pair, self.n_tokens, self.name = verifier, pair, n_tokens, name or pair.name
         self.gamma = gamma if verifier.tree is None else len(verifier.tree)
         q_tab = pair.draft.table
@@ -487,9 +494,19 @@ class MultiRunner:
         x = min(bisect.bisect_right(self.q_cdf[s], self.draft_rng.random()), self.last[s])
         return x, (s * V + x) % S
 
+    def _needed(self, s, first_tokens) -> int:
+        """1 when every first-depth candidate's test needs a random value (0 < p(x) < q(x)): then
+        any order of testing them draws at least one uniform in the call."""
+        p, q = self.pair.target.table[s], self.pair.draft.table[s]
+        return int(all(0.0 < p[x] < q[x] for x in first_tokens))
+
     def _call(self, s):
-        """One call from state s: (output, set of on-tree prefixes, context string)."""
+        """One call from state s: (output, set of on-tree prefixes, context string); its exact
+        inputs are kept in :attr:`last_inputs` (for a rerunnable call)."""
+        from .driver import rows_json
         v, g = self.verifier, self.gamma
+        bg = getattr(self.verifier_rng, "bit_generator", None)
+        state = bg.state if bg is not None else None
         if v.tree is None:
             drafts, states = [], []
             for _ in range(v.K):
@@ -501,7 +518,12 @@ class MultiRunner:
                 drafts.append(row)
                 states.append(sts)
             st_arr = np.asarray(states)
+            self.last_inputs = {"p": rows_json(self.pair.target.table[st_arr]),
+                                "q": rows_json(self.pair.draft.table[st_arr[:, :g]]), "drafts": drafts,
+                                "rng_state": state, "needed": self._needed(s, [d[0] for d in drafts])}
+            t0 = perf_counter()
             out = v.call_drafts(self.p_rep[st_arr], self.q_rep[st_arr[:, :g]], drafts, self.verifier_rng)
+            self.sampler_s += perf_counter() - t0
             paths = {tuple(d[:i]) for d in drafts for i in range(g + 1)}
             return out, paths, f"drafts {drafts}"
         tokens, node_state, paths = [], [], {()}
@@ -514,7 +536,12 @@ class MultiRunner:
             path_of.append((() if par < 0 else path_of[par]) + (x,))
             paths.add(path_of[-1])
         rows = [s] + node_state
+        self.last_inputs = {"p": rows_json(self.pair.target.table[rows]), "q": rows_json(self.pair.draft.table[rows]),
+                            "tokens": tokens, "parents": [int(j) for j in self.parents], "rng_state": state,
+                            "needed": self._needed(s, [t for t, par in zip(tokens, self.parents) if par < 0])}
+        t0 = perf_counter()
         out = v.call_tree(self.p_rep[rows], self.q_rep[rows], tokens, self.parents, self.verifier_rng)
+        self.sampler_s += perf_counter() - t0
         return out, paths, f"tree tokens {tokens}"
 
     def extend(self, n_runs: int) -> None:
@@ -531,16 +558,27 @@ class MultiRunner:
             while len(got) < self.n_tokens:
                 self.calls += 1
                 ctx = ""
+                counts = getattr(self.verifier_rng, "decision_values", None)
+                u0 = counts() if counts is not None else 0
                 try:
                     out, paths, ctx = self._call(s)
                     rec.check(out)
                 except Exception as err:  # noqa: BLE001
+                    inputs = {k: v for k, v in self.last_inputs.items() if k != "needed"} or None
                     self.crash = crash_from(err, f"{self.name} γ={self.gamma}",
                                             f"call {self.calls}, run {self.n_runs + 1}, start state {s}"
-                                            + (f", {ctx}" if ctx else ""))
+                                            + (f", {ctx}" if ctx else ""), inputs)
                     return
                 rec.record(s, first, out)
-                self.on_tree.append(tuple(out[:-1]) in paths)
+                on = tuple(out[:-1]) in paths
+                self.on_tree.append(on)
+                where = f"call {self.calls}, run {self.n_runs + 1}, start state {s}, {ctx}, emitted {list(out)}"
+                if counts is not None:
+                    self.ledger.note_draws(self.calls, self.last_inputs["needed"], counts() - u0, where)
+                if not on and self.ledger.structure_example is None:
+                    self.ledger.structure_example = {**{k: v for k, v in self.last_inputs.items() if k != "needed"},
+                                                     "output": list(out),
+                                                     "context": f"call {self.calls}, run {self.n_runs + 1}"}
                 first = False
                 got.extend(out)
                 for t in out:
@@ -632,10 +670,33 @@ def _probe_cases(verifier: MultiDraftVerifier):
     ]
 
 
-def run_multi_probes(verifier: MultiDraftVerifier, gamma: int) -> list[Evidence]:
+def probe_inputs(verifier: MultiDraftVerifier, gamma: int) -> dict:
+    """{probe name: keyword arguments of :func:`.replay.rerun` that repeat the probe call}."""
+    g = gamma if verifier.tree is None else len(verifier.tree)
+    out = {}
+    for name, p_row, q_row, x, forced in _probe_cases(verifier):
+        p_row, q_row = np.asarray(p_row, dtype=np.float64), np.asarray(q_row, dtype=np.float64)
+        if verifier.tree is None:
+            K = verifier.K
+            out[name] = {"p": np.broadcast_to(p_row, (K, g + 1, p_row.size)).tolist(),
+                         "q": np.broadcast_to(q_row, (K, g, q_row.size)).tolist(), "drafts": [[x] * g] * K,
+                         "forced": forced}
+        else:
+            M = tree_size(verifier.tree)
+            out[name] = {"p": np.broadcast_to(p_row, (M + 1, p_row.size)).tolist(),
+                         "q": np.broadcast_to(q_row, (M + 1, q_row.size)).tolist(), "tokens": [x] * M,
+                         "parents": [int(j) for j in tree_parents(verifier.tree)], "forced": forced}
+    return out
+
+
+def run_multi_probes(verifier: MultiDraftVerifier, gamma: int, blocked=()) -> list[Evidence]:
     """Support probes: one call each with every uniform forced, every draft (every tree node)
-    the same token; any lossless verifier emits a block of valid ids, never a token with p = 0."""
+    the same token; any lossless verifier emits a block of valid ids, never a token with p = 0.
+    Applied as block probes are (:func:`.probes.accounting`: at least one uniform per
+    acceptance decision, one more value for the last token, nothing escaped, ``blocked``
+    empty)."""
     from .driver import crash_location, describe
+    from .probes import ACCEPT_TARGET, accounting, event_of
     g = gamma if verifier.tree is None else len(verifier.tree)
     out_ev = []
     for name, p_row, q_row, x, forced in _probe_cases(verifier):
@@ -671,9 +732,9 @@ def run_multi_probes(verifier: MultiDraftVerifier, gamma: int) -> list[Evidence]
                 found.append(f"emitted {list(out)}: not 1..{g + 1} ids in [0, {V})")
             else:
                 found += [f"position {i}: emitted token {t} has p = 0" for i, t in enumerate(out) if p_row[t] <= 0]
-        note = f"every draft token {x}, p = {p_row.tolist()}, q = {q_row.tolist()}. Output: {out}"
-        reasons = (["the sampler drew no uniform from the forced source"] if rng.draws == 0 else []) + \
-            (["draws escaped the forced source: " + ", ".join(escaped)] if escaped else [])
+        note = (f"every draft token {x}, p = {p_row.tolist()}, q = {q_row.tolist()}. Targets {ACCEPT_TARGET} and the "
+                f"last token's draw; stands for {event_of(forced, verifier.dtype)}. Output: {out}")
+        reasons = accounting(rng, out, g, escaped, blocked)
         if found:
             out_ev.append(stats.exact_equal(name, 0, len(found), what="violations (forced uniforms)",
                                             note=note + "; VIOLATION: " + "; ".join(found)))

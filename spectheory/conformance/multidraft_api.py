@@ -12,11 +12,12 @@ from .. import instances as inst
 from ..rng import derive_seed
 from ..rules.multidraft import MultiDraftRule
 from .sequential import design as sequential_design
-from .api import (SCHEMA, SUPPORT_STATEMENT, Plan, _Bar, _check_args, _CPU0, _torch_one_thread, assemble,
-                  probe_claim, run_controls, run_info, run_subject, verdicts, warnings_of)
+from .api import (SCHEMA, SUPPORT_STATEMENT, Plan, _Bar, _check_args, _CPU0, _torch_one_thread, assemble, blockers,
+                  compiled_matters, probe_claim, reuse_of, run_controls, run_info, run_subject, target_name, verdicts,
+                  warnings_of)
 from .checks import first_n
 from .multidraft import (CONTROLS, GAMMAS, INSTANCES, RULES, MultiDraftVerifier, MultiRunner, _rule_checks,
-                         lossless_checks, run_multi_probes)
+                         lossless_checks, probe_inputs, run_multi_probes)
 from .trial import trial_multidraft
 
 
@@ -70,12 +71,16 @@ def check_multidraft_verifier(fn, *, K: int = 2, tree=None, rule: str | None = N
         return lambda pair, g: MultiRunner(cv, pair, g, first_n(pair.V), seed_of(pair.name, g), pair.name)
 
     layout = verifier.layout
+    from .compiled import compiled_in
+    compiled = compiled_in(verifier.fn)
     try:
         with _torch_one_thread(verifier.framework == "torch"):
             verifier.sources.scan()
             subject, crashes, blocks = run_subject(plan, make_runner, verifier.name, bar)
             verifier.sources.scan()
-            sp = run_multi_probes(verifier, min(gammas)) if probes else None
+            reuse = reuse_of(blocks)
+            sp = run_multi_probes(verifier, min(gammas), blockers(reuse, compiled, verifier.sources)) \
+                if probes else None
     finally:
         if bar:
             bar.stop()
@@ -87,12 +92,18 @@ def check_multidraft_verifier(fn, *, K: int = 2, tree=None, rule: str | None = N
         cps = [(c[0], c[3], run_multi_probes(MultiDraftVerifier(c[2], name=c[0], K=verifier.K, tree=verifier.tree),
                                              min(gammas))) for c in mine if c[4] == "probes"] if controls else []
         probe_claims = [probe_claim("conformance.support_probes", "lossless", SUPPORT_STATEMENT, sp, cps)]
-    warnings = warnings_of(verifier.sources, trial_info)
+    warnings = warnings_of(verifier.sources, trial_info,
+                           compiled if compiled_matters(compiled, verifier.sources, sp) else (), reuse)
     what = f"{verifier.K} independent drafts" if verifier.tree is None else f"the static tree {verifier.tree}"
     claims = assemble(plan, subject, ctl, probe_claims, crashes=crashes, warnings=warnings,
                       paper="Miao et al. 2024; Sun et al. 2023; Lin et al. 2026",
                       interpretation=f"Black-box check of a verifier of {what} on the built-in instances; see "
                                      "docs/conformance.md.")
+    from .replay import attach
+    attach(claims, crashes, blocks, target=target_name(name, verifier.fn), options=verifier.options(), seed=seed,
+           probes=probe_inputs(verifier, min(gammas)) if probes else None, kind="multidraft",
+           layout={"K": verifier.K if verifier.tree is None else None,
+                   "tree": list(verifier.tree) if verifier.tree else None, "rule": rule})
     titles = {"lossless": "lossless",
               "standard": f"matches {rule} (spectheory's exact engine)" if rule else
               "matches a named rule (not checked: pass rule=kseq|gbv|spectr-gbv|specinfer)"}

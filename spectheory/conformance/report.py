@@ -38,6 +38,12 @@ def summary_rows(report: dict) -> list[dict]:
     return rows
 
 
+def tag(verdict: dict) -> str:
+    """`` [law]``, `` [boundary]``, `` [crash]`` after a failed lossless verdict (see
+    :mod:`.severity`), else nothing."""
+    return f" [{verdict['severity']}]" if verdict.get("severity") else ""
+
+
 def verdict_lines(report: dict) -> list[str]:
     """The report's top lines (plain text): lossless first, then the standard verdict,
     warnings, crashes."""
@@ -45,12 +51,13 @@ def verdict_lines(report: dict) -> list[str]:
     out = []
     for g, v in (report.get("verdicts") or {}).items():
         head = "LOSSLESS" if g == "lossless" else v["title"]
-        out.append(f"{head}: {v['verdict']} — {v['summary']}")
+        out.append(f"{head}: {v['verdict']}{tag(v)} — {v['summary']}")
     for w in report.get("warnings", []):
         out.append(f"warning: {w}")
     for c in report.get("crashes", []):
         where = f" at {c['location']}" if c.get("location") else ""
-        out.append(f"crash on {c['instance']} γ={c['gamma']}: {c['exception']}{where} ({c['context']})")
+        out.append(f"crash on {c['instance']} γ={c['gamma']}: {c['exception']}{where} ({c['context']})"
+                   + (f"; rerun: {c['call']}" if c.get("call") else ""))
     return out
 
 
@@ -67,19 +74,29 @@ def print_report(report: dict, console=None, probes: bool = True) -> None:
     run = report["run"]
     for g, v in (report.get("verdicts") or {}).items():
         head = "LOSSLESS" if g == "lossless" else escape(v["title"])
-        console.print(f"[bold]{head}[/]: [bold {COLOUR[v['verdict']]}]{v['verdict']}[/] — {escape(v['summary'])}")
+        console.print(f"[bold]{head}[/]: [bold {COLOUR[v['verdict']]}]{v['verdict']}{escape(tag(v))}[/] — "
+                      f"{escape(v['summary'])}")
     for w in report.get("warnings", []):
         console.print(f"[bold yellow]warning[/]: {escape(w)}")
     for c in report.get("crashes", []):
         where = f" at {c['location']}" if c.get("location") else ""
         console.print(f"[bold red]crash[/] on {c['instance']} γ={c['gamma']}: {escape(c['exception'] + where)} "
                       f"({escape(c['context'])})")
+        if c.get("call"):
+            console.print(f"  rerun: {escape(c['call'])}", soft_wrap=True)
+    for c in report["claims"]:
+        cx = c.get("counterexample")
+        if c["verdict"] == "fails" and cx and cx.get("call"):
+            console.print(f"[bold]{escape(c['id'].removeprefix('conformance.'))}[/] fails; rerun: {escape(cx['call'])}",
+                          soft_wrap=True)
     levels = run.get("alpha_per_test_per_verdict") or {"lossless": run.get("alpha_per_test", 0.0)}
     alphas = ", ".join(f"{g} {a:.2g}" for g, a in levels.items())
     used = sum(b.get("runs", 0) for b in run.get("blocks", []))
     t = Table(title=f"spectheory conformance: {escape(str(run['subject']))} ({run['kind']}, ≤ {run['n']} runs per "
                     f"instance×γ ({used} used, sequential), γ={run['gammas']}, α per test {alphas}, power "
-                    f"{run['power']}, {run['duration_s']} s)")
+                    f"{run['power']}, {run['duration_s']} s"
+                    + (f": sampler {run['sampler_s']} s, checker {run['checker_s']} s" if "sampler_s" in run else "")
+                    + ")")
     for col in ("verdict group", "check", "verdict", "tests", "min p", "n", "power: detectable ≤ tolerance",
                 "failed on", "negative controls"):
         t.add_column(col)

@@ -40,7 +40,7 @@ import types
 
 import numpy as np
 
-from .forced import ForcedSourceUnsupported, ForcedUniforms, inverse_cdf
+from .forced import ForcedSourceUnsupported, ForcedUniforms, inverse_cdf, tagged
 
 _BitGenerator = np.random.bit_generator.BitGenerator
 
@@ -56,8 +56,10 @@ def _uniform_array(rng, shape, np_dtype):
 
 
 def _exponentials(rng, shape, np_dtype=np.float64):
-    """Exp(1) by inverse CDF of the source's uniforms (a forced u gives −log(1 − u))."""
-    u = np.asarray(_uniform_array(rng, shape, np_dtype), dtype=np.float64)
+    """Exp(1) by inverse CDF of the source's uniforms (a forced u gives −log(1 − u); a forced
+    "zero" gives the smallest positive uniform of the dtype, so E > 0 as the real generators')."""
+    with tagged(rng, "exponential"):
+        u = np.asarray(_uniform_array(rng, shape, np_dtype), dtype=np.float64)
     return -np.log1p(-u)
 
 
@@ -252,6 +254,11 @@ class RandomSources:
         def u():
             return float(src().random())
 
+        def u_as(kind):
+            s_ = src()
+            with tagged(s_, kind):
+                return float(s_.random())
+
         def uniform(a, b):
             return a + (b - a) * u()
 
@@ -261,7 +268,7 @@ class RandomSources:
             n = len(range(start, stop, step))
             if n <= 0:
                 raise ValueError("empty range for randrange()")
-            return start + step * min(int(u() * n), n - 1)
+            return start + step * min(int(u_as("categorical") * n), n - 1)
 
         def randint(a, b):
             return randrange(a, b + 1)
@@ -269,7 +276,7 @@ class RandomSources:
         def choice(seq):
             if not len(seq):
                 raise IndexError("Cannot choose from an empty sequence")
-            return seq[min(int(u() * len(seq)), len(seq) - 1)]
+            return seq[min(int(u_as("categorical") * len(seq)), len(seq) - 1)]
 
         def choices(population, weights=None, *, cum_weights=None, k=1):
             n = len(population)
@@ -281,10 +288,12 @@ class RandomSources:
                 w = np.ones(n)
             if w.shape != (n,):
                 raise ValueError("The number of weights does not match the population")
-            return [population[inverse_cdf(w, u(), what="weights")] for _ in range(k)]
+            return [population[inverse_cdf(w, u_as("categorical"), what="weights")] for _ in range(k)]
 
         def expovariate(lambd=1.0):
-            return -np.log1p(-u()) / lambd
+            s_ = src()
+            with tagged(s_, "exponential"):
+                return -np.log1p(-float(_uniform_array(s_, (), np.float64))) / lambd
 
         def gauss(mu=0.0, sigma=1.0):
             return mu + sigma * float(src().standard_normal())
@@ -334,6 +343,18 @@ class RandomSources:
             return torch.as_tensor(np.asarray(vals, dtype=np.int64)).to(dtype=dtype or torch.int64, device=device)
 
         def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+            if input.dim() == 1 and num_samples == 1:  # the common call, one pass (same draw as below)
+                row = input.detach().to("cpu", torch.float64).numpy()
+                cdf = np.cumsum(row)
+                total = cdf[-1] if cdf.size else 0.0
+                if np.isfinite(total) and total > 0 and row.min() >= 0:
+                    s_ = src()
+                    with tagged(s_, "categorical"):
+                        u = float(_uniform_array(s_, (), np.float64))
+                    i = int(np.searchsorted(cdf, u * total, side="right"))
+                    if i >= row.size or row[i] <= 0:
+                        i = inverse_cdf(row, u)
+                    return torch.tensor([i], dtype=torch.long, device=input.device)
             w = input.detach().to("cpu", torch.float64).numpy()
             rows = np.atleast_2d(w)
             picks = []
@@ -347,7 +368,9 @@ class RandomSources:
                 r = row.copy()
                 got = []
                 for _ in range(int(num_samples)):
-                    i = inverse_cdf(r, float(_uniform_array(src(), (), np.float64)))
+                    s_ = src()
+                    with tagged(s_, "categorical"):
+                        i = inverse_cdf(r, float(_uniform_array(s_, (), np.float64)))
                     got.append(i)
                     if not replacement:
                         r[i] = 0.0

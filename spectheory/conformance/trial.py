@@ -138,6 +138,7 @@ def run_block_trial(verifier, gamma: int) -> Result:
     rng = np.random.default_rng(11)
     verifier.sources.own(drng, rng)
     calls, t0 = 0, time.perf_counter()
+    first_bad, done = None, 0
     with verifier.sources.active("trial"):
         for _ in range(3):
             s, states, draft = 0, [0], []
@@ -150,7 +151,11 @@ def run_block_trial(verifier, gamma: int) -> Result:
                               lambda: _block_inputs(opts, gamma, V))
             calls += 1
             if bad is not None:
-                return bad
+                if bad.kind != "exception":
+                    return bad
+                first_bad = first_bad or bad
+                continue
+            done += 1
             if not 1 <= len(out) <= gamma + 1 or min(out) < 0 or max(out) >= V:
                 return Result("output", f"a call returned {list(out)}: {OUTPUT_CONTRACT}, 1..γ+1 = 1..{gamma + 1} "
                                         f"ids in [0, {V}) ({_block_inputs(opts, gamma, V)})")
@@ -162,9 +167,15 @@ def run_block_trial(verifier, gamma: int) -> Result:
                               lambda: _block_inputs(opts, gamma, SANITY_V))
             calls += 1
             if bad is not None:
-                return bad
+                if bad.kind != "exception":
+                    return bad
+                first_bad = first_bad or bad
+                continue
+            done += 1
             if not out or out[0] != SANITY_TOKEN:
                 wrong.append(out)
+    if first_bad is not None:
+        return never_or(first_bad, done, calls)
     seconds = (time.perf_counter() - t0) / max(calls, 1)
     if wrong:
         return Result("support", f"on target rows that are a point mass at token {SANITY_TOKEN} (V = {SANITY_V}; the "
@@ -173,6 +184,64 @@ def run_block_trial(verifier, gamma: int) -> Result:
                                  f"{SANITY_TOKEN}. A sampler that reads probabilities as logits (or logits as "
                                  "probabilities) does this", calls=calls, seconds=seconds)
     return Result(calls=calls, seconds=seconds)
+
+
+ACCEPT_CALLS = 20
+
+
+def accepts_drafts(verifier, gamma: int) -> bool:
+    """Whether the verifier accepts a drafted token in one of :data:`ACCEPT_CALLS` calls where
+    the draft's rows equal the target's. Alg. 1 accepts there with probability 1; a rule that
+    accepts with probability a per call is missed with probability (1 − a)^20 (3·10⁻⁴ at a = ⅓,
+    the accept-p(x) rule on three equally likely tokens); a sampler that ignores the drafts (a
+    fresh draw from p) never accepts."""
+    from .. import instances as inst
+    pair = inst.get(TRIAL_INSTANCE)
+    V, S = pair.V, pair.n_states
+    rows = pair.target.table
+    P, Q = verifier.represent(rows, "target"), verifier.represent(rows, "draft")
+    drng, rng = np.random.Generator(np.random.PCG64(13)), np.random.Generator(np.random.PCG64(17))
+    multi = hasattr(verifier, "call_drafts")
+    with verifier.sources.active("trial"):
+        for _ in range(ACCEPT_CALLS):
+            try:
+                if not multi:
+                    s, states, draft = 0, [0], []
+                    for _i in range(gamma):
+                        x = int(drng.choice(V, p=rows[s]))
+                        draft.append(x)
+                        s = (s * V + x) % S
+                        states.append(s)
+                    out = verifier(P[states], Q[states[:gamma]], draft, rng)
+                    ok = len(out) >= 2 and out[0] == draft[0]
+                elif verifier.tree is None:
+                    x = int(drng.choice(V, p=rows[0]))
+                    K = verifier.K
+                    out = verifier.call_drafts(np.broadcast_to(P[[0, x % S]], (K, 2, V)).copy(),
+                                               np.broadcast_to(Q[[0]], (K, 1, V)).copy(), np.full((K, 1), x), rng)
+                    ok = len(out) >= 2 and out[0] == x
+                else:
+                    from .multidraft import tree_parents, tree_size
+                    M = tree_size(verifier.tree)
+                    x = int(drng.choice(V, p=rows[0]))
+                    out = verifier.call_tree(np.broadcast_to(P[0], (M + 1, V)).copy(),
+                                             np.broadcast_to(Q[0], (M + 1, V)).copy(), np.full(M, x),
+                                             tree_parents(verifier.tree), rng)
+                    ok = len(out) >= 2 and out[0] == x
+            except Exception:  # noqa: BLE001
+                return False
+            if ok:
+                return True
+    return False
+
+
+def never_or(first_bad: Result, done: int, calls: int) -> Result:
+    """After trial calls some of which raised: kind "never" when none completed (a usage error:
+    the sampler cannot be run as called), else the first exception (a crash the runs report)."""
+    if done == 0:
+        return Result("never", f"none of its {calls} trial calls completed; the first: {first_bad.message}",
+                      first_bad.location, calls=calls)
+    return first_bad
 
 
 LAW_CALLS, LAW_LEVEL, LAW_GROSS = 300, 1e-4, 1e-12
@@ -278,18 +347,83 @@ def with_law(res: Result, law_p) -> Result:
     return res
 
 
-def settle(res: Result, configured: dict, choices: dict, attempt, law_p, call: str, what: str) -> dict:
-    """Search the other option combinations when the trial failed (see module docstring); raise
-    or summarise."""
+class Orders:
+    """The argument orders the trial tries when the configured one fails: ``names`` of the
+    arguments as spectheory passes them, ``classes`` their shape classes (arguments of one class
+    cannot be told apart by shape, so orders exchanging them are not tried), ``attempt(order)``
+    and ``law_p(order)`` as for options, and ``accepts(order)``: the sampler so called verifies
+    the drafts — where p = q it accepts a drafted token in some call (a sampler that, fed the
+    wrong arguments, falls back to a fresh draw from p passes the law test but never accepts)."""
+
+    def __init__(self, names, classes, attempt, law_p, accepts):
+        self.names, self.classes, self.attempt, self.law_p = tuple(names), tuple(classes), attempt, law_p
+        self.accepts = accepts
+
+    def candidates(self):
+        n = len(self.names)
+        for perm in itertools.permutations(range(n)):
+            if perm == tuple(range(n)):
+                continue
+            if any(perm[i] != i and self.classes[perm[i]] == self.classes[i] for i in range(n)):
+                continue
+            yield perm
+
+    def find(self):
+        import warnings
+        for perm in self.candidates():
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    if self.attempt(perm).ok and self.law_p(perm) >= LAW_LEVEL and self.accepts(perm):
+                        return perm
+            except Exception:  # noqa: BLE001
+                continue
+        return None
+
+    def spelled(self, perm) -> str:
+        return ", ".join(self.names[i] for i in perm)
+
+
+def settle(res: Result, configured: dict, choices: dict, attempt, law_p, call: str, what: str,
+           orders: Orders | None = None) -> dict:
+    """Search the other option combinations, then the other argument orders, when the trial
+    failed (see module docstring); raise or summarise."""
     working = None
     if not res.ok:
-        if res.kind in ("exception", "output"):
+        if res.kind in ("exception", "output", "never"):
             working = find_options(configured, choices, attempt)
         elif res.kind in ("support", "law-gross"):
             working = find_options(configured, choices, attempt, lambda o: law_p(o) >= LAW_LEVEL)
+        if working is None and orders is not None and res.kind in ("exception", "output", "never", "support",
+                                                                   "law-gross"):
+            perm = orders.find()
+            if perm is not None:
+                expected = ", ".join(orders.names)
+                raise ConformanceUsageError(
+                    f"the {what} takes its arguments in another order: called as {call} it "
+                    + ("never completes a call" if res.kind == "never" else f"fails the trial ({res.message})")
+                    + f"; it runs correctly on the trial inputs when called as fn({orders.spelled(perm)})",
+                    f"spectheory calls fn({expected}): reorder the parameters, or pass a wrapper "
+                    f"`lambda {expected}: fn({orders.spelled(perm)})`")
+        if working is None and res.kind == "never":
+            raise ConformanceUsageError(
+                f"the {what} never completed a call as {call}: {res.message}",
+                f"{SIGNATURES.get(what, 'see docs/conformance.md for the expected signature; ')}check the "
+                "parameters' order and what each holds")
         if working is None and res.kind not in ("exception", "output"):
             return {"calls": res.calls, "result": res.kind, "message": res.message}
     return conclude(res, configured, working, call, what=what)
+
+
+#: the expected signature, said in the "never completed a call" hint
+SIGNATURES = {
+    "sampler": "spectheory calls fn(p, q, draft_tokens, rng): p the target's (γ+1, V) rows at the drafted positions and the bonus "
+               "position, q the draft's (γ, V) rows, draft_tokens the γ drafted ids, rng a numpy Generator; it "
+               "returns the emitted ids (accepted prefix + one token); ",
+    "verifier": "spectheory calls fn(p, q, drafts, rng) for K drafts (p (K, γ+1, V), q (K, γ, V), drafts (K, γ)) or fn(p, q, tokens, "
+                "parents, rng) for a tree (p, q (M+1, V), tokens and parents (M,)); ",
+    "decoding step": "spectheory calls make_step(target_lm, draft_lm, gamma, rng) returning step(context) -> emitted ids; ",
+}
 
 
 def trial_block_verifier(verifier, gamma: int) -> dict:
@@ -301,10 +435,19 @@ def trial_block_verifier(verifier, gamma: int) -> dict:
                 "that drafts by itself is a decoding step (--kind step: make_step(target_lm, draft_lm, gamma, "
                 "rng) -> step(context)); a verifier of several drafts or a token tree is --kind multidraft")
     res = with_law(run_block_trial(verifier, gamma), lambda: block_law_p(verifier))
+
+    def ordered(perm):
+        v = verifier.with_options()
+        v.arg_order = perm
+        return v
+
+    orders = Orders(("p", "q", "draft_tokens", "rng"), (0, 1, 2, 3),
+                    lambda perm: run_block_trial(ordered(perm), gamma), lambda perm: block_law_p(ordered(perm)),
+                    lambda perm: accepts_drafts(ordered(perm), max(gamma, 2)))
     return settle(res, verifier.options(), adapter_choices(),
                   lambda o: run_block_trial(verifier.with_options(**o), gamma),
                   lambda o: block_law_p(verifier.with_options(**o)),
-                  "a block verifier fn(p, q, draft_tokens, rng)", "sampler")
+                  "a block verifier fn(p, q, draft_tokens, rng)", "sampler", orders)
 
 
 # --- decoding steps --------------------------------------------------------------------------
@@ -324,12 +467,16 @@ def run_step_trial(make_step, gamma: int, lm: str, dtype: str, sources) -> Resul
     cases = [(inst.get(TRIAL_INSTANCE), 3, False), (pair_from_tables(point, np.full(SANITY_V, 1.0 / SANITY_V)),
                                                     SANITY_CALLS, True)]
     wrong = []
+    first_bad, done = None, 0
     with sources.active("trial"):
         for pair, n_calls, sanity in cases:
             tl, dl = fake_lm(pair.target, lm=lm, dtype=dtype), fake_lm(pair.draft, lm=lm, dtype=dtype)
             step, bad = _guard(lambda: make_step(tl, dl, gamma, rng), lambda: f"--lm {lm}")
             if bad is not None:
-                return bad
+                if bad.kind != "exception":
+                    return bad
+                return never_or(Result(bad.kind, "make_step(target_lm, draft_lm, gamma, rng) " + bad.message,
+                                       bad.location), 0, calls)
             if not callable(step):
                 return Result("output", f"make_step returned {type(step).__name__}, not a function step(context) -> "
                                         "tokens")
@@ -342,13 +489,19 @@ def run_step_trial(make_step, gamma: int, lm: str, dtype: str, sources) -> Resul
                                              "torch modules: lm(input_ids).logits of shape (B, T, V)"))
                 calls += 1
                 if bad is not None:
-                    return bad
+                    if bad.kind != "exception":
+                        return bad
+                    first_bad = first_bad or bad
+                    continue
+                done += 1
                 if not 1 <= len(out) <= gamma + 1 or min(out) < 0 or max(out) >= pair.V:
                     return Result("output", f"a step returned {list(out)}: {OUTPUT_CONTRACT}, 1..γ+1 = 1..{gamma + 1} "
                                             f"ids in [0, {pair.V})")
                 if sanity and any(t != SANITY_TOKEN for t in out):
                     wrong.append(out)
                 context.extend(out)
+    if first_bad is not None:
+        return never_or(first_bad, done, calls)
     seconds = (time.perf_counter() - t0) / max(calls, 1)
     if wrong:
         return Result("support", f"with a target that is a point mass at token {SANITY_TOKEN}, {len(wrong)} of "
@@ -411,12 +564,17 @@ def run_multidraft_trial(verifier, gamma: int) -> Result:
     runner.verifier_rng = rng
     verifier.sources.own(rng)
     calls, t0, wrong = 0, time.perf_counter(), []
+    first_bad, done = None, 0
     with verifier.sources.active("trial"):
         for _ in range(3):
             res, bad = _guard(lambda: runner._call(0), lambda: _multi_inputs(verifier, g, pair.V))
             calls += 1
             if bad is not None:
-                return bad
+                if bad.kind != "exception":
+                    return bad
+                first_bad = first_bad or bad
+                continue
+            done += 1
             out = res[0]
             if not 1 <= len(out) <= g + 1 or min(out) < 0 or max(out) >= pair.V:
                 return Result("output", f"a call returned {list(out)}: {OUTPUT_CONTRACT}, 1..{g + 1} ids in "
@@ -437,9 +595,15 @@ def run_multidraft_trial(verifier, gamma: int) -> Result:
             out, bad = _guard(call, lambda: _multi_inputs(verifier, g, SANITY_V))
             calls += 1
             if bad is not None:
-                return bad
+                if bad.kind != "exception":
+                    return bad
+                first_bad = first_bad or bad
+                continue
+            done += 1
             if not out or out[0] != SANITY_TOKEN:
                 wrong.append(out)
+    if first_bad is not None:
+        return never_or(first_bad, done, calls)
     seconds = (time.perf_counter() - t0) / max(calls, 1)
     if wrong:
         return Result("support", f"on target rows that are a point mass at token {SANITY_TOKEN} (every drafted "
@@ -469,8 +633,18 @@ def trial_multidraft(verifier, gamma: int) -> dict:
                     "a tree verifier takes (p (M+1, V), q (M+1, V), tokens (M,), parents (M,), rng); a verifier of "
                     "K independent drafts takes (p, q, drafts, rng): leave tree out (--K 2)")
     res = with_law(run_multidraft_trial(verifier, gamma), lambda: multidraft_law_p(verifier))
+
+    def ordered(perm):
+        v = verifier.with_options()
+        v.arg_order = perm
+        return v
+
+    names, classes = (("p", "q", "drafts", "rng"), (0, 1, 2, 3)) if verifier.tree is None else \
+        (("p", "q", "tokens", "parents", "rng"), (0, 0, 1, 1, 2))  # p, q and tokens, parents: same shapes
+    orders = Orders(names, classes, lambda perm: run_multidraft_trial(ordered(perm), gamma),
+                    lambda perm: multidraft_law_p(ordered(perm)), lambda perm: accepts_drafts(ordered(perm), gamma))
     return settle(res, verifier.options(), adapter_choices(),
                   lambda o: run_multidraft_trial(verifier.with_options(**o), gamma),
                   lambda o: multidraft_law_p(verifier.with_options(**o)),
                   "a multi-draft verifier fn(p, q, drafts, rng)" if verifier.tree is None
-                  else "a tree verifier fn(p, q, tokens, parents, rng)", "verifier")
+                  else "a tree verifier fn(p, q, tokens, parents, rng)", "verifier", orders)

@@ -226,4 +226,21 @@ ROWS = [
         match="seed must be ≥ 0"),
     bad("conformance.cli lm", run_cli, "conformance", TARGET, "--kind", "step", "--lm", "jax", exc=CLIError,
         match="lm must be 'callable' or 'torch'"),
+    # --- rerunnable calls and the pytest helpers (issue 26) ---
+    bad("conformance.rerun no source", sc.rerun, TARGET, p=[[1.0], [1.0]], q=[[1.0]], draft=[0],
+        match="give exactly one random source"),
+    bad("conformance.rerun two sources", sc.rerun, TARGET, p=[[1.0], [1.0]], q=[[1.0]], draft=[0], forced="zero",
+        rng_state={}, match="give exactly one random source"),
+    bad("conformance.rerun no drafts", sc.rerun, TARGET, p=[[1.0], [1.0]], q=[[1.0]], forced="zero",
+        match="give draft"),
+    bad("conformance.rerun bad target", sc.rerun, "no_colon", p=[[1.0]], q=[[1.0]], draft=[0], forced="zero",
+        match="target must be 'MODULE:FUNCTION'"),
+    bad("conformance.replay_check unknown check", sc.replay_check, TARGET, check="nope", instance="iid-V1", gamma=1,
+        runs=10, alpha=0.01, match="unknown check 'nope'"),
+    bad("conformance.replay_check bad kind", sc.replay_check, TARGET, check="conformance.first_tokens",
+        instance="iid-V1", gamma=1, runs=10, alpha=0.01, kind="tree", match="kind must be 'block' or 'multidraft'"),
+    bad("testing.assert_lossless bad kind", lambda: __import__("spectheory.testing").testing.assert_lossless(
+        REF, kind="tree"), match="kind must be one of"),
+    bad("testing.assert_lossless not callable", lambda: __import__("spectheory.testing").testing.assert_lossless(
+        3), exc=TypeError, match="fn must be the sampler"),
 ]

@@ -46,3 +46,15 @@ def no_rng(p, q, draft):                # forgot the random source
 
 def prints(p, q, draft, rng):           # returns nothing
     print(_sd(p, q, draft, rng))
+
+
+def draft_first(draft, p, q, rng):      # its own argument order: the drafted ids first
+    return _sd(p, q, draft, rng)
+
+
+def q_before_p(q, p, draft, rng):       # draft rows before target rows
+    return _sd(p, q, draft, rng)
+
+
+def never_runs(p, q, draft, rng):       # every call raises: unfinished code
+    raise NotImplementedError("verify() is not written yet")
