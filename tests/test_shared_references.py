@@ -223,3 +223,63 @@ def test_ecsv_fusion_tie_goes_to_the_smallest_token_by_hand(method):
     for t, g, w in zip(tok, got, want):
         key = tuple(int(x) for x in t[:, 0])
         assert (int(w[0]), int(g[0])) == (hand[key], hand[key]), key
+
+
+# --- SD: the rule's acceptance row (exact engine, fast and reference kernels) ---------------------
+
+
+def test_sd_acceptance_row_and_residual_by_hand():
+    """min(1, p/q) per token (1 where q = 0 and p > 0: never drafted), and norm(max(p − q, 0))."""
+    from spectheory.rules.sd import STANDARD
+    p, q = np.array([0.5, 0.3, 0.2, 0.0]), np.array([0.25, 0.6, 0.0, 0.15])
+    acc = STANDARD.accept_probability(p, q)
+    assert acc[:2] == pytest.approx([1.0, 0.5]) and acc[3] == 0.0
+    assert STANDARD.residual_distribution(p, q) == pytest.approx([0.25 / 0.45, 0.0, 0.2 / 0.45, 0.0])
+
+
+# --- SE: the ensemble r and the rule's tables (exact engine, kernel tables, real-logit replay) ------
+
+
+def test_se_ensembles_by_hand():
+    """WE (Eq. 4): λq + (1 − λ)p; CD (Eq. 5): softmax((l_p − μ l_q)/T), its T = 0 limit uniform over
+    the tied maxima."""
+    from spectheory.ensembles import contrastive, weighted, weighted_ensemble, contrastive_ensemble
+    q, p = np.array([0.2, 0.8]), np.array([0.6, 0.4])
+    assert weighted(q, p, 0.25) == pytest.approx([0.5, 0.5])
+    assert weighted_ensemble(0.25)(np.stack([q, p])[:, None, :])[0] == pytest.approx([0.5, 0.5])
+    lp, lq = np.log([0.5, 0.25, 0.25]), np.log([0.25, 0.25, 0.5])
+    z = np.array([math.log(0.5) - 0.5 * math.log(0.25), math.log(0.25) - 0.5 * math.log(0.25),
+                  math.log(0.25) - 0.5 * math.log(0.5)])
+    assert contrastive(lp, lq, 0.5) == pytest.approx(np.exp(z) / np.exp(z).sum())
+    assert contrastive(np.array([0.0, 0.0, -1.0]), np.zeros(3), 1.0, 0.0) == pytest.approx([0.5, 0.5, 0.0])
+    assert contrastive(np.array([0.0, 1.0, 1.0, 0.5]), np.zeros(4), 2.0, 0.0) == pytest.approx([0.0, 0.5, 0.5, 0.0])
+    # the registered CD ensemble reads (draft, target) logits in that order: r from l_p = members[1]
+    cd = contrastive_ensemble(0.5)
+    got = cd(np.stack([np.array([0.25, 0.25, 0.5]), np.array([0.5, 0.25, 0.25])])[:, None, :])[0]
+    assert got == pytest.approx(np.exp(z) / np.exp(z).sum())
+
+
+def test_se_rule_tables_by_hand():
+    """min(1, r/q_k) and norm(max(r − q_k, 0)), falling back to r where r ≤ q_k everywhere."""
+    from spectheory.rules.se import STANDARD
+    r, qk = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.6, 0.2])
+    assert STANDARD.accept_probability(r, qk, None) == pytest.approx([1.0, 0.5, 1.0])
+    assert STANDARD.residual_distribution(r, qk, None) == pytest.approx([1.0, 0.0, 0.0])
+    assert STANDARD.residual_distribution(r, r.copy(), None) == pytest.approx(r)
+
+
+# --- ERSD / GSD: the tree value both the closed forms and the Monte Carlo read ----------------------
+
+
+def test_tree_values_by_hand():
+    """E[generated] = 1 + Σ_v Π_j a(i_j) (Kobus & Gündüz, Eq. 4) with a = (.5, .3, .2):
+    sequence of 3: 1 + .5 + .25 + .125; batch of 2: 1 + .5 + .3; SpecInfer k = 4: (1), (1,1),
+    (1,1,1), (1,1,2): 1 + .5 + .25 + .125 + .075."""
+    from spectheory.trees import batch_tree, expected_generated, sequence_tree, specinfer_tree, zero_order
+    f = zero_order([0.5, 0.3, 0.2])
+    assert expected_generated(f, sequence_tree(3)) == pytest.approx(1.875)
+    assert expected_generated(f, batch_tree(2)) == pytest.approx(1.8)
+    assert expected_generated(f, specinfer_tree(4)) == pytest.approx(1.95)
+    # the same through a plain function (no cached factors)
+    assert expected_generated(lambda v: float(np.prod([[0.5, 0.3, 0.2][i - 1] for i in v])),
+                              specinfer_tree(4)) == pytest.approx(1.95)
