@@ -283,3 +283,15 @@ def test_tree_values_by_hand():
     # the same through a plain function (no cached factors)
     assert expected_generated(lambda v: float(np.prod([[0.5, 0.3, 0.2][i - 1] for i in v])),
                               specinfer_tree(4)) == pytest.approx(1.95)
+
+
+def test_sb_top_k_branch_tokens_break_ties_to_the_smaller_id():
+    """Top-k branch tokens by draft probability, ties to the smaller id, in the exact engine
+    (topk_tokens) and in the kernel's order table: q = (.3, .3, .4) → 2, 0, 1."""
+    from spectheory.exact import sb as ex
+    from spectheory.montecarlo import sb as mc
+    from spectheory.rules import sb as R
+    assert ex.topk_tokens(np.array([0.3, 0.3, 0.4]), 2).tolist() == [2, 0]
+    pair = pair_from_tables([0.5, 0.3, 0.2], [0.3, 0.3, 0.4])
+    T = mc.prepare(pair, R.SB_NO_HRAD, _sb_pipe(k_max=6, eps=0.1))
+    assert T.order.tolist() == [[2, 0, 1]] and T.kk.tolist() == [3]
