@@ -80,6 +80,24 @@ def test_kseq_rho_solves_its_equation_and_the_residual_by_hand():
     assert cf.kseq_residual(p, q, 2.0) == pytest.approx([0.1 / 0.1, 0.0, 0.0])   # max(p − 2q, 0) = (.1, 0, 0)
     assert cf.kseq_residual(p, q, 1.2) == pytest.approx(np.array([0.26, 0.0, 0.0]) / 0.26)
     assert cf.kseq_residual(p, p, 1.0) == pytest.approx(p)                       # no mass: p
+    assert cf.kseq_residual(p, q, 2.5) == pytest.approx(p)                       # p − 2.5q ≤ 0 everywhere: p
+
+
+def test_kseq_kernel_tables_solve_rho_for_the_drafts_alive():
+    """The K-SEQ kernel's tables (SpecTr's draft-tree form): with n of K drafts alive, ρ solves
+    1 − (1 − β(ρ))^n = ρβ(ρ) (evaluated here in plain NumPy), and the residual is norm(max(p − ρq, 0))."""
+    from spectheory.montecarlo import multidraft as mc
+    from spectheory.rules.multidraft import KSEQ
+    pair = pair_from_tables([0.5, 0.3, 0.2], [0.2, 0.3, 0.5])
+    T = mc._tables(pair, 1, 3, KSEQ)
+    p, q = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5])
+    assert T.rho[0, 1] == 1.0
+    for n in (2, 3):
+        rho = T.rho[0, n]
+        beta = np.minimum(q, p / rho).sum()
+        assert 1.0 - (1.0 - beta) ** n == pytest.approx(rho * beta, abs=1e-12)
+        w = np.maximum(p - rho * q, 0.0)
+        assert T.res_w[0, n] == pytest.approx(w / w.sum())
 
 
 # --- SpecBranch: draft confidence, branch count k, ε truncation --------------------------------------
@@ -266,6 +284,9 @@ def test_se_rule_tables_by_hand():
     assert STANDARD.accept_probability(r, qk, None) == pytest.approx([1.0, 0.5, 1.0])
     assert STANDARD.residual_distribution(r, qk, None) == pytest.approx([1.0, 0.0, 0.0])
     assert STANDARD.residual_distribution(r, r.copy(), None) == pytest.approx(r)
+    # the broken 'residual against the other member' control: zero mass falls back to r, not q_k
+    from spectheory.rules.se import BROKEN_RESIDUAL_MEMBER
+    assert BROKEN_RESIDUAL_MEMBER.residual_distribution(r, qk, qk.copy()) == pytest.approx(r)
 
 
 # --- ERSD / GSD: the tree value both the closed forms and the Monte Carlo read ----------------------
