@@ -196,3 +196,15 @@ def test_z_test_mean_from_mean_and_se_level_and_power():
     alt = _rate(stats.z_test_mean("t", 0.5, mean=m, se=se, n=1, alpha=ALPHA, tolerance=1.0).outcome
                 for m in rng.normal(0.5 - det, se, R))
     assert abs(null - ALPHA) < NULL_BAND and abs(alt - 0.9) < 0.025, (null, alt)
+
+
+def test_single_outcome_law_is_an_exact_check_with_its_stated_power():
+    """A law with one possible outcome: every draw in its cell passes; the detectable mass δ outside it
+    is the one n draws reveal with probability 0.9: 1 − (1 − δ)^n = 0.9 (n = 50: δ = 1 − 0.1^(1/50)
+    = 0.0450); one draw outside fails."""
+    p = np.array([0.0, 1.0, 0.0])
+    ev = stats.chisquare_gof("t", np.array([0, 50, 0]), p, alpha=ALPHA, tolerance_w=0.05)
+    assert ev.outcome == "pass" and ev.n == 50
+    assert 1.0 - (1.0 - ev.detectable) ** 50 == pytest.approx(0.9, abs=1e-12)
+    assert ev.detectable == pytest.approx(0.0450, abs=1e-4)
+    assert stats.chisquare_gof("t", np.array([1, 49, 0]), p, alpha=ALPHA, tolerance_w=0.05).outcome == "fail"
