@@ -208,3 +208,12 @@ def test_single_outcome_law_is_an_exact_check_with_its_stated_power():
     assert 1.0 - (1.0 - ev.detectable) ** 50 == pytest.approx(0.9, abs=1e-12)
     assert ev.detectable == pytest.approx(0.0450, abs=1e-4)
     assert stats.chisquare_gof("t", np.array([1, 49, 0]), p, alpha=ALPHA, tolerance_w=0.05).outcome == "fail"
+
+
+def test_per_state_binomial_states_with_certain_outcomes():
+    """A state with β = 1 must accept every attempt and one with β = 0 none: one rejection (or one
+    acceptance) there is a fail whatever the other states show; exact agreement passes."""
+    kw = dict(alpha=ALPHA, tolerance=0.05)
+    assert stats.per_state_binomial("t", [10, 400], [9, 200], [1.0, 0.5], **kw).outcome == "fail"
+    assert stats.per_state_binomial("t", [10, 400], [1, 200], [0.0, 0.5], **kw).outcome == "fail"
+    assert stats.per_state_binomial("t", [10, 10], [10, 0], [1.0, 0.0], **kw).outcome == "pass"
