@@ -515,6 +515,11 @@ class RandomSources:
                     new = routed_rs
                 elif isinstance(val, _pyrandom.Random):
                     new = routed_py
+                    # its raw bits (getrandbits, and shuffle, sample, randbytes built on them) come
+                    # from the stand-in's own Mersenne state, not the checker's source: watched
+                    if not any(obj is routed_py for _, obj in watched):
+                        watched.append(("a random.Random of the sampler drawing raw bits (getrandbits, "
+                                        "shuffle, sample, randbytes: not routed)", routed_py))
                 else:  # torch.Generator: routed torch functions ignore it; watch it
                     watched.append((f"a torch.Generator of the sampler ({key or 'closure'})", val))
                     continue
