@@ -1,2 +1,2 @@
 """spectheory: exact verifiers, closed forms and Monte Carlo for the theory of speculative decoding."""
-__version__ = "0.1.0"
+__version__ = "0.2.0"
