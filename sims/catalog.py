@@ -102,16 +102,19 @@ def _claim(c) -> list[str]:
     return lines
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog=COMMAND, description="Write the claim catalog (docs/claims.md) from the registry.")
-    ap.add_argument("--check", action="store_true", help="exit 1 if the file differs from the registry")
-    ap.add_argument("--out", type=Path, default=CATALOG, help=f"where to write it (default {CATALOG})")
+def page_main(argv, *, command: str, description: str, check_help: str, default: Path, render) -> int:
+    """The command line of a page generated from the registry (this catalog, the readings page):
+    write ``render()`` to ``--out`` (default ``default``), or with ``--check`` exit 1 when the file
+    on disk differs."""
+    ap = argparse.ArgumentParser(prog=command, description=description)
+    ap.add_argument("--check", action="store_true", help=check_help)
+    ap.add_argument("--out", type=Path, default=default, help=f"where to write it (default {default})")
     args = ap.parse_args(argv)
     text = render()
     if args.check:
         current = args.out.read_text() if args.out.exists() else ""
         if current != text:
-            print(f"{args.out} is stale: regenerate it with `{COMMAND}`", file=sys.stderr)
+            print(f"{args.out} is stale: regenerate it with `{command}`", file=sys.stderr)
             return 1
         print(f"{args.out} is up to date")
         return 0
@@ -119,6 +122,11 @@ def main(argv=None) -> int:
     args.out.write_text(text)
     print(f"wrote {args.out} ({text.count(chr(10))} lines)")
     return 0
+
+
+def main(argv=None) -> int:
+    return page_main(argv, command=COMMAND, description="Write the claim catalog (docs/claims.md) from the registry.",
+                     check_help="exit 1 if the file differs from the registry", default=CATALOG, render=render)
 
 
 if __name__ == "__main__":

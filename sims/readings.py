@@ -13,7 +13,6 @@ rewrites this page), and the page says which run that was::
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -125,22 +124,10 @@ def _claim(c, row: dict | None) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog=COMMAND, description="Write the readings page (docs/readings.md).")
-    ap.add_argument("--check", action="store_true", help="exit 1 if the page differs from the registry and stored run")
-    ap.add_argument("--out", type=Path, default=PAGE, help=f"where to write it (default {PAGE})")
-    args = ap.parse_args(argv)
-    text = render()
-    if args.check:
-        current = args.out.read_text() if args.out.exists() else ""
-        if current != text:
-            print(f"{args.out} is stale: regenerate it with `{COMMAND}`", file=sys.stderr)
-            return 1
-        print(f"{args.out} is up to date")
-        return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(f"wrote {args.out} ({text.count(chr(10))} lines)")
-    return 0
+    from .catalog import page_main
+    return page_main(argv, command=COMMAND, description="Write the readings page (docs/readings.md).",
+                     check_help="exit 1 if the page differs from the registry and stored run", default=PAGE,
+                     render=render)
 
 
 if __name__ == "__main__":

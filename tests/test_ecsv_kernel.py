@@ -17,6 +17,7 @@ from spectheory.exact import ecsv as ex
 from spectheory.montecarlo import ecsv as mc
 from spectheory.pairs import perturbed_pair, random_pair
 from spectheory.rules import ecsv as R
+from _ecsv import kernel_fuse_all
 
 ALPHA = 1e-4
 POWER = 0.9
@@ -200,18 +201,9 @@ VARIED = random_pair(4, 1, concentration=0.3, seed=7)   # rows of very different
 
 
 def _kernel_fuse_all(setup, s0):
-    """The kernel's fusion (``_fuse``) on every enumerated branch tuple of ``setup``."""
-    from spectheory._kernels import ecsv as K
-    T = mc.tables(setup)
-    W = K._make_work(T.B, T.d, T.V)
-    tok, st, _ = ex._enumerate(setup, s0)
-    out = np.empty((tok.shape[0], setup.d), dtype=np.int64)
-    for i in range(tok.shape[0]):
-        W.tok[:] = tok[i]
-        W.bst[:] = st[i]
-        K._fuse(T, W, s0)
-        out[i] = W.fused
-    return out, ex.fuse(setup, tok, st, s0)[0]
+    """The kernel's fusion and the exact engine's on every branch tuple (tests/_ecsv.py)."""
+    tok, kernel, exact = kernel_fuse_all(setup, s0)
+    return kernel, exact
 
 
 @pytest.mark.parametrize("method", (R.VOTE_UNIF, R.ECSV_LITE, R.ECSV_BRANCHWISE, R.ecsv_spot(1), R.ecsv_spot(2),

@@ -17,6 +17,7 @@ import pytest
 from spectheory.exact import ecsv as ex
 from spectheory.montecarlo import ecsv as mc
 from spectheory.rules import ecsv as R
+from _ecsv import kernel_fuse_all
 
 FUSION_METHODS = (R.VOTE_UNIF, R.ECSV_LITE, R.ecsv_spot(1), R.ecsv_spot(2), R.ECSV_SOFT, R.ECSV_BRANCHWISE,
                   replace(R.ecsv_spot(1), name="spot1 ties=qbar", ties="qbar"),
@@ -34,17 +35,9 @@ def _harness():
 
 
 def _kernel_and_exact(setup, s0):
-    from spectheory._kernels import ecsv as K
-    T = mc.tables(setup)
-    W = K._make_work(T.B, T.d, T.V)
-    tok, st, _ = ex._enumerate(setup, s0)
-    out = np.empty((tok.shape[0], setup.d), dtype=np.int64)
-    for i in range(tok.shape[0]):
-        W.tok[:] = tok[i]
-        W.bst[:] = st[i]
-        K._fuse(T, W, s0)
-        out[i] = W.fused
-    return out, ex.fuse(setup, tok, st, s0)[0]
+    """The kernel's fusion and the exact engine's on every branch tuple (tests/_ecsv.py)."""
+    tok, kernel, exact = kernel_fuse_all(setup, s0)
+    return kernel, exact
 
 
 def test_the_noisy_drafter_has_exact_ties_on_every_alignment_level():

@@ -16,6 +16,7 @@ import pytest
 
 from spectheory.distributions import residual
 from spectheory.pairs import pair_from_tables
+from _ecsv import kernel_fuse_all
 
 # --- the sampling core (every family's kernels) -------------------------------------------------
 
@@ -214,19 +215,9 @@ def test_ecsv_setup_tables_by_hand():
 
 
 def _kernel_fuse(setup, s0):
-    from spectheory._kernels import ecsv as K
-    from spectheory.exact import ecsv as ex
-    from spectheory.montecarlo import ecsv as mc
-    T = mc.tables(setup)
-    W = K._make_work(T.B, T.d, T.V)
-    tok, st, _ = ex._enumerate(setup, s0)
-    out = np.empty((tok.shape[0], setup.d), dtype=np.int64)
-    for i in range(tok.shape[0]):
-        W.tok[:] = tok[i]
-        W.bst[:] = st[i]
-        K._fuse(T, W, s0)
-        out[i] = W.fused
-    return tok, out, ex.fuse(setup, tok, st, s0)[0]
+    """The kernel's fusion and the exact engine's on every branch tuple (tests/_ecsv.py)."""
+    tok, kernel, exact = kernel_fuse_all(setup, s0)
+    return tok, kernel, exact
 
 
 @pytest.mark.parametrize("method", ["VOTE_UNIF", "ECSV_LITE"])
