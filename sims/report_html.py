@@ -412,16 +412,16 @@ def claim_figure(claim: dict) -> tuple[str, str] | None:
     return base64.b64encode(compressed_png(fig)).decode("ascii"), caption
 
 
-def compressed_png(fig, dpi: int = 96) -> bytes:
-    """The figure as a palette PNG (at most 128 colours, optimised): a plot's flat colours survive,
-    and the page stays small (about a quarter of the RGBA PNG's size)."""
+def compressed_png(fig, dpi: int = 84) -> bytes:
+    """The figure as a palette PNG (at most 64 colours, optimised): a plot's flat colours survive,
+    and the page stays small (about a fifth of the RGBA PNG's size)."""
     import matplotlib.pyplot as plt
     from PIL import Image
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     buf.seek(0)
-    img = Image.open(buf).convert("RGB").quantize(colors=128, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    img = Image.open(buf).convert("RGB").quantize(colors=64, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     out = io.BytesIO()
     img.save(out, format="PNG", optimize=True)
     return out.getvalue()
@@ -429,17 +429,34 @@ def compressed_png(fig, dpi: int = 96) -> bytes:
 
 # --- page --------------------------------------------------------------------------------------------
 
-def _evidence_rows(evidence, parts: bool) -> str:
+#: evidence rows an HTML table shows at most (failing and underpowered rows always; the rest in
+#: report order): every row is in the Markdown evidence file and the JSON
+MAX_ROWS = 30
+
+
+def _evidence_rows(evidence, parts: bool, limit: int | None = None) -> str:
     head = ("<th>part</th>" if parts else "") + "".join(
         f"<th>{h}</th>" for h in ("mode", "instance", "claimed", "measured", "interval", "p", "n", "outcome", "test"))
     rows = []
+    evidence = list(evidence)
+    left = 0
+    if limit is not None and len(evidence) > limit:
+        keep = {i for i, e in enumerate(evidence) if e["outcome"] in ("fail", "underpowered")}
+        for i in range(len(evidence)):
+            if len(keep) >= max(limit, len(keep)):
+                break
+            keep.add(i)
+        left = len(evidence) - len(keep)
+        evidence = [e for i, e in enumerate(evidence) if i in keep]
     for e in evidence:
         rows.append("<tr>" + (f"<td>{_e(e.get('part') or '–')}</td>" if parts else "") + "".join(
             f"<td>{_e(v)}</td>" for v in (e["mode"], e["instance"], fmt(e["claimed"]), fmt(e["measured"]),
                                           interval(e), fmt(e["p_value"], 3), fmt(e["n"])))
             + f'<td class="{_e(e["outcome"])}">{_e(e["outcome"])}</td>'
             + f"<td>{_e(e['test'] + ('; ' + e['note'] if e['note'] else ''))}</td></tr>")
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+    more = (f"<p class=\"more\">{left} more passing or info rows: every row is in the Markdown evidence file "
+            "(<code>*-evidence.md</code>) and the JSON report.</p>") if left else ""
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>{more}"
 
 
 def _figure_of(claim: dict):
@@ -517,9 +534,9 @@ def _section(c: dict, plots: bool, figs: dict | None = None) -> str:
     if c.get("notes"):
         out.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in c["notes"]) + "</ul>")
     out.append(f"<details><summary>All {len(c['evidence'])} evidence items of the claim, and its controls'"
-               f"</summary>{_evidence_rows(c['evidence'], multi)}"
+               f"</summary>{_evidence_rows(c['evidence'], multi, MAX_ROWS)}"
                + "".join(f"<p>Control <code>{_e(k['name'])}</code>: {_e(k['verdict'])}</p>"
-                         + _evidence_rows(k["evidence"], multi) for k in c.get("controls") or [])
+                         + _evidence_rows(k["evidence"], multi, MAX_ROWS // 3) for k in c.get("controls") or [])
                + "</details>")
     out.append("</section>")
     return "\n".join(out)
