@@ -28,9 +28,10 @@ verify: $(CORE)
 verify-quick: $(CORE)
 	$(BIN)/spectheory verify --quick $(ARGS)
 
-## set up, then run the fast test tier (what CI runs)
+## set up, then run the fast test tier (what CI runs): two worker processes (pytest-xdist), a test
+## file's tests in one worker so its module fixtures are built once
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" $(ARGS)
+	$(BIN)/python -m pytest -m "not slow" -n 2 --dist loadfile $(ARGS)
 
 ## slow statistical sweeps
 test-slow: $(STAMP)

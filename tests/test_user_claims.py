@@ -55,7 +55,7 @@ def _write(tmp_path, name, body):
 def _verify(tmp_path, *args):
     out = tmp_path / "out" / "r.json"
     res = CliRunner().invoke(app, ["verify", "--quick", "--no-progress", "--no-html", "--jobs", "1",
-                                   "--json", str(out), *args])
+                                   "--json", str(out), *args], env={"COLUMNS": "1000"})  # no wrapped paths
     return res, out
 
 
