@@ -412,8 +412,8 @@ def claim_figure(claim: dict) -> tuple[str, str] | None:
     return base64.b64encode(compressed_png(fig)).decode("ascii"), caption
 
 
-def compressed_png(fig, dpi: int = 84) -> bytes:
-    """The figure as a palette PNG (at most 64 colours, optimised): a plot's flat colours survive,
+def compressed_png(fig, dpi: int = 72) -> bytes:
+    """The figure as a palette PNG (at most 48 colours, optimised): a plot's flat colours survive,
     and the page stays small (about a fifth of the RGBA PNG's size)."""
     import matplotlib.pyplot as plt
     from PIL import Image
@@ -421,7 +421,7 @@ def compressed_png(fig, dpi: int = 84) -> bytes:
     fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     buf.seek(0)
-    img = Image.open(buf).convert("RGB").quantize(colors=64, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    img = Image.open(buf).convert("RGB").quantize(colors=48, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     out = io.BytesIO()
     img.save(out, format="PNG", optimize=True)
     return out.getvalue()
@@ -431,7 +431,7 @@ def compressed_png(fig, dpi: int = 84) -> bytes:
 
 #: evidence rows an HTML table shows at most (failing and underpowered rows always; the rest in
 #: report order): every row is in the Markdown evidence file and the JSON
-MAX_ROWS = 30
+MAX_ROWS = 20
 
 
 def _evidence_rows(evidence, parts: bool, limit: int | None = None) -> str:
@@ -536,7 +536,7 @@ def _section(c: dict, plots: bool, figs: dict | None = None) -> str:
     out.append(f"<details><summary>All {len(c['evidence'])} evidence items of the claim, and its controls'"
                f"</summary>{_evidence_rows(c['evidence'], multi, MAX_ROWS)}"
                + "".join(f"<p>Control <code>{_e(k['name'])}</code>: {_e(k['verdict'])}</p>"
-                         + _evidence_rows(k["evidence"], multi, MAX_ROWS // 3) for k in c.get("controls") or [])
+                         + _evidence_rows(k["evidence"], multi, MAX_ROWS // 4) for k in c.get("controls") or [])
                + "</details>")
     out.append("</section>")
     return "\n".join(out)
