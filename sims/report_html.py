@@ -407,7 +407,6 @@ def claim_figure(claim: dict) -> tuple[str, str] | None:
     drawn = claim_plot(claim)
     if drawn is None:
         return None
-    import matplotlib.pyplot as plt
     fig, caption = drawn
     return base64.b64encode(compressed_png(fig)).decode("ascii"), caption
 

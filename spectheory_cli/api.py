@@ -236,8 +236,10 @@ class Report:
     def to_markdown(self, path) -> tuple[Path, Path]:
         """The Markdown report and its evidence file (``<name>-evidence.md`` beside it)."""
         from sims.report import evidence_markdown, to_markdown
+
+        from .runs import output_paths
         path = Path(path)
-        evidence = path.with_name((path.name[:-3] if path.name.endswith(".md") else path.name) + "-evidence.md")
+        evidence = output_paths(md_path=path)["evidence"]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(to_markdown(self.data, evidence_name=evidence.name))
         evidence.write_text(evidence_markdown(self.data, report_name=path.name))
@@ -253,28 +255,12 @@ class Report:
     def write(self, base=None, *, html: bool = True) -> dict[str, Path]:
         """Every format at ``base`` (``base.json``, ``base.md``, ``base-evidence.md``, ``base.html``);
         default: the name ``spectheory verify`` gives this run under ``reports/`` (named for what was
-        run), and ``reports/index.html`` rewritten."""
-        from .report_index import write_index
-        from .runs import REPORTS, report_base
-        run = self.run
-        if base is None:
-            pairs = (run.get("instances") or {}).get("source")
-            base = report_base(run.get("claims_pattern", "*"), instances=Path(pairs) if pairs else None,
-                               claims_from=tuple(run.get("claims_from") or ()), quick=bool(run.get("quick")),
-                               logits=Path(run["logits_run"]) if run.get("logits_run") else None,
-                               seed=int(run.get("seed") or 0))
-        base = Path(base)
-        out = {"json": self.to_json(base.with_name(base.name + ".json"))}
-        out["md"], out["evidence"] = self.to_markdown(base.with_name(base.name + ".md"))
-        stale = base.with_name(base.name + ".html")
-        if html:
-            out["html"] = self.to_html(stale)
-        elif stale.is_file():
-            stale.unlink()
-        if base.parent.resolve() == REPORTS.resolve():
-            out["index"] = write_index(REPORTS)
-        return out
-
+        run). Without ``html`` a stale page of the same name is removed; a report under ``reports/``
+        rewrites ``reports/index.html`` (its path is returned as ``index``)."""
+        from .runs import output_paths, run_paths
+        paths = run_paths(self.run) if base is None else output_paths(json_path=Path(f"{base}.json"))
+        stale = None if html else paths.pop("html")
+        return write_report(self.data, paths, stale=stale)
 
 def load_report(path) -> Report:
     """A report JSON written by ``spectheory verify`` (or :meth:`Report.to_json`) as a :class:`Report`."""
@@ -284,6 +270,121 @@ def load_report(path) -> Report:
         return Report(json.loads(path.read_text()))
     except (OSError, ValueError) as err:
         raise ValueError(f"cannot read a report from {path}: {err}") from None
+
+
+def write_report(data: dict, paths: dict, *, jobs: int = 1, stale: Path | None = None) -> dict[str, Path]:
+    """Write a report in every format ``paths`` names (``json``, ``md``, ``evidence``, and ``html``
+    when present; :func:`spectheory_cli.runs.output_paths`), remove ``stale`` (a page the run chose
+    not to write) and, for a report under ``reports/``, rewrite ``reports/index.html``. What
+    ``spectheory verify`` and :meth:`Report.write` both write with; returns the paths written."""
+    from sims.report import evidence_markdown, to_markdown
+    from spectheory.judge.format import write_json
+
+    from .report_index import write_index
+    from .runs import REPORTS
+    for p in paths.values():
+        p.parent.mkdir(parents=True, exist_ok=True)
+    write_json(data, paths["json"])
+    paths["md"].write_text(to_markdown(data, evidence_name=paths["evidence"].name))
+    paths["evidence"].write_text(evidence_markdown(data, report_name=paths["md"].name))
+    if "html" in paths:
+        from sims.report_html import write_html
+        write_html(data, paths["html"], jobs=jobs)
+    if stale is not None and stale.is_file():
+        stale.unlink()
+    out = dict(paths)
+    if paths["json"].parent.resolve() == REPORTS.resolve():
+        out["index"] = write_index(REPORTS)
+    return out
+
+
+class SelectionError(ValueError):
+    """What a run was asked for cannot run; ``option`` names the setting at fault (the command
+    line's option: ``--claims``, ``--claims-from``, ``--instances``, ``--with-builtin``, ``--logits``)."""
+
+    def __init__(self, message: str, option: str):
+        super().__init__(message)
+        self.option = option
+
+
+@dataclass
+class Selection:
+    """The claims a run will check, decided before anything runs (:func:`select_run`)."""
+
+    claims: str
+    chosen: list
+    sources: tuple
+    builtin: bool
+    pairs: dict | None = None
+    pairs_source: str | None = None
+
+
+def select_run(claims: str = "*", *, claims_from: Iterable[str] | str = (), with_builtin: bool = False,
+               instances=None, logits=None) -> Selection:
+    """Load the user's claim modules, match ``claims`` (every glob must match), keep the user's
+    claims alone unless ``with_builtin``, and on a pairs run (``instances``: a file or a ``{name:
+    MarkovPair}`` dict) the claims that take pairs; check the logits run directory. Raises
+    :class:`SelectionError` naming the setting at fault (a user module's problem included)."""
+    from sims import runner, user_claims
+    from sims.registry import UnknownClaimError, select
+    if not isinstance(claims, str):
+        raise TypeError(f"claims must be a string of ids or globs, got {type(claims).__name__}")
+    sources = (claims_from,) if isinstance(claims_from, str) else tuple(claims_from or ())
+    if with_builtin and not sources:
+        raise SelectionError("with_builtin goes with claims_from (--with-builtin goes with --claims-from)",
+                             "--with-builtin")
+    try:
+        mine = user_claims.load_many(sources)  # before the patterns are matched, so they can name user claims
+    except user_claims.UserClaimsError as err:
+        raise SelectionError(str(err), "--claims-from") from None
+    try:
+        chosen = [c.id for c in select(claims)]  # every pattern must match before anything runs
+    except UnknownClaimError as err:
+        raise SelectionError(str(err), "--claims") from None
+    if sources and not with_builtin:
+        chosen = [cid for cid in chosen if cid in mine]
+        if not chosen:
+            raise SelectionError(f"no claim of {', '.join(sources)} matches {claims!r}; theirs: {', '.join(mine)}",
+                                 "--claims")
+    sel = Selection(claims, chosen, sources, with_builtin or not sources)
+    if instances is not None:
+        if isinstance(instances, dict):
+            sel.pairs, sel.pairs_source = dict(instances), "<dict>"
+        else:
+            from sims.instances_file import InstancesFileError, load
+            try:
+                sel.pairs, sel.pairs_source = load(instances), str(instances)
+            except InstancesFileError as err:
+                raise SelectionError(str(err), "--instances") from None
+        sel.chosen = [cid for cid in chosen if select(cid)[0].user_pairs is not None]
+        if not sel.chosen:
+            raise SelectionError(f"no claim matching {claims!r} takes pairs; claims that do: "
+                                 + ", ".join(c.id for c in runner.takes_pairs()), "--claims")
+    if logits is not None and not (Path(logits) / "run.json").is_file():
+        raise SelectionError(f"{logits} is not a `spectheory validate` run directory (no run.json)", "--logits")
+    from .runs import TRACE_ENV, check_trace_env
+    try:
+        check_trace_env(sel.chosen)
+    except ValueError as err:
+        raise SelectionError(str(err), TRACE_ENV) from None
+    return sel
+
+
+def run_selection(sel: Selection, *, quick: bool = False, seed: int = 0, alpha: float = 0.01, logits=None,
+                  jobs: int = 1, progress: bool = False, log=None) -> dict:
+    """Run a :func:`select_run` selection (its real-logits evidence first) and return the report dict."""
+    from sims import runner
+
+    from .runs import real_logits_evidence
+    extra = real_logits_evidence(None if logits is None else Path(logits), alpha, sel.chosen,
+                                 log=log if log is not None else (print if progress else None))
+    data = runner.run_claims(",".join(sel.chosen) if sel.pairs is not None else sel.claims, quick=quick, seed=seed,
+                             alpha=alpha, progress=progress, jobs=jobs, extra_evidence=extra,
+                             extra_source=None if logits is None else str(logits), log=log, pairs=sel.pairs,
+                             pairs_source=sel.pairs_source, claims_from=sel.sources, builtin=sel.builtin)
+    if sel.pairs is not None:
+        data["run"]["claims_pattern"] = sel.claims
+    return data
 
 
 def verify(claims: str = "*", *, quick: bool = False, seed: int = 0, alpha: float = 0.01, instances=None,
@@ -299,45 +400,9 @@ def verify(claims: str = "*", *, quick: bool = False, seed: int = 0, alpha: floa
     ``claims_from``: your claim modules (docs/your_claims.md); only their claims run unless
     ``with_builtin``. ``jobs``: worker processes (1 = this process, the default here; 0 = one per
     CPU). Bad input raises ``ValueError`` or ``TypeError`` naming it, before anything runs."""
-    from sims import runner, user_claims
-    from sims.registry import UnknownClaimError, select
     from spectheory.checks import check_int, check_real
-    if not isinstance(claims, str):
-        raise TypeError(f"claims must be a string of ids or globs, got {type(claims).__name__}")
     seed = check_int(seed, "seed", min=0)
     alpha = check_real(alpha, "alpha (family-wise error rate)", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    sources = (claims_from,) if isinstance(claims_from, str) else tuple(claims_from or ())
-    if with_builtin and not sources:
-        raise ValueError("with_builtin goes with claims_from")
-    mine = user_claims.load_many(sources)
-    try:
-        chosen = [c.id for c in select(claims)]
-    except UnknownClaimError as err:
-        raise ValueError(str(err)) from None
-    if sources and not with_builtin:
-        chosen = [cid for cid in chosen if cid in mine]
-    pairs = pairs_source = None
-    if instances is not None:
-        if isinstance(instances, dict):
-            pairs, pairs_source = dict(instances), "<dict>"
-        else:
-            from sims.instances_file import load
-            pairs, pairs_source = load(instances), str(instances)
-        chosen = [cid for cid in chosen if select(cid)[0].user_pairs is not None]
-        if not chosen:
-            raise ValueError(f"no claim matching {claims!r} takes pairs; claims that do: "
-                             + ", ".join(c.id for c in runner.takes_pairs()))
-    if logits is not None and not (Path(logits) / "run.json").is_file():
-        raise ValueError(f"{logits} is not a `spectheory validate` run directory (no run.json)")
-    from .runs import check_trace_env, real_logits_evidence
-    check_trace_env(chosen)
-    extra = real_logits_evidence(None if logits is None else Path(logits), alpha, chosen,
-                                 log=log if log is not None else (print if progress else None))
-    data = runner.run_claims(",".join(chosen) if pairs is not None else claims, quick=quick, seed=seed, alpha=alpha,
-                             progress=progress, jobs=jobs, extra_evidence=extra,
-                             extra_source=None if logits is None else str(logits), log=log, pairs=pairs,
-                             pairs_source=pairs_source, claims_from=sources,
-                             builtin=with_builtin or not sources)
-    if pairs is not None:
-        data["run"]["claims_pattern"] = claims
-    return Report(data)
+    sel = select_run(claims, claims_from=claims_from, with_builtin=with_builtin, instances=instances, logits=logits)
+    return Report(run_selection(sel, quick=quick, seed=seed, alpha=alpha, logits=logits, jobs=jobs,
+                                progress=progress, log=log))

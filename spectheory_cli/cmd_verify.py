@@ -10,33 +10,14 @@ report unless you name that file yourself. Naming one output (``--json r.json``)
 beside it (``r.md``, ``r-evidence.md``, ``r.html``)."""
 from __future__ import annotations
 
-import re
 from typing import List, Optional
 from pathlib import Path
 
 import typer
 
 from .app import app, check_writable
-from .runs import (REPORTS, TRACE_CLAIMS, TRACE_ENV, check_trace_env, real_logits_evidence,  # noqa: F401
-                   report_base, slug)
-
-def output_paths(claims: str, instances: Path | None, json_path, md_path, html_path,
-                 claims_from: tuple = (), *, quick: bool = False, logits: Path | None = None,
-                 seed: int = 0) -> dict[str, Path]:
-    """The report's files: the ones given, the others beside the first given, else the default
-    base :func:`report_base` (named for what was run)."""
-    given = {"json": json_path, "md": md_path, "html": html_path}
-    first = next((p for p in given.values() if p is not None), None)
-    if first is not None:
-        base = str(first.with_suffix(""))
-    else:
-        base = str(report_base(claims, instances=instances, claims_from=claims_from, quick=quick, logits=logits,
-                               seed=seed))
-    out = {k: (v if v is not None else Path(f"{base}.{k}")) for k, v in given.items()}
-    md = out["md"]
-    out["evidence"] = md.with_name((md.name[:-3] if md.name.endswith(".md") else md.name) + "-evidence.md")
-    return out
-
+from .runs import (REPORTS, TRACE_CLAIMS, TRACE_ENV, check_trace_env, output_paths,  # noqa: F401
+                   real_logits_evidence, report_base, slug)
 
 @app.command()
 def verify(
@@ -70,43 +51,18 @@ def verify(
         raise typer.BadParameter(f"alpha must lie in (0, 1), got {alpha!r}", param_hint="--alpha")
     if jobs < 0:
         raise typer.BadParameter("jobs must be ≥ 0 (0 = one per CPU)", param_hint="--jobs")
-    from sims import runner, user_claims
-    from sims.registry import UnknownClaimError, select
-    from sims.report import evidence_markdown, print_table, to_markdown
-    from spectheory.judge.format import write_json
+    from sims import user_claims
+    from sims.report import print_table
+
+    from .api import SelectionError, run_selection, select_run, write_report
     sources = tuple(claims_from or ())
-    if with_builtin and not sources:
-        raise typer.BadParameter("--with-builtin goes with --claims-from", param_hint="--with-builtin")
-    try:
-        mine = user_claims.load_many(sources)  # before the patterns are matched, so they can name user claims
-    except user_claims.UserClaimsError as err:
-        raise typer.BadParameter(str(err), param_hint="--claims-from") from None
-    try:
-        chosen = [c.id for c in select(claims)]  # every pattern must match before anything runs
-    except UnknownClaimError as err:
-        raise typer.BadParameter(str(err), param_hint="--claims") from None
-    if sources and not with_builtin:
-        chosen = [cid for cid in chosen if cid in mine]
-        if not chosen:
-            raise typer.BadParameter(f"no claim of {', '.join(sources)} matches {claims!r}; theirs: {', '.join(mine)}",
-                                     param_hint="--claims")
-    pairs = None
-    if instances is not None:
-        from sims.instances_file import InstancesFileError, load
-        try:
-            pairs = load(instances)
-        except InstancesFileError as err:
-            raise typer.BadParameter(str(err), param_hint="--instances") from None
-        taking = [cid for cid in chosen if select(cid)[0].user_pairs is not None]
-        if not taking:
-            raise typer.BadParameter(f"no claim matching {claims!r} takes pairs; claims that do: "
-                                     + ", ".join(c.id for c in runner.takes_pairs()), param_hint="--claims")
-        chosen = taking
+    try:  # every setting checked before anything runs or any file is written
+        sel = select_run(claims, claims_from=sources, with_builtin=with_builtin, instances=instances, logits=logits)
+    except SelectionError as err:
+        raise typer.BadParameter(str(err), param_hint=err.option) from None
     paths = output_paths(claims, instances, json_path, md_path, html_path, sources, quick=quick, logits=logits,
                          seed=seed)
-    stale = []
-    if not html:
-        stale.append(paths.pop("html"))  # a run writes all its formats, or removes the stale one beside them
+    stale = None if html else paths.pop("html")  # a run writes all its formats, or removes the stale one
     named = {"json": "--json", "md": "--markdown", "html": "--html", "evidence": "--markdown"}
     seen: dict = {}
     for key, path in paths.items():
@@ -115,35 +71,14 @@ def verify(
                                      param_hint=named[key])
         seen[path.resolve()] = key
         check_writable(path, named[key])
-    if logits is not None and not (logits / "run.json").is_file():
-        raise typer.BadParameter(f"{logits} is not a `spectheory validate` run directory (no run.json)",
-                                 param_hint="--logits")
     try:
-        check_trace_env(chosen)
-    except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint=TRACE_ENV) from None
-    from .api import verify as run_verify
-    try:
-        report = run_verify(claims, quick=quick, seed=seed, alpha=alpha, instances=instances, logits=logits,
-                            claims_from=sources, with_builtin=with_builtin, jobs=jobs, progress=progress,
-                            log=lambda line: typer.echo(line, err=True)).data
+        report = run_selection(sel, quick=quick, seed=seed, alpha=alpha, logits=logits, jobs=jobs, progress=progress,
+                               log=lambda line: typer.echo(line, err=True))
     except user_claims.UserClaimsError as err:  # a declaration problem only a run shows: no report is written
         raise typer.BadParameter(str(err), param_hint="--claims-from") from None
     print_table(report)
     try:
-        write_json(report, paths["json"])
-        paths["md"].write_text(to_markdown(report, evidence_name=paths["evidence"].name))
-        paths["evidence"].write_text(evidence_markdown(report, report_name=paths["md"].name))
-        if "html" in paths:
-            from sims.report_html import write_html
-            write_html(report, paths["html"], jobs=jobs)
-        for path in stale:
-            if path.is_file() and html_path is None:
-                path.unlink()
-        index = None
-        if paths["json"].parent.resolve() == REPORTS.resolve():
-            from .report_index import write_index
-            index = write_index(REPORTS)
+        index = write_report(report, paths, jobs=jobs, stale=stale if html_path is None else None).get("index")
     except OSError as err:
         typer.echo(f"Error: could not write the report: {err}", err=True)
         raise typer.Exit(2) from None

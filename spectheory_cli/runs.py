@@ -45,6 +45,34 @@ def report_base(claims: str = "*", *, instances: Path | None = None, claims_from
     return REPORTS / ("verify" + ("-" + "+".join(tags) if tags else ""))
 
 
+
+def output_paths(claims: str = "*", instances: Path | None = None, json_path=None, md_path=None, html_path=None,
+                 claims_from: tuple = (), *, quick: bool = False, logits: Path | None = None,
+                 seed: int = 0) -> dict[str, Path]:
+    """The report's files (``json``, ``md``, ``html``, ``evidence``): the ones given, the others
+    beside the first given, else at the default base :func:`report_base` (named for what was run);
+    the evidence file is ``<md name>-evidence.md`` beside the Markdown."""
+    given = {"json": json_path, "md": md_path, "html": html_path}
+    first = next((p for p in given.values() if p is not None), None)
+    if first is not None:
+        base = str(Path(first).with_suffix(""))
+    else:
+        base = str(report_base(claims, instances=instances, claims_from=claims_from, quick=quick, logits=logits,
+                               seed=seed))
+    out = {k: (Path(v) if v is not None else Path(f"{base}.{k}")) for k, v in given.items()}
+    md = out["md"]
+    out["evidence"] = md.with_name((md.name[:-3] if md.name.endswith(".md") else md.name) + "-evidence.md")
+    return out
+
+
+def run_paths(run: dict) -> dict[str, Path]:
+    """:func:`output_paths` at the default name of the run a report's ``run`` record describes."""
+    pairs = (run.get("instances") or {}).get("source")
+    return output_paths(run.get("claims_pattern", "*"), Path(pairs) if pairs else None,
+                        claims_from=tuple(run.get("claims_from") or ()), quick=bool(run.get("quick")),
+                        logits=Path(run["logits_run"]) if run.get("logits_run") else None,
+                        seed=int(run.get("seed") or 0))
+
 #: environment variable naming a captured ERSD LogitTrace (.npz) whose replay adds ``logits``
 #: evidence to ``ersd.lemma3_1`` and ``zero_order.underestimates`` (docs/ersd.md)
 TRACE_ENV = "SPECTHEORY_TRACE"
