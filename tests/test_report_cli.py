@@ -325,3 +325,19 @@ def test_a_pairs_report_states_the_instances_it_used(pairs_run):
         assert c["instances_used"].startswith("This run used your pairs (") and str(d / "pairs.toml") in \
             c["instances_used"]
     assert md.count("**Instances.** This run used your pairs") == len(rep["claims"])
+
+
+def test_html_evidence_tables_keep_every_failing_row_and_cap_the_rest():
+    """The HTML page stays small without hiding a failure: a table shows every failing or
+    underpowered row, then passing rows up to the cap, and says how many it left out."""
+    from sims.report_html import MAX_ROWS, _evidence_rows
+    row = dict(mode="exact", instance="x", claimed=0.0, measured=0.0, ci_low=None, ci_high=None, p_value=None,
+               n=None, test="t", note="", part=None)
+    evs = [dict(row, instance=f"pass{i}", outcome="pass") for i in range(50)]
+    evs += [dict(row, instance=f"fail{i}", outcome="fail") for i in range(3)]
+    evs += [dict(row, instance="weak", outcome="underpowered")]
+    html = _evidence_rows(evs, parts=False, limit=MAX_ROWS)
+    assert html.count("<tr>") == 1 + MAX_ROWS
+    assert all(f">fail{i}<" in html for i in range(3)) and ">weak<" in html
+    assert f"{len(evs) - MAX_ROWS} more passing or info rows" in html
+    assert "more passing" not in _evidence_rows(evs[:5], parts=False, limit=MAX_ROWS)
