@@ -59,8 +59,8 @@ def validate(
     dtype: str = typer.Option("auto", "--dtype", help="Weights of both models: auto (bfloat16 on a CPU with bfloat16 matrix units or a GPU, else float32), float32, bfloat16, float16, int8 (dynamic quantisation, CPU)."),
     capture_n: int = typer.Option(8, "--capture-n", help="Prompts per set to capture as compact traces (the SD tests need only the SD records; a few keep a shipped run small)."),
     families: str = typer.Option("all", "--families", help="Family loops to run on the real pair: se, gbv, spectr_gbv, kseq, ersd (comma-separated; 'all'; '' for none)."),
-    family_n: int = typer.Option(8, "--family-n", help="Prompts per set for the family loops."),
-    controls_n: int = typer.Option(2, "--controls-n", help="Prompts per set run through broken verifiers in the same real loops (negative controls in logits mode; 0 = none)."),
+    family_n: str = typer.Option("8", "--family-n", help="Prompts per set for the family loops: one number, or per loop as se=33,kseq=45 (what `spectheory validate plan` prints)."),
+    controls_n: str = typer.Option("2", "--controls-n", help="Prompts per set run through broken verifiers in the same real loops (negative controls in logits mode; 0 = none): one number, or per loop as sd=2,kseq=41."),
     hidden_layers: int = typer.Option(4, "--hidden-layers", help="Capture, in the compact traces, the target's hidden states of the last K layers and the emitted token's embedding, seeded projection to --hidden-dims (0 = off)."),
     hidden_dims: int = typer.Option(64, "--hidden-dims", help="Seeded random projection of the hidden states to this many dims (0 = full vectors, float16)."),
     sd: bool = typer.Option(True, "--sd/--no-sd", help="Run real speculative decoding (else capture only)."),
@@ -80,14 +80,17 @@ def validate(
         raise typer.BadParameter("--temperature must be finite and ≥ 0", param_hint="--temperature")
     # every argument is checked here, before a model is installed, downloaded or loaded
     for opt, v in (("--top-k", top_k), ("--slice-k", slice_k), ("--threads", threads),
-                   ("--probe-every", probe_every), ("--batch", batch), ("--family-n", family_n)):
+                   ("--probe-every", probe_every), ("--batch", batch)):
         if v is not None and v < 1:
             raise typer.BadParameter(f"{opt} must be ≥ 1, got {v}", param_hint=opt)
     if top_p is not None and not 0 < top_p <= 1:
         raise typer.BadParameter(f"--top-p must lie in (0, 1], got {top_p}", param_hint="--top-p")
     if seed < 0:
         raise typer.BadParameter(f"--seed must be ≥ 0, got {seed}", param_hint="--seed")
-    for opt, v in (("--capture-n", capture_n), ("--controls-n", controls_n), ("--hidden-layers", hidden_layers),
+    from validate.loops import LOOPS
+    family_n = _per_loop(family_n, "--family-n", sorted(LOOPS), least=1)
+    controls_n = _per_loop(controls_n, "--controls-n", sorted(LOOPS) + ["sd"], least=0)
+    for opt, v in (("--capture-n", capture_n), ("--hidden-layers", hidden_layers),
                    ("--hidden-dims", hidden_dims)):
         if v is not None and v < 0:
             raise typer.BadParameter(f"{opt} must be ≥ 0, got {v}", param_hint=opt)
@@ -95,7 +98,6 @@ def validate(
     if dtype != "auto" and dtype not in DTYPES:
         raise typer.BadParameter(f"--dtype must be auto or one of {', '.join(DTYPES)}, got {dtype!r}",
                                  param_hint="--dtype")
-    from validate.loops import LOOPS
     fams = sorted(LOOPS) if families.strip() == "all" else [f.strip() for f in families.split(",") if f.strip()]
     unknown = [f for f in fams if f not in LOOPS]
     if unknown:
@@ -141,6 +143,34 @@ def validate(
         _fail("ran out of memory: close other programs, lower --max-new-tokens, or use a smaller pair")
 
 
+def _per_loop(text: str, opt: str, loops: list, least: int):
+    """``--family-n`` / ``--controls-n``: one count for every loop (an int), or ``name=count,...``
+    (a dict; loops not named get none)."""
+    text = str(text).strip()
+    if "=" not in text:
+        try:
+            v = int(text)
+        except ValueError:
+            raise typer.BadParameter(f"{opt} must be a number or name=number pairs, got {text!r}",
+                                     param_hint=opt) from None
+        if v < least:
+            raise typer.BadParameter(f"{opt} must be ≥ {least}, got {v}", param_hint=opt)
+        return v
+    out = {}
+    for item in text.split(","):
+        name, _, num = item.partition("=")
+        name = name.strip()
+        if name not in loops:
+            raise typer.BadParameter(f"{opt}: unknown loop {name!r}; known: {', '.join(loops)}", param_hint=opt)
+        try:
+            out[name] = int(num)
+        except ValueError:
+            raise typer.BadParameter(f"{opt}: {item!r} is not name=number", param_hint=opt) from None
+        if out[name] < 0:
+            raise typer.BadParameter(f"{opt}: {name} must be ≥ 0, got {out[name]}", param_hint=opt)
+    return out
+
+
 def _check_run_dir(out: Path) -> None:
     """The run directory can be created (or resumed) and written, checked before any model
     loads; nothing is created here."""
@@ -184,11 +214,15 @@ def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, 
     tm, dm, tok = load_pair(target, draft, device=dev, dtype=dtype)
     sets = [s.strip() for s in prompts.split(",") if s.strip()]
     # SD runs the first n of each set; capture, loops and controls their own first k (which may exceed n)
-    most = max(n, capture_n or 0, family_n or 0, controls_n or 0)
+    counts = lambda k: list(k.values()) if isinstance(k, dict) else [k or 0]  # noqa: E731
+    most = max(n, capture_n or 0, *counts(family_n), *counts(controls_n))
     per_set = {name: load_prompts(name, most) for name in sets}
     plist = [p for name in sets for p in per_set[name]]
     sd_list = [p for name in sets for p in per_set[name][:n]]
-    sub = lambda k: None if k is None else [p for name in sets for p in per_set[name][:k]]  # noqa: E731
+    def sub(k):
+        if isinstance(k, dict):
+            return {loop: sub(v) for loop, v in k.items() if v}
+        return None if k is None else [p for name in sets for p in per_set[name][:k]]
     typer.echo(f"{len(sd_list)} prompts for SD; γ ∈ {gammas}; {max_new_tokens} tokens each; temperature {temperature:g}; "
                f"batch {batch}" + (f"; loops {', '.join(families)}" if families else ""))
     run_experiment(out, tm, dm, plist, lambda p: render(p, tok, chat=chat), gammas=gammas,
@@ -217,6 +251,36 @@ def install():
     except ImportError as e:
         _fail(f"{e} (install the extra: pip install 'spectheory[validate]')")
     typer.echo(f"target: {t}\ndraft:  {d}")
+
+
+@validate_app.command("plan")
+def plan(pilot: Path = typer.Argument(..., help="A pilot run directory written by `spectheory validate`."),
+         out: str = typer.Option("RUN_DIR", "--out", "-o", help="Run directory to name in the printed command "
+                                 "(a copy of the pilot keeps its records: cp -r PILOT RUN_DIR)."),
+         margin: float = typer.Option(None, "--margin", help="Safety factor on the pilot's trials per prompt and "
+                                      "variance (default validate.plan.MARGIN)."),
+         alpha: float = typer.Option(0.01, "--alpha", help="Family-wise error rate of the report that will grade "
+                                     "the run (as `spectheory verify --alpha`)."),
+         json_out: Path = typer.Option(None, "--json", help="Also write the plan as JSON here.")):
+    """Prompts per set for every family loop and negative control, from a pilot run's power
+    statements (validate.plan): each graded logits test at power 0.9 at its tolerance and the
+    per-test level of `spectheory verify --logits`; prints the table and the command that runs it."""
+    import json
+
+    from sims.registry import total_mc_tests
+    from validate.experiment import load_run
+    from validate.plan import MARGIN, format_plan, plan_run
+    try:
+        run = load_run(pilot)
+        p = plan_run(run, alpha / max(1, total_mc_tests()), margin=MARGIN if margin is None else margin)
+    except (FileNotFoundError, ValueError, TypeError) as e:
+        _fail(str(e))
+    typer.echo(format_plan(p))
+    typer.echo("\nrun it (resumable; the counts are prompts per set, the pilot's records are kept in a copy):\n  "
+               + p.command(out))
+    if json_out is not None:
+        json_out.write_text(json.dumps(p.to_json(), indent=1))
+        typer.echo(f"wrote {json_out}")
 
 
 @validate_app.command("report")

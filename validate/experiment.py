@@ -12,6 +12,7 @@ where it stopped (existing files are skipped).
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,8 +161,19 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
         raise TypeError(f"hidden must be a validate.capture.HiddenSpec or None, got {type(hidden).__name__}")
     if not isinstance(prompts, (list, tuple)) or not all(isinstance(p, Prompt) for p in prompts):
         raise TypeError("prompts must be a list of validate.prompts.Prompt (load them with load_prompts)")
-    for nm, sub in (("capture", capture), ("family_prompts", family_prompts), ("control_prompts", control_prompts),
-                    ("sd_prompts", sd_prompts)):
+    # family_prompts / control_prompts: one list for every loop, or {loop name (control_prompts also
+    # "sd"): list} so that each loop gets the prompts its power statement asks for (validate.plan)
+    subs = [("capture", capture), ("sd_prompts", sd_prompts)]
+    for nm, sub in (("family_prompts", family_prompts), ("control_prompts", control_prompts)):
+        if isinstance(sub, dict):
+            bad = sorted(set(sub) - set(LOOPS) - ({"sd"} if nm == "control_prompts" else set()))
+            if bad:
+                raise ValueError(f"{nm}: unknown loops {bad}; known: {sorted(LOOPS)}"
+                                 + (" and sd" if nm == "control_prompts" else ""))
+            subs += [(f"{nm}[{k}]", v) for k, v in sub.items()]
+        else:
+            subs.append((nm, sub))
+    for nm, sub in subs:
         if sub is not None and (not isinstance(sub, (list, tuple)) or not all(p in prompts for p in sub)):
             raise ValueError(f"{nm} must be a sub-list of prompts")
     unknown = [f for f in families if f not in LOOPS]
@@ -204,14 +216,19 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
 
     # work list: (kind, γ or family, prompts still to do)
     cap = list(prompts if capture is None else capture)
-    fams = list(prompts if family_prompts is None else family_prompts)
-    ctls = list(control_prompts or [])
+    def for_loop(sub, name, default):
+        if isinstance(sub, dict):
+            return list(sub.get(name) or [])
+        return list(default if sub is None else sub)
+
     plan = [("capture", None, cap)]
     if sd:
         plan += [("sd", int(g), list(prompts if sd_prompts is None else sd_prompts)) for g in gammas]
-        plan += [("control", int(max(gammas)), ctls)] if ctls else []
+        ctl_sd = for_loop(control_prompts, "sd", [])
+        plan += [("control", int(max(gammas)), ctl_sd)] if ctl_sd else []
     for f in families:
-        plan.append(("family", f, fams))
+        plan.append(("family", f, for_loop(family_prompts, f, prompts)))
+        ctls = for_loop(control_prompts, f, [])
         if ctls and LOOPS[f].control is not None:
             plan.append(("family", f + "-control", ctls))
     loaders = {"capture": CompactTrace.load, "sd": SDRun.load, "control": SDRun.load, "family": LoopRun.load}
@@ -229,11 +246,16 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
     bar = task = None
     total = sum(len(ps) for _, _, ps in todo) * max_new_tokens
     if progress and todo:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
         bar = Progress(TextColumn("{task.description:<44}"), BarColumn(), MofNCompleteColumn(),
-                       TextColumn("tokens"), TimeElapsedColumn())
+                       TextColumn("tokens"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
         bar.start()
         task = bar.add_task("", total=total)
+    log_lines = bar is not None and not bar.console.is_terminal   # a log file: one line per finished prompt
+    t_start = time.perf_counter()
+    done_prompts = [0]
+    n_prompts = sum(len(ps) for _, _, ps in todo)
 
     def tick(k=1):
         if bar:
@@ -245,6 +267,14 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
             f.parent.mkdir(parents=True, exist_ok=True)
             obj.save(f)
             tick(max_new_tokens - counted.get(j, 0))  # early stop: count the rest as done
+            done_prompts[0] += 1
+            if log_lines:
+                t = bar.tasks[0]
+                el = time.perf_counter() - t_start
+                eta = el * (t.total - t.completed) / t.completed if t.completed else float("nan")
+                print(f"[{time.strftime('%H:%M:%S')}] {kind} {g}: {ps[j].name} done; {done_prompts[0]}/{n_prompts} "
+                      f"prompts, {int(t.completed)}/{int(t.total)} tokens, elapsed {el / 60:.1f} min, ETA "
+                      f"{eta / 60:.1f} min", flush=True)
         return done
 
     pcache = PrefixCache()  # every prompt's prefix runs through each model once, whatever phases use it

@@ -1,0 +1,182 @@
+"""Sample sizes of a real-model run chosen from the power statements of a pilot run.
+
+A pilot run (any ``spectheory validate`` run directory) gives, for every graded logits test, the
+trials one prompt yields (n had / prompts) and the per-trial variance of its own trials; the power
+statement of :mod:`validate.power` then says how many trials the test needs to see a deviation of
+its tolerance with probability ``power`` at the per-test level ``alpha``:
+
+    n needed = ⌈((z_{1−α/2} + z_π)/δ)² · v⌉,   prompts needed = ⌈margin · n needed / (trials per prompt)⌉.
+
+Negative controls are sized the same way, with δ the effect the control must show: a control the
+pilot already rejects needs nothing more; otherwise δ = max(tolerance, |d̂| − 2·se), d̂ the pilot's
+deviation of the broken loop and se its standard error (a control is sized to be seen at least as
+well as the subject's tolerance; a broken rule whose true effect is below the tolerance is a bug the
+test is not designed to see, and the report says so when it is not rejected).
+
+The prompt sets split the count evenly (``sets``), because the loops take the first k prompts of
+every set. ``margin`` (default 1.25, a choice of this project) covers the pilot's error in trials per
+prompt and variance. :func:`plan_run` → :class:`Plan`; ``spectheory validate plan PILOT`` prints it
+with the command that runs it (resumable: point ``--out`` at a copy of the pilot to keep its records).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from spectheory.checks import check_level, check_real
+
+from .power import TOLERANCE, TOLERANCE_TAU, n_needed
+
+#: Safety factor on the pilot's trials per prompt and variance (this project's choice).
+MARGIN = 1.25
+#: Graded power of the report (spectheory.judge.stats.POWER).
+from spectheory.judge.stats import POWER  # noqa: E402
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One graded test or negative control: what the pilot had and what the run needs."""
+
+    loop: str              # loop name (``sd`` for real SD; ``<loop>-control`` for a control)
+    claim: str
+    test: str
+    role: str              # "test" or "control"
+    prompts_had: int
+    n_had: int
+    trials_per_prompt: float
+    var_per_trial: float
+    effect: float          # deviation to see: the tolerance (tests) or the control's sizing effect
+    n_needed: int
+    prompts_needed: int    # total over the prompt sets, margin included
+    per_set: int           # prompts per set for this loop
+    note: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Plan:
+    """Per loop the prompts per set the run needs (the maximum over that loop's rows)."""
+
+    pilot: str
+    alpha: float
+    power: float
+    margin: float
+    sets: int
+    rows: list = field(default_factory=list)
+
+    @property
+    def family_n(self) -> dict:
+        return self._need("test")
+
+    @property
+    def controls_n(self) -> dict:
+        return self._need("control")
+
+    def _need(self, role) -> dict:
+        out: dict = {}
+        for r in self.rows:
+            if r.role == role:
+                name = r.loop.replace("-control", "")
+                out[name] = max(out.get(name, 0), r.per_set)
+        return out
+
+    def command(self, out: str, extra: str = "") -> str:
+        """The ``spectheory validate`` invocation that runs this plan (on a copy of the pilot)."""
+        fam = ",".join(f"{k}={v}" for k, v in sorted(self.family_n.items()) if k != "sd")
+        ctl = ",".join(f"{k}={v}" for k, v in sorted(self.controls_n.items()))
+        return (f"spectheory validate --out {out} --family-n {fam or 0} --controls-n {ctl or 0}"
+                + (f" {extra}" if extra else ""))
+
+    def to_json(self) -> dict:
+        return dict(pilot=self.pilot, alpha=self.alpha, power=self.power, margin=self.margin, sets=self.sets,
+                    family_n=self.family_n, controls_n=self.controls_n, rows=[r.to_json() for r in self.rows])
+
+
+def _prompts(runs) -> int:
+    return len({(r.meta.get("category"), r.meta.get("name")) for r in runs})
+
+
+def _row(loop, claim, test, role, runs_prompts, n, v, effect, alpha, power, margin, sets, note="") -> PlanRow:
+    tpp = n / runs_prompts if runs_prompts else float("nan")
+    need = n_needed(v, alpha, effect, power)
+    total = int(math.ceil(margin * need / tpp)) if tpp > 0 else 0
+    return PlanRow(loop, claim, test, role, int(runs_prompts), int(n), float(tpp), float(v), float(effect),
+                   int(need), total, int(math.ceil(total / sets)) if total else 0, note)
+
+
+def _control_effect(ev, tolerance) -> tuple[float, str]:
+    """(effect to size for, why) of a control's pilot evidence."""
+    d = abs(float(ev.measured) - float(ev.claimed))
+    se = (ev.ci_high - ev.ci_low) / (2 * 1.959963984540054) if ev.ci_low is not None and ev.ci_high is not None \
+        else float("nan")
+    lo = d - 2 * se if np.isfinite(se) else 0.0
+    eff = max(tolerance, lo)
+    return eff, (f"pilot deviation {d:.4f} (se {se:.4f}); sized for max(tolerance {tolerance:g}, "
+                 f"|d̂| − 2·se = {lo:.4f}) = {eff:.4f}")
+
+
+def plan_run(run, alpha: float, power: float = POWER, margin: float = MARGIN, sets: int | None = None,
+             tolerance: float = TOLERANCE, tolerance_tau: float = TOLERANCE_TAU) -> Plan:
+    """Prompts per set for every family loop and negative control of ``run`` (a pilot,
+    :func:`validate.experiment.load_run`) so that each graded test reaches ``power`` at its
+    tolerance and per-test level ``alpha`` (module docstring)."""
+    from .evidence import sd_tests
+    from .experiment import check_run
+    from .replay_loops import loop_tests
+    check_run(run)
+    check_level(alpha)
+    check_level(power, "power")
+    check_real(margin, "margin", lo=1.0)
+    cats = sorted({r.meta.get("category", "") for rs in run.families.values() for r in rs}
+                  | {r.meta.get("category", "") for rs in run.sd.values() for r in rs})
+    sets = int(sets or max(1, len(cats)))
+    plan = Plan(str(run.path), float(alpha), float(power), float(margin), sets)
+    if run.sd:
+        prompts = _prompts(run.sd[max(run.sd)])
+        for pr in sd_tests(run.sd, alpha, tolerance, "real SD")[2]:
+            plan.rows.append(_row("sd", pr.claim, pr.test, "test", prompts, pr.n_had, pr.var_per_trial, pr.tolerance,
+                                  alpha, power, margin, sets))
+    for g, runs in sorted(run.controls.items()):
+        acc, _, prs = sd_tests({g: runs}, alpha, tolerance, "control")
+        for ev, pr in zip(acc, prs[:1]):
+            plan.rows.append(_control_row("sd", pr.claim, ev, pr, runs, tolerance, alpha, power, margin, sets))
+    for name, runs in sorted(run.families.items()):
+        base = name.replace("-control", "")
+        evs, prs = loop_tests(base, runs, alpha, tolerance, tolerance_tau)
+        if base == name:
+            for pr in prs:
+                plan.rows.append(_row(name, pr.claim, pr.test, "test", _prompts(runs), pr.n_had, pr.var_per_trial,
+                                      pr.tolerance, alpha, power, margin, sets))
+            continue
+        graded = [e for es in evs.values() for e in es if e.p_value is not None and e.outcome != "info"]
+        for ev, pr in zip(graded, prs):
+            plan.rows.append(_control_row(name, pr.claim, ev, pr, runs, pr.tolerance, alpha, power, margin, sets))
+    return plan
+
+
+def _control_row(loop, claim, ev, pr, runs, tolerance, alpha, power, margin, sets) -> PlanRow:
+    if ev.outcome == "fail":
+        return PlanRow(loop + ("-control" if loop == "sd" else ""), claim, pr.test, "control", _prompts(runs),
+                       pr.n_had, pr.n_had / max(1, _prompts(runs)), pr.var_per_trial, abs(ev.measured - ev.claimed),
+                       pr.n_had, _prompts(runs), int(math.ceil(_prompts(runs) / sets)),
+                       f"rejected in the pilot (p = {ev.p_value:.3g}): nothing more needed")
+    eff, why = _control_effect(ev, tolerance)
+    return _row(loop + ("-control" if loop == "sd" else ""), claim, pr.test, "control", _prompts(runs), pr.n_had,
+                pr.var_per_trial, eff, alpha, power, margin, sets, note=why)
+
+
+def format_plan(plan: Plan) -> str:
+    """Markdown table of a plan."""
+    lines = [f"Plan from the pilot `{plan.pilot}`: per-test α = {plan.alpha:.3g}, power {plan.power}, margin "
+             f"{plan.margin:g}, {plan.sets} prompt sets.", "",
+             "| loop | claim | test | role | prompts had | n had | trials/prompt | effect | n needed | prompts needed "
+             "| per set | note |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in plan.rows:
+        lines.append(f"| {r.loop} | {r.claim} | {r.test} | {r.role} | {r.prompts_had} | {r.n_had:,} | "
+                     f"{r.trials_per_prompt:.1f} | {r.effect:.4g} | {r.n_needed:,} | {r.prompts_needed} | {r.per_set} "
+                     f"| {r.note} |")
+    return "\n".join(lines)
