@@ -256,13 +256,15 @@ def real_pair_text(claim) -> str:
     if not real:
         return ""
     v, n, need = real["verdict"], real.get("n"), real.get("n_needed")
+    ctl = real.get("controls")
+    tail = f"; controls {ctl['rejected']}/{ctl['total']} rejected" if ctl else ""
     if n is None or need is None:
-        return f"real pair: {v}"
+        return f"real pair: {v}" + (f" ({tail[2:]})" if tail else "")
     if v == "underpowered":
-        return f"real pair: underpowered (n {n:,} of {need:,} needed)"
+        return f"real pair: underpowered (n {n:,} of {need:,} needed{tail})"
     if v == "holds":
-        return f"real pair: holds (n {n:,} ≥ {need:,})"
-    return f"real pair: {v} (n {n:,}; {need:,} needed)"
+        return f"real pair: holds (n {n:,} ≥ {need:,}{tail})"
+    return f"real pair: {v} (n {n:,}; {need:,} needed{tail})"
 
 
 def beside(claim) -> list[str]:

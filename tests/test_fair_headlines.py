@@ -383,6 +383,23 @@ def test_real_pair_verdict_beside_the_synthetic_one(empty_registry, logits, real
     _validate(rep)
 
 
+def test_real_pair_counts_its_logits_controls(empty_registry):
+    """A claim's logits-mode negative controls are counted beside the real pair's verdict, with the
+    ones not rejected named (issue 25: every logits control must be rejected)."""
+    ok = Evidence("logits", "broken A (must fail)", 0.5, 0.7, outcome="info", control="rejected")
+    bad = Evidence("logits", "broken B (must fail)", 0.5, 0.51, outcome="info", control="not rejected")
+    _register(relation="=", modes=("exact", "logits"),
+              check=lambda ctx, s: [stats.exact_equal("x", 1.0, 2.0 if s == "bad" else 1.0)])
+    rep = _report(extra_evidence={"toy.fair": [_logits("pass"), ok, bad]}, extra_source="data/runs/x")
+    c = rep["claims"][0]
+    assert c["sources"]["real"]["controls"] == {"rejected": 1, "total": 2, "not_rejected": ["broken B (must fail)"]}
+    assert "controls 1/2 rejected" in beside(c)[-1]
+    assert [e.get("control") for e in c["evidence"] if e["mode"] == "logits"] == [None, "rejected", "not rejected"]
+    _validate(rep)
+    with pytest.raises(ValueError, match="control must be"):
+        Evidence("logits", "x", 0, 0, control="maybe")
+
+
 def test_real_pair_verdict_needs_graded_logits_evidence():
     assert verdicts.real_pair_verdict([Evidence("logits", "i", 0, 0, outcome="info")]) is None
     assert verdicts.real_pair_verdict([]) is None

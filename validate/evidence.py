@@ -144,6 +144,7 @@ def sd_evidence(run: Run, alpha: float = 1e-3, tolerance: float = TOLERANCE) -> 
                 test=f"negative control in logits mode: a broken verifier through the same real SD loop, the same "
                      f"test; p = {e.p_value:.3g} → {'fails, as it must' if e.outcome == 'fail' else 'DID NOT FAIL'}",
                 note=f"{ctx}; {e.note}"))
+            out[claim][-1].control = "rejected" if e.outcome == "fail" else "not rejected"
     for row in summarize(run):
         if row["category"] == "all" or not row["n_iterations"]:
             continue

@@ -232,6 +232,7 @@ def logits_evidence(run, alpha: float = 1e-3, tolerance: float = TOLERANCE,
                                         f" → {'fails, as it must' if e.outcome == 'fail' else 'DID NOT FAIL'}",
                                    note=e.note)
                     e.part = part
+                    e.control = "rejected" if "fails, as it must" in e.test else "not rejected"
                 out.setdefault(cid, []).append(e)
     return out
 

@@ -87,6 +87,9 @@ class Evidence:
     #: why the instance lies outside the claim's scope (issue 24, item 2): such evidence is
     #: ``info``, shown as "outside the claim's scope: ...", never a counterexample
     out_of_scope: str = ""
+    #: a negative control's row in ``logits`` mode (issue 25): "rejected" when the broken
+    #: verifier failed the test, as it must, "not rejected" when it did not; "" otherwise
+    control: str = ""
 
     def __post_init__(self):
         if self.part is None:
@@ -95,6 +98,8 @@ class Evidence:
             raise ValueError(f"unknown evidence mode {self.mode!r}")
         if self.outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {self.outcome!r}")
+        if self.control not in ("", "rejected", "not rejected"):
+            raise ValueError(f"control must be '', 'rejected' or 'not rejected', got {self.control!r}")
         if self.out_of_scope and self.outcome != "info":
             raise ValueError(f"evidence outside the claim's scope ({self.out_of_scope}) must be info, "
                              f"got outcome {self.outcome!r}")
@@ -111,6 +116,8 @@ class Evidence:
             del d["tie"]
         if not self.out_of_scope:
             del d["out_of_scope"]
+        if not self.control:
+            del d["control"]
         if self.points is None:
             del d["points"]
         else:

@@ -88,6 +88,10 @@ def real_pair_verdict(evidence) -> dict | None:
         verdict, pool = "holds", graded
     sized = [(e.n / nn if nn else math.inf, e, nn) for e in pool if e.n is not None and (nn := n_needed(e))]
     out = {"verdict": verdict, "n": None, "n_needed": None, "tests": len(graded), "instance": pool[0].instance}
+    ctl = [e for e in evidence if e.mode == "logits" and getattr(e, "control", "")]
+    if ctl:   # the logits-mode negative controls: a broken verifier through the same real loop and test
+        out["controls"] = {"rejected": sum(e.control == "rejected" for e in ctl), "total": len(ctl),
+                           "not_rejected": [e.instance for e in ctl if e.control != "rejected"]}
     if sized:
         _, e, nn = min(sized, key=lambda r: r[0])
         out.update(n=int(e.n), n_needed=int(nn), instance=e.instance)
