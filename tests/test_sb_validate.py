@@ -83,30 +83,48 @@ def hrad_ev(hrad_run):
     return replay_sb.hrad_evidence(hrad_run.traces, _measured_costs(hrad_run)[0])
 
 
-def test_hrad_on_b32_beats_majority_and_shuffled_control_does_not(hrad_ev):
-    """The numbers docs/sb.md states: held-out 5 of 16 prompts, n = 423 positions, γ = 4."""
+def test_hrad_on_b32_cross_validated_gain_is_graded_and_control_rejected(hrad_ev):
+    """The numbers docs/sb.md states: 5-fold cross-validation by prompt over the 16 captured prompts,
+    1,441 decisions, γ = 4; the gain over the majority class is graded (one-sided t-test, prompts the
+    unit), underpowered at 16 prompts; the shuffled-label MLP shows no gain (control rejected)."""
     acc = [e for e in hrad_ev if e.part == "accuracy"]
-    assert len(acc) == 2 and all(e.mode == "logits" and e.outcome == "info" and e.n == 423 for e in acc)
+    assert len(acc) == 2 and all(e.mode == "logits" and e.n == 16 for e in acc)
     mlp, shuf = acc
-    assert "HumanEval" in mlp.instance and "mtbench" in mlp.instance  # both categories held out
-    assert mlp.claimed == pytest.approx(0.5768, abs=5e-4)             # majority: all-accept
-    assert mlp.measured == pytest.approx(0.6216, abs=0.01)
-    assert mlp.measured > mlp.claimed + 0.02
-    assert "ceiling" in mlp.note and "0.7330" in mlp.note and "not graded" in mlp.note
-    assert shuf.measured <= shuf.claimed  # the negative control does not beat the majority class
+    assert "5-fold cross-validation by prompt" in mlp.instance and "1441 decisions" in mlp.instance
+    assert mlp.outcome == "underpowered" and mlp.tolerance == 0.02 and mlp.alpha == pytest.approx(1e-3)
+    assert mlp.claimed == pytest.approx(0.6422, abs=5e-4)             # majority: all-accept
+    assert mlp.measured == pytest.approx(0.6735, abs=0.01)
+    assert 0 < mlp.p_value < 0.1 and mlp.detectable > 0.02 and "ceiling" in mlp.note
+    assert shuf.outcome == "info" and shuf.control == "rejected" and "fails, as it must" in shuf.test
+    assert shuf.measured < shuf.claimed   # the negative control does not beat the majority class
     eff = {e.instance.split(",")[0]: e for e in hrad_ev if e.part == "effect"}
     assert len(eff) == 4 and all(0.5 < e.measured < 3 for e in eff.values())
     (eps,) = [e for e in hrad_ev if e.part == "eps-robust"]
     assert eps.measured < eps.claimed  # H-RAD less sensitive to ε than the pure threshold on these texts
 
 
-def test_hrad_study_is_seeded_and_splits_by_prompt(hrad_run):
+def test_hrad_gain_test_grades_by_significance_then_power():
+    """pass on a significant gain; fail when no gain and the test sees the tolerance; underpowered
+    otherwise — and a gain that is real but below significance never passes."""
+    rng = np.random.default_rng(3)
+    kw = dict(accuracy=0.6, majority=0.5, alpha=1e-3, tolerance=0.02)
+    assert replay_sb.gain_test("x", 0.05 + 0.01 * rng.standard_normal(40), **kw).outcome == "pass"
+    assert replay_sb.gain_test("x", 0.001 * rng.standard_normal(400), **kw).outcome == "fail"
+    assert replay_sb.gain_test("x", 0.0 + 0.1 * rng.standard_normal(10), **kw).outcome == "underpowered"
+    e = replay_sb.gain_test("x", [0.01, 0.02, 0.015, 0.012], **kw)
+    assert e.outcome != "pass" and e.p_value > 1e-3
+    with pytest.raises(ValueError, match="at least 2 prompts"):
+        replay_sb.gain_test("x", [0.1], **kw)
+
+
+def test_hrad_study_is_seeded_and_every_prompt_is_held_out_once(hrad_run):
     a, b = replay_sb.hrad_study(hrad_run.traces), replay_sb.hrad_study(hrad_run.traces)
     assert a["accuracy"] == b["accuracy"] and (a["pred"] == b["pred"]).all()
-    assert not set(a["test"]) & set(a["train"]) and len(a["test"]) == 5
-    assert len(set(a["test"]) | set(a["train"])) == len(hrad_run.traces)
-    cats = {hrad_run.traces[i].meta["category"] for i in a["test"]}
-    assert cats == {"code", "chat"}
+    assert a["folds"] == 5 and sorted(a["test"].tolist()) == list(range(len(hrad_run.traces)))
+    cats = np.array([t.meta["category"] for t in hrad_run.traces])
+    for f in range(5):   # stratified: each fold holds prompts of both categories (16 prompts, 8 + 8)
+        assert set(cats[a["fold"] == f]) == {"code", "chat"}
+    assert a["per_prompt_gain"].size == len(hrad_run.traces)
 
 
 def test_hrad_missing_fields_on_the_n12_run(evidence):
