@@ -328,7 +328,7 @@ class RandomSources:
             dtype = dtype or torch.get_default_dtype()
             np_dtype = np_of.get(dtype, np.float32)
             vals = _uniform_array(src(), tuple(shape), np_dtype)
-            if device is None and torch_of.get(getattr(vals, "dtype", None)) is dtype:
+            if (device is None or str(device) == "cpu") and torch_of.get(getattr(vals, "dtype", None)) is dtype:
                 return torch.from_numpy(vals)  # the same values, without the float64 round trip (per call)
             return _tensor(vals, dtype, device)
 
@@ -355,24 +355,32 @@ class RandomSources:
             return torch.as_tensor(np.asarray(vals, dtype=np.int64)).to(dtype=dtype or torch.int64, device=device)
 
         def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
-            if input.dim() == 1 and num_samples == 1 and input.shape[0] <= _SMALL_ROW:
-                # the common call on a small vocabulary, in plain Python (the same draw as below)
-                row = input.tolist()
-                cdf = list(_accumulate(row))
-                total = cdf[-1] if cdf else 0.0
-                if _isfinite(total) and total > 0 and min(row) >= 0:
+            if num_samples == 1 and input.dim() in (1, 2) and input.shape[-1] <= _SMALL_ROW \
+                    and input.numel() <= _SMALL_ROW ** 2:
+                # the common call on a small vocabulary, in plain Python (the same draws as below);
+                # every row is checked before any draw, else the path below raises as torch does
+                rows = input.tolist()
+                rows = [rows] if input.dim() == 1 else rows
+                cdfs = [list(_accumulate(row)) for row in rows]
+                if rows and all(cdf and _isfinite(cdf[-1]) and cdf[-1] > 0 and min(row) >= 0
+                                for row, cdf in zip(rows, cdfs)):
                     s_ = src()
-                    if type(s_) is CountingGenerator:  # the statistical runs: counted as tagged() counts it
-                        if not s_._inside:
-                            s_.by_kind["categorical"] += 1
-                        u = np.random.Generator.random(s_)
-                    else:
-                        with tagged(s_, "categorical"):
-                            u = float(_uniform_array(s_, (), np.float64))
-                    i = _bisect_right(cdf, u * total)
-                    if i >= len(row) or row[i] <= 0:
-                        i = inverse_cdf(row, u)
-                    return torch.tensor([i], dtype=torch.long, device=input.device)
+                    picks = []
+                    for row, cdf in zip(rows, cdfs):
+                        if type(s_) is CountingGenerator:  # the statistical runs: counted as tagged() counts it
+                            if not s_._inside:
+                                s_.by_kind["categorical"] += 1
+                            u = np.random.Generator.random(s_)
+                        else:
+                            with tagged(s_, "categorical"):
+                                u = float(_uniform_array(s_, (), np.float64))
+                        i = _bisect_right(cdf, u * cdf[-1])
+                        if i >= len(row) or row[i] <= 0:
+                            i = inverse_cdf(row, u)
+                        picks.append(i)
+                    if input.dim() == 1:
+                        return torch.tensor(picks, dtype=torch.long, device=input.device)
+                    return torch.tensor(picks, dtype=torch.long, device=input.device).reshape(-1, 1)
             if input.dim() == 1 and num_samples == 1:  # the common call, one pass (same draw as below)
                 row = input.detach().to("cpu", torch.float64).numpy()
                 cdf = np.cumsum(row)
