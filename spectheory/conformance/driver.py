@@ -248,6 +248,7 @@ class BlockRunner:
         self.rec = _Recorder(pair, gamma, n_tokens, with_draft=True)
         self.crash: VerifierCrash | None = None
         self.calls = 0
+        self._inputs_cache: dict = {}  # framework inputs per distinct (states, draft): BlockVerifier.block_inputs
 
     @property
     def n_runs(self) -> int:
@@ -267,6 +268,7 @@ class BlockRunner:
         rec, verifier, rng, draft_rng = self.rec, self.verifier, self.verifier_rng, self.draft_rng
         pl, ql, ledger, bg = self.p_list, self.q_list, self.ledger, rng.bit_generator
         cap = self._capture_call
+        inputs_cache = self._inputs_cache
         while self.n_runs < n_runs:
             s, got, first = 0, [], True
             while len(got) < self.n_tokens:
@@ -285,9 +287,12 @@ class BlockRunner:
                     raise _Captured
                 u0 = rng.decision_values()
                 try:
+                    args = verifier.block_inputs(p_rep, q_rep, states, draft, inputs_cache)
+                    verifier.sources.current = rng
                     t0 = perf_counter()
-                    out = verifier(p_rep[states], q_rep[states[:gamma]], draft, rng)
-                    self.sampler_s += perf_counter() - t0
+                    raw = verifier.invoke(*args, rng)
+                    self.sampler_s += perf_counter() - t0  # the sampler's own call, no conversions
+                    out = tokens_of(raw, verifier.batched)
                     rec.check(out)
                 except Exception as err:  # noqa: BLE001  (any crash of user code is a finding)
                     self.crash = crash_from(err, f"{self.name} γ={gamma}",

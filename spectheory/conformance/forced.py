@@ -14,6 +14,7 @@ Inverse-CDF sampling here returns the smallest index whose cumulative mass excee
 from __future__ import annotations
 
 import contextlib
+import math
 
 import numpy as np
 
@@ -78,6 +79,15 @@ def tagged(rng, kind: str):
     return rng.kind(kind) if isinstance(rng, DrawCounter) else contextlib.nullcontext(rng)
 
 
+def _size_of(size) -> int:
+    """How many values a ``size`` argument asks for (None: one)."""
+    if size is None:
+        return 1
+    if isinstance(size, tuple):
+        return math.prod(int(k) for k in size)
+    return int(np.prod(size))
+
+
 class CountingGenerator(np.random.Generator, DrawCounter):
     """A ``numpy.random.Generator`` on the same bit generator as ``rng`` (so the same stream)
     that counts what it hands out, by kind: the statistical runs compare, call by call, the
@@ -97,27 +107,27 @@ class CountingGenerator(np.random.Generator, DrawCounter):
             DrawCounter._count(self, k, default)
 
     def random(self, size=None, dtype=np.float64, out=None):
-        self._count(1 if size is None else int(np.prod(size)))
+        self._count(_size_of(size))
         return super().random(size, dtype=dtype, out=out)
 
     def uniform(self, low=0.0, high=1.0, size=None):
-        self._count(1 if size is None else int(np.prod(size)))
+        self._count(_size_of(size))
         return super().uniform(low, high, size)
 
     def exponential(self, scale=1.0, size=None):
-        self._count(1 if size is None else int(np.prod(size)), "exponential")
+        self._count(_size_of(size), "exponential")
         return super().exponential(scale, size)
 
     def standard_exponential(self, size=None, dtype=np.float64, method="zig", out=None):
-        self._count(1 if size is None else int(np.prod(size)), "exponential")
+        self._count(_size_of(size), "exponential")
         return super().standard_exponential(size, dtype=dtype, method=method, out=out)
 
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
-        self._count(1 if size is None else int(np.prod(size)), "categorical")
+        self._count(_size_of(size), "categorical")
         return super().integers(low, high, size, dtype=dtype, endpoint=endpoint)
 
     def choice(self, a, size=None, replace=True, p=None, axis=0, shuffle=True):
-        self._count(1 if size is None else int(np.prod(size)), "categorical")
+        self._count(_size_of(size), "categorical")
         self._inside = True
         try:
             return super().choice(a, size, replace, p, axis, shuffle)

@@ -40,9 +40,16 @@ import types
 
 import numpy as np
 
-from .forced import ForcedSourceUnsupported, ForcedUniforms, inverse_cdf, tagged
+from bisect import bisect_right as _bisect_right
+from itertools import accumulate as _accumulate
+from math import isfinite as _isfinite
+
+from .forced import CountingGenerator, ForcedSourceUnsupported, ForcedUniforms, inverse_cdf, tagged
 
 _BitGenerator = np.random.bit_generator.BitGenerator
+#: ``torch.multinomial`` on a row this short samples in plain Python (per-call overhead of NumPy
+#: conversions dominates there); longer rows take the NumPy path. Both draw the same token.
+_SMALL_ROW = 64
 
 
 def _uniform_array(rng, shape, np_dtype):
@@ -307,6 +314,7 @@ class RandomSources:
         src = self.source
         np_of = {torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16,
                  torch.bfloat16: np.float16}
+        torch_of = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
 
         def _shape(size):
             if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
@@ -318,7 +326,11 @@ class RandomSources:
 
         def _uniform_tensor(shape, dtype, device=None):
             dtype = dtype or torch.get_default_dtype()
-            return _tensor(_uniform_array(src(), tuple(shape), np_of.get(dtype, np.float32)), dtype, device)
+            np_dtype = np_of.get(dtype, np.float32)
+            vals = _uniform_array(src(), tuple(shape), np_dtype)
+            if (device is None or str(device) == "cpu") and torch_of.get(getattr(vals, "dtype", None)) is dtype:
+                return torch.from_numpy(vals)  # the same values, without the float64 round trip (per call)
+            return _tensor(vals, dtype, device)
 
         def rand(*size, dtype=None, device=None, generator=None, out=None, requires_grad=False, **kw):
             t = _uniform_tensor(_shape(size), dtype, device)
@@ -343,6 +355,32 @@ class RandomSources:
             return torch.as_tensor(np.asarray(vals, dtype=np.int64)).to(dtype=dtype or torch.int64, device=device)
 
         def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+            if num_samples == 1 and input.dim() in (1, 2) and input.shape[-1] <= _SMALL_ROW \
+                    and input.numel() <= _SMALL_ROW ** 2:
+                # the common call on a small vocabulary, in plain Python (the same draws as below);
+                # every row is checked before any draw, else the path below raises as torch does
+                rows = input.tolist()
+                rows = [rows] if input.dim() == 1 else rows
+                cdfs = [list(_accumulate(row)) for row in rows]
+                if rows and all(cdf and _isfinite(cdf[-1]) and cdf[-1] > 0 and min(row) >= 0
+                                for row, cdf in zip(rows, cdfs)):
+                    s_ = src()
+                    picks = []
+                    for row, cdf in zip(rows, cdfs):
+                        if type(s_) is CountingGenerator:  # the statistical runs: counted as tagged() counts it
+                            if not s_._inside:
+                                s_.by_kind["categorical"] += 1
+                            u = np.random.Generator.random(s_)
+                        else:
+                            with tagged(s_, "categorical"):
+                                u = float(_uniform_array(s_, (), np.float64))
+                        i = _bisect_right(cdf, u * cdf[-1])
+                        if i >= len(row) or row[i] <= 0:
+                            i = inverse_cdf(row, u)
+                        picks.append(i)
+                    if input.dim() == 1:
+                        return torch.tensor(picks, dtype=torch.long, device=input.device)
+                    return torch.tensor(picks, dtype=torch.long, device=input.device).reshape(-1, 1)
             if input.dim() == 1 and num_samples == 1:  # the common call, one pass (same draw as below)
                 row = input.detach().to("cpu", torch.float64).numpy()
                 cdf = np.cumsum(row)
