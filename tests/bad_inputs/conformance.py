@@ -111,7 +111,7 @@ ROWS = [
     bad("conformance.MarkovLM source str", MarkovLM, "src", exc=TypeError, match="source must be a MarkovSource"),
     bad("conformance.MarkovLM flat contexts", LM, [0, 1], match="contexts must be a batch"),
     bad("conformance.MarkovLM token out of range", LM, [[0, 5]], match=r"token ids in \[0, 3\)"),
-    bad("conformance.fake_lm lm", fake_lm, SRC, "jax", match="lm must be 'callable' or 'torch'"),
+    bad("conformance.fake_lm lm", fake_lm, SRC, "jax", match="lm must be 'callable', 'torch' or 'hf'"),
     bad("conformance.fake_lm source str", fake_lm, "x", exc=TypeError, match="source must be a MarkovSource"),
     bad("conformance.markov_torch_lm source str", markov_torch_lm, "x", exc=TypeError,
         match="source must be a MarkovSource"),
@@ -238,7 +238,7 @@ ROWS = [
     bad("conformance.replay_check unknown check", sc.replay_check, TARGET, check="nope", instance="iid-V1", gamma=1,
         runs=10, alpha=0.01, match="unknown check 'nope'"),
     bad("conformance.replay_check bad kind", sc.replay_check, TARGET, check="conformance.first_tokens",
-        instance="iid-V1", gamma=1, runs=10, alpha=0.01, kind="tree", match="kind must be 'block' or 'multidraft'"),
+        instance="iid-V1", gamma=1, runs=10, alpha=0.01, kind="tree", match="kind must be 'block', 'multidraft' or 'assisted'"),
     bad("testing.assert_lossless bad kind", lambda: __import__("spectheory.testing").testing.assert_lossless(
         REF, kind="tree"), match="kind must be one of"),
     bad("testing.assert_lossless not callable", lambda: __import__("spectheory.testing").testing.assert_lossless(
