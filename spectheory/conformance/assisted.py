@@ -260,16 +260,24 @@ def assisted_reference(target, draft, prompt, *, max_new_tokens: int, num_assist
     return out[:L]
 
 
-def _control_stack(name, **switches):
-    def stack(target, draft, prompt, **kw):
-        return assisted_reference(target, draft, prompt, **kw, **switches)
-    stack.__name__ = stack.__qualname__ = name
-    return stack
+def target_unprocessed_stack(target, draft, prompt, **kw):
+    """Control: the processors wired into the drafter only; the target's rows are verified
+    unprocessed (lossy wherever the processors change the target's rows)."""
+    return assisted_reference(target, draft, prompt, **kw, process_target=False)
 
 
-def _residual_p_verifier():
+def cache_not_cropped_stack(target, draft, prompt, **kw):
+    """Control: the target's cache is not rolled back after a rejection, so the rejected drafted
+    tokens stay in its history (lossy on sources of order ≥ 2)."""
+    return assisted_reference(target, draft, prompt, **kw, crop_cache=False)
+
+
+def residual_p_stack(target, draft, prompt, **kw):
+    """Control: the correction after a rejection drawn from p instead of norm(max(p − q, 0))
+    (the block verifiers' ``residual=norm(p)`` control in the reference stack)."""
     from .references import CONTROLS as BLOCK_CONTROLS
-    return next(f for c, f, _ in BLOCK_CONTROLS if c == "residual=norm(p)")
+    verifier = next(f for c, f, _ in BLOCK_CONTROLS if c == "residual=norm(p)")
+    return assisted_reference(target, draft, prompt, **kw, verifier=verifier)
 
 
 def _processing_matters(pair: MarkovPair, proc: Processing) -> bool:
@@ -279,23 +287,13 @@ def _processing_matters(pair: MarkovPair, proc: Processing) -> bool:
 #: Negative controls: (name, description, stack, applies(pair, processing) -> bool)
 CONTROLS = (
     ("target-unprocessed", "the processors applied to the draft only; the target's rows verified unprocessed "
-     "(lossy wherever the processors change the target's rows)",
-     _control_stack("target-unprocessed", process_target=False), _processing_matters),
+     "(lossy wherever the processors change the target's rows)", target_unprocessed_stack, _processing_matters),
     ("cache-not-cropped", "the target's cache is not rolled back after a rejection: the rejected drafted tokens "
-     "stay in its history (lossy on sources of order ≥ 2)",
-     _control_stack("cache-not-cropped", crop_cache=False), lambda pair, proc: pair.order >= 2),
+     "stay in its history (lossy on sources of order ≥ 2)", cache_not_cropped_stack,
+     lambda pair, proc: pair.order >= 2),
     ("residual=norm(p)", "the correction after a rejection drawn from p instead of norm(max(p − q, 0))",
-     None, lambda pair, proc: True),
+     residual_p_stack, lambda pair, proc: True),
 )
-
-
-def _controls():
-    out = []
-    for name, desc, stack, applies in CONTROLS:
-        if stack is None:  # the block verifier's control, wired into the reference stack
-            stack = _control_stack(name, verifier=_residual_p_verifier())
-        out.append((name, desc, stack, applies))
-    return out
 
 
 # ------------------------------------------------------------------------------- the runner
@@ -506,10 +504,9 @@ def _counterexample(check_id, ev, blocks, block_info, title, target, seed, L, lm
                "measured": bad.measured, "p_value": bad.p_value, "n": bad.n}
         if at is not None:
             extra = {"lm": lm} if lm != "hf" else {}
-            extra.update({"dtype": dtype} if dtype != "float32" else {})
             out["call"] = call_line("replay_check", target, check=check_id, kind="assisted", instance=name_,
                                     setting=proc.label, gamma=g, max_new_tokens=L, runs=at["runs"], seed=seed,
-                                    alpha=at["level"], **extra)
+                                    alpha=at["level"], dtype=dtype, **extra)
         return out
     return None
 
@@ -536,7 +533,7 @@ def _run_controls(controls: bool, blocks, checks, cplan, L, seed_of, title, dtyp
     out: dict = {c.id: [] for c in checks}
     if not controls:
         return out
-    for cname, desc, stack, applies in _controls():
+    for cname, desc, stack, applies in CONTROLS:
         per_check: dict = {c.id: [] for c in checks}
         sources = RandomSources(stack)
         for name_, proc, g in blocks:

@@ -165,7 +165,7 @@ def replay_check(target, *, check: str, instance: str, gamma: int, runs: int, se
         from .assisted import replay_runner
         runner, pair, found = replay_runner(fn, instance=instance, setting=setting or "T=1", gamma=gamma,
                                             max_new_tokens=max_new_tokens, seed=seed, lm=lm,
-                                            dtype=dtype if dtype != "float64" else "float32")
+                                            dtype=dtype)
         checks = {c.id: c for c in found}
         if check not in checks:
             raise ValueError(f"unknown check {check!r}; known: {sorted(checks)}")
