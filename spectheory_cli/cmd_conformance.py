@@ -109,7 +109,7 @@ def conformance(
     n = n or (ag.DEFAULT_N if kind == "assisted" else 10_000)
     try:
         if kind == "assisted":
-            report = ag.check_assisted_generation(
+            report = sc.check_assisted_generation(
                 fn, lm=lm or "hf", dtype=dtype, n=n, gammas=g, instances=inst,
                 settings=tuple(x.strip() for x in settings.split(";") if x.strip()) or ag.SETTINGS,
                 max_new_tokens=max_new_tokens, seed=seed, alpha=alpha, controls=controls, progress=progress,

@@ -20,7 +20,7 @@ from .api import (GAMMAS, INSTANCES, check_block_verifier, check_decoding_step,
 from .checks import CHECKS
 from .fake_lm import MarkovLM, fake_lm, markov_torch_lm
 from .multidraft_api import check_multidraft_verifier
-from .assisted import check_assisted_generation
+from .assisted_api import check_assisted_generation
 from .forced import ForcedUniforms, inverse_cdf
 from .references import CONTROLS, accept_p_verifier, reference_verifier, rule_verifier
 from .report import print_report, summary_rows, verdict_lines

@@ -161,7 +161,6 @@ def replay_check(target, *, check: str, instance: str, gamma: int, runs: int, se
     options = {"adapter": adapter, "dtype": dtype, "batched": batched, "framework": framework}
     pair = inst.get(instance)
     if kind == "assisted":
-        from .api import _torch_one_thread
         from .assisted import replay_runner
         runner, pair, found = replay_runner(fn, instance=instance, setting=setting or "T=1", gamma=gamma,
                                             max_new_tokens=max_new_tokens, seed=seed, lm=lm,
@@ -169,8 +168,7 @@ def replay_check(target, *, check: str, instance: str, gamma: int, runs: int, se
         checks = {c.id: c for c in found}
         if check not in checks:
             raise ValueError(f"unknown check {check!r}; known: {sorted(checks)}")
-        with _torch_one_thread(lm in ("hf", "torch")):
-            runner.extend(runs)
+        runner.extend(runs)
         if runner.crash is not None:
             raise runner.crash
         return [e.to_json() for e in checks[check].run(runner.trace(), pair, alpha)][0]
