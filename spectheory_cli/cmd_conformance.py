@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -76,7 +77,7 @@ def conformance(
     settings: str = typer.Option("", "--settings", help="Assisted: processor settings separated by ';' (default "
                                  "'T=1;T=0.7,top_k=2;top_p=0.9')."),
     max_new_tokens: int = typer.Option(3, "--max-new-tokens", help="Assisted: tokens generated per run (L)."),
-    n: int = typer.Option(0, "--n", help="Independent runs per instance and γ (default 10,000; assisted 6,000)."),
+    n: Optional[int] = typer.Option(None, "--n", help="Independent runs per instance and γ (default 10,000; assisted 6,000)."),
     gammas: str = typer.Option("", "--gammas", help="Draft lengths, comma-separated (default 1,3; multi-draft 1,2)."),
     instances: str = typer.Option("", "--instances", help="Built-in instances, comma-separated (default: Markov pairs and edge cases)."),
     seed: int = typer.Option(0, "--seed"),
@@ -106,7 +107,8 @@ def conformance(
     g = _ints(gammas, "--gammas") or {"multidraft": md.GAMMAS, "assisted": ag.GAMMAS}.get(kind, sc.GAMMAS)
     inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or \
         {"multidraft": md.INSTANCES, "assisted": ag.INSTANCES}.get(kind, sc.INSTANCES)
-    n = n or (ag.DEFAULT_N if kind == "assisted" else 10_000)
+    if n is None:
+        n = ag.DEFAULT_N if kind == "assisted" else 10_000
     try:
         if kind == "assisted":
             report = sc.check_assisted_generation(
