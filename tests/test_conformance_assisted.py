@@ -209,3 +209,22 @@ def test_transformers_assisted_generation_is_lossless():
     lossless = r["verdicts"]["lossless"]
     assert lossless["verdict"] == "holds", lossless
     assert r["warnings"] == []
+
+
+def _example():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "docs" / "examples" / "test_assisted_generation.py"
+    spec = importlib.util.spec_from_file_location("test_assisted_generation_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_documented_example_bug_fails():
+    _example().test_a_wiring_bug_fails_in_law()
+
+
+@pytest.mark.slow
+def test_documented_example_transformers_holds():
+    _example().test_transformers_assisted_generation_is_lossless()

@@ -7,6 +7,7 @@ checks, and assembles the report with :mod:`.api` (verdicts, severity, rerunnabl
 from __future__ import annotations
 
 import inspect
+import sys
 import time
 from datetime import datetime, timezone
 
@@ -145,6 +146,10 @@ def check_assisted_generation(fn, *, lm: str = "hf", dtype: str = "float32", set
               "crashes": crashes, "claims": claims,
               "run": run_info("assisted generation", label, settings_json, plan, started, t0, block_info, None,
                               sources)}
+    versions = report["run"].setdefault("versions", {})
+    for mod in ("torch", "transformers"):  # the stack's libraries, when loaded
+        if mod in sys.modules:
+            versions[mod] = getattr(sys.modules[mod], "__version__", "?")
     report["run"]["reference"] = ("the target alone sampling with the processors: process_row (temperature, top-k, "
                                   "top-p in transformers' order) on every row, exact law of the L tokens")
     return report
