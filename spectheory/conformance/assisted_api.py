@@ -89,6 +89,7 @@ def check_assisted_generation(fn, *, lm: str = "hf", dtype: str = "float32", set
     crashes, block_info = [], []
     try:
         with _torch_one_thread(lm in ("hf", "torch")):
+            sources.scan()  # generators alive before the runs (a stack's own seeded ones are then watched)
             for name_, proc, g in blocks:
                 raw = inst.get(name_)
                 processed = MarkovPair(processed_source(raw.target, proc), processed_source(raw.draft, proc),
