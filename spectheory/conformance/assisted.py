@@ -321,7 +321,6 @@ def _runner(fn, raw: MarkovPair, processed: MarkovPair, gamma, proc, L, seed, ti
     models = (fake_lm(raw.target, lm=lm, dtype=dtype), fake_lm(raw.draft, lm=lm, dtype=dtype))
     runner = StepRunner(_make_step(fn, gamma, proc, L, prompt), processed, L - 1, L, seed, title, lm, dtype,
                         sources=sources, models=models)
-    runner.title = title
     base_trace = runner.trace
 
     def trace():
