@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -58,7 +59,9 @@ def conformance(
     kind: str = typer.Option("block", "--kind", help="'block': fn(p, q, draft_tokens, rng) -> tokens; "
                              "'step': make_step(target_lm, draft_lm, gamma, rng) -> step(context) -> tokens; "
                              "'multidraft': fn(p, q, drafts, rng) (K drafts) or, with --tree, "
-                             "fn(p, q, tokens, parents, rng)."),
+                             "fn(p, q, tokens, parents, rng); 'assisted': an end-to-end generation stack "
+                             "generate(target, draft, prompt, *, max_new_tokens, num_assistant_tokens, temperature, "
+                             "top_k, top_p) -> tokens (e.g. spectheory.conformance.examples:transformers_assisted)."),
     k_drafts: int = typer.Option(2, "--K", help="Multi-draft: number of independent drafts (1..4)."),
     tree: str = typer.Option("", "--tree", help="Multi-draft: a static token tree, branching factors per depth "
                              "(e.g. 2,2)."),
@@ -68,8 +71,13 @@ def conformance(
     dtype: str = typer.Option("float64", "--dtype", help="float64, float32 or float16 inputs (fake LM logits for steps)."),
     batched: bool = typer.Option(False, "--batched/--unbatched", help="Inputs with a leading batch axis of size 1."),
     framework: str = typer.Option("numpy", "--framework", help="'numpy' arrays or 'torch' tensors."),
-    lm: str = typer.Option("callable", "--lm", help="Steps: fake LMs as 'callable' or 'torch' (nn.Module with .logits)."),
-    n: int = typer.Option(10_000, "--n", help="Independent runs per instance and γ."),
+    lm: str = typer.Option("", "--lm", help="Steps: fake LMs as 'callable' (default) or 'torch' (nn.Module with "
+                           ".logits); assisted: 'hf' (default: transformers models with generate and a cache), "
+                           "'torch' or 'callable'."),
+    settings: str = typer.Option("", "--settings", help="Assisted: processor settings separated by ';' (default "
+                                 "'T=1;T=0.7,top_k=2;top_p=0.9')."),
+    max_new_tokens: int = typer.Option(3, "--max-new-tokens", help="Assisted: tokens generated per run (L)."),
+    n: Optional[int] = typer.Option(None, "--n", help="Independent runs per instance and γ (default 10,000; assisted 6,000)."),
     gammas: str = typer.Option("", "--gammas", help="Draft lengths, comma-separated (default 1,3; multi-draft 1,2)."),
     instances: str = typer.Option("", "--instances", help="Built-in instances, comma-separated (default: Markov pairs and edge cases)."),
     seed: int = typer.Option(0, "--seed"),
@@ -92,19 +100,28 @@ def conformance(
 
     from sims.report import to_markdown
     from spectheory.judge.format import write_json
+    from spectheory.conformance import assisted as ag
     fn = load_target(target)
-    if kind not in ("block", "step", "multidraft"):
-        raise typer.BadParameter("kind must be 'block', 'step' or 'multidraft'", param_hint="--kind")
-    g = _ints(gammas, "--gammas") or (md.GAMMAS if kind == "multidraft" else sc.GAMMAS)
+    if kind not in ("block", "step", "multidraft", "assisted"):
+        raise typer.BadParameter("kind must be 'block', 'step', 'multidraft' or 'assisted'", param_hint="--kind")
+    g = _ints(gammas, "--gammas") or {"multidraft": md.GAMMAS, "assisted": ag.GAMMAS}.get(kind, sc.GAMMAS)
     inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or \
-        (md.INSTANCES if kind == "multidraft" else sc.INSTANCES)
+        {"multidraft": md.INSTANCES, "assisted": ag.INSTANCES}.get(kind, sc.INSTANCES)
+    if n is None:
+        n = ag.DEFAULT_N if kind == "assisted" else 10_000
     try:
-        if kind == "block":
+        if kind == "assisted":
+            report = sc.check_assisted_generation(
+                fn, lm=lm or "hf", dtype=dtype, n=n, gammas=g, instances=inst,
+                settings=tuple(x.strip() for x in settings.split(";") if x.strip()) or ag.SETTINGS,
+                max_new_tokens=max_new_tokens, seed=seed, alpha=alpha, controls=controls, progress=progress,
+                name=target)
+        elif kind == "block":
             report = sc.check_block_verifier(fn, adapter=adapter, dtype=dtype, batched=batched, framework=framework,
                                              n=n, gammas=g, instances=inst, seed=seed, alpha=alpha,
                                              controls=controls, probes=probes, progress=progress, name=target)
         elif kind == "step":
-            report = sc.check_decoding_step(fn, lm=lm, dtype=dtype, n=n, gammas=g, instances=inst, seed=seed,
+            report = sc.check_decoding_step(fn, lm=lm or "callable", dtype=dtype, n=n, gammas=g, instances=inst, seed=seed,
                                             alpha=alpha, controls=controls, progress=progress, name=target)
         else:
             report = check_multidraft_verifier(

@@ -42,7 +42,7 @@ TOL_TAU = 0.1
 
 
 def label(trace: Trace, **kw) -> str:
-    return f"{trace.instance} γ={trace.gamma}" + "".join(f" {k}={v}" for k, v in kw.items())
+    return (trace.title or f"{trace.instance} γ={trace.gamma}") + "".join(f" {k}={v}" for k, v in kw.items())
 
 
 def first_n(V: int) -> int:

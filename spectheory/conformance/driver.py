@@ -128,7 +128,8 @@ class Trace:
     emitted: (C, γ+1) tokens, −1 padded; length: (C,) number emitted; draft: (C, γ) drafted
     tokens (None for decoding steps, which draft by themselves; (C, K, γ) for multi-draft
     verifiers); run_tokens: (R, N) the first N tokens of each run; completion_seed: seeds the
-    draws from p that complete short blocks (``checks.complete_blocks``).
+    draws from p that complete short blocks (``checks.complete_blocks``); title: the label of
+    its evidence rows when "instance γ=…" would mislead (end-to-end generation: one call per run).
     """
 
     instance: str
@@ -142,6 +143,7 @@ class Trace:
     draft: np.ndarray | None
     run_tokens: np.ndarray
     completion_seed: object = 0
+    title: str = ""
 
     @property
     def n_calls(self) -> int:
@@ -362,10 +364,12 @@ def run_block_verifier(verifier: BlockVerifier, pair: MarkovPair, gamma: int, n_
 class StepRunner:
     """Independent runs of a decoding step built by ``make_step(target_lm, draft_lm, gamma,
     rng)``; each call ``step(context) -> emitted tokens`` extends the context (a list of token
-    ids, starting as ``[0] * max(order, 1)``, i.e. state 0)."""
+    ids, starting as ``[0] * max(order, 1)``, i.e. state 0). ``models``: the (target, draft) LMs
+    handed to ``make_step``, when they are not the fake LMs of ``pair`` (end-to-end generation:
+    the models are the raw sources, ``pair`` the processed law the checks compare with)."""
 
     def __init__(self, make_step, pair: MarkovPair, gamma: int, n_tokens: int, seed, name: str = "",
-                 lm: str = "callable", dtype: str = "float32", advance=None, sources=None):
+                 lm: str = "callable", dtype: str = "float32", advance=None, sources=None, models=None):
         from .fake_lm import fake_lm
         from .sources import RandomSources
         step_ss, completion_ss = _spawn(seed, 2)
@@ -375,8 +379,11 @@ class StepRunner:
         self.sources.own(self.rng)
         self.pair, self.gamma, self.n_tokens = pair, gamma, n_tokens
         self.name, self.advance = name or pair.name, advance
-        target_lm = fake_lm(pair.target, lm=lm, dtype=dtype)
-        draft_lm = fake_lm(pair.draft, lm=lm, dtype=dtype)
+        if models is not None:
+            target_lm, draft_lm = models
+        else:
+            target_lm = fake_lm(pair.target, lm=lm, dtype=dtype)
+            draft_lm = fake_lm(pair.draft, lm=lm, dtype=dtype)
         self.sources.current = self.rng
         self.crash: VerifierCrash | None = None
         self.rec = _Recorder(pair, gamma, n_tokens, with_draft=False)

@@ -5,8 +5,9 @@ array, or a list of token lists) and returns (B, V) next-token logits (log-proba
 ``-inf`` where the source gives probability 0, in ``dtype``). :func:`markov_torch_lm` returns a
 ``torch.nn.Module`` whose ``forward(input_ids)`` returns an object with ``.logits`` of shape
 (B, T, V), the next-token logits after every prefix, as a Hugging Face causal LM does
-(torch is optional; importing this module does not need it). A context shorter than the
-source's order is left-padded with token 0.
+(torch is optional; importing this module does not need it). ``lm="hf"`` gives a
+``transformers`` ``PreTrainedModel`` with ``generate`` and a real cache
+(:mod:`.hf_models`). A context shorter than the source's order is left-padded with token 0.
 """
 from __future__ import annotations
 
@@ -81,9 +82,13 @@ def markov_torch_lm(source: MarkovSource, dtype: str = "float32"):
 
 
 def fake_lm(source: MarkovSource, lm: str = "callable", dtype: str = "float32"):
-    """The fake LM of kind ``lm`` (``"callable"`` or ``"torch"``) over ``source``."""
+    """The fake LM of kind ``lm`` (``"callable"``, ``"torch"`` or ``"hf"``) over ``source``."""
     if lm == "callable":
         return MarkovLM(source, dtype)
     if lm == "torch":
         return markov_torch_lm(source, dtype)
-    raise ValueError(f"lm must be 'callable' or 'torch', got {lm!r}")
+    if lm == "hf":
+        _check_source(source, dtype)
+        from .hf_models import markov_hf_lm
+        return markov_hf_lm(source, dtype)
+    raise ValueError(f"lm must be 'callable', 'torch' or 'hf', got {lm!r}")

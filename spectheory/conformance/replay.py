@@ -148,15 +148,30 @@ def _tree_of(parents) -> tuple:
 
 def replay_check(target, *, check: str, instance: str, gamma: int, runs: int, seed: int = 0, alpha: float,
                  kind: str = "block", adapter: str = "probs", dtype: str = "float64", batched: bool = False,
-                 framework: str = "numpy", K: int = 2, tree=None, rule: str | None = None) -> dict:
+                 framework: str = "numpy", K: int = 2, tree=None, rule: str | None = None, setting=None,
+                 max_new_tokens: int = 3, lm: str = "hf") -> dict:
     """The evidence (as JSON) of ``check`` on (``instance``, ``gamma``) after ``runs`` runs from
-    the report's ``seed``, graded at level ``alpha`` (the look's level the report states)."""
+    the report's ``seed``, graded at level ``alpha`` (the look's level the report states).
+    ``kind="assisted"``: a generation stack (:mod:`.assisted`) at the processor ``setting``
+    (e.g. ``"T=0.7,top_k=2"``) with ``max_new_tokens`` (and ``lm``, ``dtype`` of its models)."""
     from .. import instances as inst
     from ..rng import derive_seed
     from .checks import CHECKS, first_n
     fn = load(target) if isinstance(target, str) else target
     options = {"adapter": adapter, "dtype": dtype, "batched": batched, "framework": framework}
     pair = inst.get(instance)
+    if kind == "assisted":
+        from .assisted import replay_runner
+        runner, pair, found = replay_runner(fn, instance=instance, setting=setting or "T=1", gamma=gamma,
+                                            max_new_tokens=max_new_tokens, seed=seed, lm=lm,
+                                            dtype=dtype)
+        checks = {c.id: c for c in found}
+        if check not in checks:
+            raise ValueError(f"unknown check {check!r}; known: {sorted(checks)}")
+        runner.extend(runs)
+        if runner.crash is not None:
+            raise runner.crash
+        return [e.to_json() for e in checks[check].run(runner.trace(), pair, alpha)][0]
     if kind == "block":
         from .driver import BlockRunner
         v = _verifier(fn, "block", options, K, None)
@@ -171,7 +186,7 @@ def replay_check(target, *, check: str, instance: str, gamma: int, runs: int, se
         runner = MultiRunner(v, pair, gamma, first_n(pair.V),
                              derive_seed(seed, "conformance-multidraft", instance, str(gamma)), instance)
     else:
-        raise ValueError(f"kind must be 'block' or 'multidraft', got {kind!r}")
+        raise ValueError(f"kind must be 'block', 'multidraft' or 'assisted', got {kind!r}")
     if check not in checks:
         raise ValueError(f"unknown check {check!r}; known: {sorted(checks)}")
     runner.extend(runs)

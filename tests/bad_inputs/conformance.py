@@ -41,6 +41,12 @@ def _sd(p, q, draft, rng):
     return sc.reference_verifier(p, q, draft, rng)
 
 
+def _cag(**kw):
+    from spectheory.conformance.assisted import assisted_reference
+    return sc.check_assisted_generation(assisted_reference, **{"n": 100, "gammas": (1,), "settings": ("T=1",),
+                                                               "controls": False, **kw})
+
+
 def _cds(**kw):
     quick = {k: v for k, v in QUICK.items() if k != "probes"}   # decoding steps have no probes
     return sc.check_decoding_step(lambda *a: None, **{**quick, **kw})
@@ -111,7 +117,7 @@ ROWS = [
     bad("conformance.MarkovLM source str", MarkovLM, "src", exc=TypeError, match="source must be a MarkovSource"),
     bad("conformance.MarkovLM flat contexts", LM, [0, 1], match="contexts must be a batch"),
     bad("conformance.MarkovLM token out of range", LM, [[0, 5]], match=r"token ids in \[0, 3\)"),
-    bad("conformance.fake_lm lm", fake_lm, SRC, "jax", match="lm must be 'callable' or 'torch'"),
+    bad("conformance.fake_lm lm", fake_lm, SRC, "jax", match="lm must be 'callable', 'torch' or 'hf'"),
     bad("conformance.fake_lm source str", fake_lm, "x", exc=TypeError, match="source must be a MarkovSource"),
     bad("conformance.markov_torch_lm source str", markov_torch_lm, "x", exc=TypeError,
         match="source must be a MarkovSource"),
@@ -195,7 +201,7 @@ ROWS = [
     bad("conformance.cli missing file", run_cli, "conformance", "/nonexistent/x.py:fn", exc=CLIError,
         match="cannot import '/nonexistent/x.py'"),
     bad("conformance.cli kind", run_cli, "conformance", TARGET, "--kind", "x", exc=CLIError,
-        match="--kind: kind must be 'block', 'step' or 'multidraft'"),
+        match="--kind: kind must be 'block', 'step', 'multidraft' or 'assisted'"),
     bad("conformance.cli usage error", run_cli, "conformance", "spectheory.conformance:CONTROLS", exc=CLIError,
         match="is not callable"),
     bad("conformance.cli trial usage error", run_cli, "conformance", TARGET, "--batched", exc=CLIError,
@@ -238,9 +244,28 @@ ROWS = [
     bad("conformance.replay_check unknown check", sc.replay_check, TARGET, check="nope", instance="iid-V1", gamma=1,
         runs=10, alpha=0.01, match="unknown check 'nope'"),
     bad("conformance.replay_check bad kind", sc.replay_check, TARGET, check="conformance.first_tokens",
-        instance="iid-V1", gamma=1, runs=10, alpha=0.01, kind="tree", match="kind must be 'block' or 'multidraft'"),
+        instance="iid-V1", gamma=1, runs=10, alpha=0.01, kind="tree", match="kind must be 'block', 'multidraft' or 'assisted'"),
     bad("testing.assert_lossless bad kind", lambda: __import__("spectheory.testing").testing.assert_lossless(
         REF, kind="tree"), match="kind must be one of"),
     bad("testing.assert_lossless not callable", lambda: __import__("spectheory.testing").testing.assert_lossless(
         3), exc=TypeError, match="fn must be the sampler"),
+    # --- end-to-end generation stacks (spectheory.conformance.assisted; issue 26 5(a)) ---
+    bad("conformance.assisted lm", _cag, lm="jax", match="lm must be 'hf', 'torch' or 'callable'"),
+    bad("conformance.assisted setting key", _cag, settings=("temp=2",), match="cannot read setting"),
+    bad("conformance.assisted setting value", _cag, settings=("T=hot",), match="not a number"),
+    bad("conformance.assisted temperature 0", _cag, settings=("T=0",), match="temperature"),
+    bad("conformance.assisted top_p 1.5", _cag, settings=("top_p=1.5",), match="top_p"),
+    bad("conformance.assisted top_k 0", _cag, settings=("top_k=0",), match="top_k"),
+    bad("conformance.assisted no settings", _cag, settings=(), match="at least one processor setting"),
+    bad("conformance.assisted setting type", _cag, settings=(0.7,), exc=TypeError, match="a setting must be"),
+    bad("conformance.assisted max_new_tokens 0", _cag, max_new_tokens=0, match="max_new_tokens"),
+    bad("conformance.assisted too many cells", _cag, max_new_tokens=8, match="too many cells"),
+    bad("conformance.assisted instance", _cag, instances=("nope",), exc=KeyError, match="nope"),
+    bad("conformance.assisted signature", sc.check_assisted_generation, lambda target, draft: None,
+        exc=ConformanceUsageError, match="cannot be called as a generation stack"),
+    bad("conformance.assisted not callable", sc.check_assisted_generation, 3, exc=TypeError,
+        match="generation stack must be callable"),
+    bad("conformance.cli assisted settings", run_cli, "conformance", "spectheory.conformance.assisted:assisted_reference",
+        "--kind", "assisted", "--settings", "T=x", exc=CLIError, match="not a number"),
+
 ]
