@@ -58,7 +58,14 @@ def conformance(
     kind: str = typer.Option("block", "--kind", help="'block': fn(p, q, draft_tokens, rng) -> tokens; "
                              "'step': make_step(target_lm, draft_lm, gamma, rng) -> step(context) -> tokens; "
                              "'multidraft': fn(p, q, drafts, rng) (K drafts) or, with --tree, "
-                             "fn(p, q, tokens, parents, rng)."),
+                             "fn(p, q, tokens, parents, rng); 'ragged': a batched sampler in the serving layout, "
+                             "fn(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, "
+                             "rng) -> (B, max γ_b + 1) padded with -1."),
+    offsets: str = typer.Option("cu", "--offsets", help="Ragged: the second argument holds the cumulative draft "
+                                "lengths ('cu') or each request's ('counts')."),
+    bonus: str = typer.Option("given", "--bonus", help="Ragged: 'given' (target_probs (T, V) and bonus_token_ids "
+                              "(B,)) or 'inside' (target_probs (T + B, V), the sampler draws the bonus; no "
+                              "bonus_token_ids)."),
     k_drafts: int = typer.Option(2, "--K", help="Multi-draft: number of independent drafts (1..4)."),
     tree: str = typer.Option("", "--tree", help="Multi-draft: a static token tree, branching factors per depth "
                              "(e.g. 2,2)."),
@@ -70,7 +77,8 @@ def conformance(
     framework: str = typer.Option("numpy", "--framework", help="'numpy' arrays or 'torch' tensors."),
     lm: str = typer.Option("callable", "--lm", help="Steps: fake LMs as 'callable' or 'torch' (nn.Module with .logits)."),
     n: int = typer.Option(10_000, "--n", help="Independent runs per instance and γ."),
-    gammas: str = typer.Option("", "--gammas", help="Draft lengths, comma-separated (default 1,3; multi-draft 1,2)."),
+    gammas: str = typer.Option("", "--gammas", help="Draft lengths, comma-separated (default 1,3; multi-draft 1,2; "
+                               "ragged 0,1,3: the requests of every call)."),
     instances: str = typer.Option("", "--instances", help="Built-in instances, comma-separated (default: Markov pairs and edge cases)."),
     seed: int = typer.Option(0, "--seed"),
     alpha: float = typer.Option(0.01, "--alpha", help="Family-wise error rate over the sampler's tests."),
@@ -93,9 +101,11 @@ def conformance(
     from sims.report import to_markdown
     from spectheory.judge.format import write_json
     fn = load_target(target)
-    if kind not in ("block", "step", "multidraft"):
-        raise typer.BadParameter("kind must be 'block', 'step' or 'multidraft'", param_hint="--kind")
-    g = _ints(gammas, "--gammas") or (md.GAMMAS if kind == "multidraft" else sc.GAMMAS)
+    from spectheory.conformance import ragged as rg
+    if kind not in ("block", "step", "multidraft", "ragged"):
+        raise typer.BadParameter("kind must be 'block', 'step', 'multidraft' or 'ragged'", param_hint="--kind")
+    g = _ints(gammas, "--gammas") or (md.GAMMAS if kind == "multidraft" else rg.GAMMAS if kind == "ragged"
+                                      else sc.GAMMAS)
     inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or \
         (md.INSTANCES if kind == "multidraft" else sc.INSTANCES)
     try:
@@ -106,6 +116,13 @@ def conformance(
         elif kind == "step":
             report = sc.check_decoding_step(fn, lm=lm, dtype=dtype, n=n, gammas=g, instances=inst, seed=seed,
                                             alpha=alpha, controls=controls, progress=progress, name=target)
+        elif kind == "ragged":
+            if batched:
+                raise ValueError("--batched does not apply to --kind ragged: its inputs are a batch already")
+            report = sc.check_ragged_sampler(fn, offsets=offsets, bonus=bonus, adapter=adapter, dtype=dtype,
+                                             framework=framework, n=n, gammas=g, instances=inst, seed=seed,
+                                             alpha=alpha, controls=controls, probes=probes, progress=progress,
+                                             name=target)
         else:
             report = check_multidraft_verifier(
                 fn, K=k_drafts, tree=_ints(tree, "--tree") or None, rule=rule or None, adapter=adapter, dtype=dtype,
