@@ -529,12 +529,32 @@ class LaneView:
 
 # --- checks ------------------------------------------------------------------------------------
 
+def _pool(tab: np.ndarray):
+    """Merge the rarest token of either side into the next rarest until every expected count of
+    the independence table is ≥ :data:`stats.MIN_EXPECTED` (a function of independent tokens
+    stays independent); None when fewer than two categories are left on a side."""
+    while tab.shape[0] >= 2 and tab.shape[1] >= 2:
+        r, c = tab.sum(axis=1), tab.sum(axis=0)
+        if (np.outer(r, c) / tab.sum()).min() >= stats.MIN_EXPECTED:
+            return tab
+        if r.min() <= c.min():
+            i, j = np.argsort(r)[:2]
+            tab[j] += tab[i]
+            tab = np.delete(tab, i, axis=0)
+        else:
+            i, j = np.argsort(c)[:2]
+            tab[:, j] += tab[:, i]
+            tab = np.delete(tab, i, axis=1)
+    return None
+
+
 def cross_request_independence(trace: RaggedTrace, pair: MarkovPair, alpha: float) -> Evidence:
     """The first token of each request against that of the next request of the same call:
     chi-square test of independence within each stratum (γ_b, s_b, γ_b', s_b') (start states
     and draft lengths of the two), summed over strata — given their inputs the requests of a
     call are independent for any sampler that draws each request's randomness on its own.
-    Strata where an expected count of the independence table is below 5 are left out."""
+    The rarest tokens of a side are pooled until every expected count is ≥ 5 (:func:`_pool`);
+    strata left with fewer than two categories on a side are left out."""
     V = pair.V
     key = ((trace.start * (MAX_GAMMA + 1) + trace.nb_gamma) * pair.n_states + trace.nb_state)
     stat, df, n_used = 0.0, 0, 0
@@ -542,20 +562,26 @@ def cross_request_independence(trace: RaggedTrace, pair: MarkovPair, alpha: floa
         sel = key == k
         tab = np.zeros((V, V))
         np.add.at(tab, (trace.emitted[sel, 0], trace.nb_first[sel]), 1)
-        tab = tab[tab.sum(axis=1) > 0][:, tab.sum(axis=0) > 0]
-        if tab.shape[0] < 2 or tab.shape[1] < 2:
+        tab = _pool(tab[tab.sum(axis=1) > 0][:, tab.sum(axis=0) > 0])
+        if tab is None:
             continue
         n = tab.sum()
         exp = np.outer(tab.sum(axis=1), tab.sum(axis=0)) / n
-        if exp.min() < stats.MIN_EXPECTED:
-            continue
         stat += float(((tab - exp) ** 2 / exp).sum())
         df += (tab.shape[0] - 1) * (tab.shape[1] - 1)
         n_used += int(n)
     test = ("independence of the first tokens of neighbouring requests of a call, chi-square within strata "
             "(start states, draft lengths), summed")
-    note = f"{n_used} of {trace.n_calls} requests in strata with every expected count ≥ {stats.MIN_EXPECTED:g}"
+    note = (f"{n_used} of {trace.n_calls} requests in strata with two categories or more on each side (rarest tokens "
+            f"pooled until every expected count is ≥ {stats.MIN_EXPECTED:g})")
     if df == 0:
+        # the first token of a request from state s has law p(·|s) (lossless): nothing to test
+        # where it is a point mass on either side; else too few requests yet (more runs decide)
+        multi = (pair.target.table > 0).sum(axis=1) >= 2
+        if trace.n_calls and multi[trace.start].any() and multi[trace.nb_state].any():
+            return Evidence("mc", label(trace), 0.0, None, p_value=None, outcome="underpowered", test=test, n=n_used,
+                            alpha=alpha, power=stats.POWER, detectable=np.inf, tolerance=TOL_W,
+                            note=note + ": too few requests in any stratum yet")
         return stats.info("mc", label(trace), None, None, n=n_used, test=test,
                           note=note + ": no stratum with two possible first tokens on both sides (nothing to test)")
     w_det = stats.chi2_detectable_w(df, n_used, alpha)

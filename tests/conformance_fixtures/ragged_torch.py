@@ -71,3 +71,9 @@ def rejection_sample_bonus_inside(draft_token_ids, cu_num_draft_tokens, draft_pr
     bonus_rows = cu + torch.arange(B)
     bonus = torch.multinomial(target_probs[bonus_rows].double(), 1).squeeze(-1)
     return rejection_sample(draft_token_ids, cu, draft_probs, target_probs[rows], bonus, rng)
+
+
+def rejection_sample_counts(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids, rng):
+    """The same with each request's draft length (``--offsets counts``) in place of the cumulative ones."""
+    return rejection_sample(draft_token_ids, torch.cumsum(num_draft_tokens.long(), 0), draft_probs, target_probs,
+                            bonus_token_ids, rng)
