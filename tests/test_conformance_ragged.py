@@ -227,3 +227,13 @@ def test_rerun_reproduces_a_crash():
 
 
 import spectheory  # noqa: E402  (the namespace the report's calls are written for)
+
+
+def test_assert_lossless_takes_the_ragged_kind():
+    """spectheory.testing: kind="ragged" raises with the kind of failure and a rerunnable call."""
+    from spectheory.testing import assert_lossless
+    with pytest.raises(AssertionError) as err:
+        assert_lossless(f"{FIX / BUGS}:accept_le", kind="ragged", framework="torch", n=1000,
+                        instances=("markov1-V3-mix0.4",), controls=False)
+    msg = str(err.value)
+    assert "LOSSLESS: fails [boundary]" in msg and "spectheory.conformance.rerun(" in msg and "requests=" in msg

@@ -323,6 +323,12 @@ def lanes_for(gammas, n_tokens: int, base: int = BASE_LANES) -> list[int]:
     return [g for g in gammas for _ in range(base * -(-n_tokens // (g + 1)))]
 
 
+def engine_seed(seed: int, instance: str):
+    """The seed of an instance's engine in a report from ``seed`` (the subject's and the controls')."""
+    from ..rng import derive_seed
+    return derive_seed(seed, "conformance-ragged", instance)
+
+
 class RaggedEngine:
     """Every lane of one instance: runs from state 0 of each draft length in ``gammas``, one
     request per lane in each call of the sampler. The sequence of calls is a function of the

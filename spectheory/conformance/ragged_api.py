@@ -9,23 +9,15 @@ import time
 from datetime import datetime, timezone
 
 from .. import instances as inst
-from ..rng import derive_seed
 from .api import (INSTANCES, SCHEMA, STANDARD_STATEMENT, SUPPORT_STATEMENT, Plan, _Bar, _check_args, _CPU0,
                   _torch_one_thread, assemble, blockers, compiled_matters, probe_claim, reuse_of, run_controls,
                   run_info, run_subject, target_name, verdicts, warnings_of, STANDARD_PROBES_ID, SUPPORT_PROBES_ID,
                   SUPPORT_PROBE_CONTROLS, STANDARD_PROBE_CONTROLS)
 from .checks import first_n
-from .ragged import GAMMAS, MAX_GAMMA, RaggedEngine, RaggedSampler, LaneView, controls as ragged_controls, \
+from .ragged import GAMMAS, MAX_GAMMA, RaggedEngine, engine_seed, RaggedSampler, LaneView, controls as ragged_controls, \
     probe_inputs, ragged_checks, run_ragged_probes
 from .sequential import design as sequential_design
 from .trial import trial_ragged
-
-SEED_TAG = "conformance-ragged"
-
-
-def engine_seed(seed: int, instance: str):
-    return derive_seed(seed, SEED_TAG, instance)
-
 
 def check_ragged_sampler(fn, *, offsets: str = "cu", bonus: str = "given", adapter: str = "probs",
                          dtype: str = "float64", framework: str = "numpy", n: int = 10_000, gammas=GAMMAS,

@@ -207,8 +207,7 @@ def replay_check(target, *, check: str, instance: str, gamma: int, runs: int, se
         runner = MultiRunner(v, pair, gamma, first_n(pair.V),
                              derive_seed(seed, "conformance-multidraft", instance, str(gamma)), instance)
     elif kind == "ragged":
-        from .ragged import RaggedEngine, RaggedSampler, LaneView, ragged_checks
-        from .ragged_api import engine_seed
+        from .ragged import RaggedEngine, RaggedSampler, LaneView, engine_seed, ragged_checks
         if gammas is None:
             raise ValueError("a ragged sampler's replay needs the report's gammas (the draft lengths of every call)")
         v = RaggedSampler(fn, adapter=adapter, dtype=dtype, framework=framework, offsets=offsets, bonus=bonus)
