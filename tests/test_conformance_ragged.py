@@ -217,7 +217,7 @@ def test_independence_check_rejects_dependence_and_holds_on_independence():
 
 
 def test_rerun_reproduces_a_crash():
-    import spectheory.conformance  # noqa: F401  (the printed call's namespace)
+    import spectheory.conformance
     from spectheory.conformance.replay import load
     rep = _api(load(str(FIX / f"{BUGS}:first_draft_lookup")), framework="torch", controls=False, probes=False,
                name=str(FIX / f"{BUGS}:first_draft_lookup"), instances=("markov1-V3-mix0.4",))
@@ -225,8 +225,6 @@ def test_rerun_reproduces_a_crash():
     with pytest.raises(IndexError):
         eval(call, {"spectheory": spectheory})  # noqa: S307  (the report's own line)
 
-
-import spectheory  # noqa: E402  (the namespace the report's calls are written for)
 
 
 def test_assert_lossless_takes_the_ragged_kind():

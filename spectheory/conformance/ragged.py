@@ -682,8 +682,8 @@ def run_ragged_probes(sampler: RaggedSampler, blocked=()) -> tuple[list[Evidence
                 crash = f"raised {describe(err)} at {crash_location(err)}"
         escaped = sampler.sources.escaped_in(label_)
         if unsupported is not None:
-            note = f"{probe.what}. Probe not applied: the sampler asked the forced source for a draw it cannot force: " \
-                   f"{unsupported}"
+            note = (f"{probe.what}. Probe not applied: the sampler asked the forced source for a draw it cannot "
+                    f"force: {unsupported}")
             sup.append(stats.info("exact", probe.name, 0.0, None, test=TEST, note=note))
             std.append(stats.info("exact", probe.name, 0.0, None, test=TEST, note=note))
             continue

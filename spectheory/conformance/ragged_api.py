@@ -8,14 +8,13 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
-from .. import instances as inst
 from .api import (INSTANCES, SCHEMA, STANDARD_STATEMENT, SUPPORT_STATEMENT, Plan, _Bar, _check_args, _CPU0,
                   _torch_one_thread, assemble, blockers, compiled_matters, probe_claim, reuse_of, run_controls,
                   run_info, run_subject, target_name, verdicts, warnings_of, STANDARD_PROBES_ID, SUPPORT_PROBES_ID,
                   SUPPORT_PROBE_CONTROLS, STANDARD_PROBE_CONTROLS)
 from .checks import first_n
-from .ragged import GAMMAS, MAX_GAMMA, RaggedEngine, engine_seed, RaggedSampler, LaneView, controls as ragged_controls, \
-    probe_inputs, ragged_checks, run_ragged_probes
+from .ragged import (GAMMAS, MAX_GAMMA, LaneView, RaggedEngine, RaggedSampler, controls as ragged_controls,
+                     engine_seed, probe_inputs, ragged_checks, run_ragged_probes)
 from .sequential import design as sequential_design
 from .trial import trial_ragged
 

@@ -30,7 +30,7 @@ def _sample(draft_token_ids, cu, draft_probs, target_probs, bonus_token_ids, bug
     T = draft_token_ids.numel()
     max_len = int(num.max()) if B else 0
     if bug == "first_draft_lookup":
-        _first = draft_token_ids[starts]  # noqa: F841  (IndexError when the last request drafted nothing)
+        draft_token_ids[starts]  # a leftover lookup: IndexError when the last request drafted nothing
     req = torch.repeat_interleave(torch.arange(B), num)
     pos = torch.arange(T) - starts[req]
     rows = torch.arange(T)
