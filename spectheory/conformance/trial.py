@@ -768,7 +768,7 @@ def trial_ragged(sampler) -> dict:
     """The trial of a ragged sampler: raises :class:`ConformanceUsageError` (a signature that does
     not fit the bonus layout, options that do not run) or returns a summary as
     :func:`trial_block_verifier` does."""
-    from .ragged import CALL_GIVEN, CALL_INSIDE, OFFSETS
+    from .ragged import BONUS, CALL_GIVEN, CALL_INSIDE, OFFSETS
     other = "inside" if sampler.bonus == "given" else "given"
     n_other = 5 if sampler.bonus == "given" else 6
     what = ("target_probs (T + B, V) with each request's bonus row, the bonus drawn by the sampler"
@@ -785,6 +785,6 @@ def trial_ragged(sampler) -> dict:
                                                  f"--bonus {other} (Python: bonus={other!r})") from None
     res = with_law(run_ragged_trial(sampler), lambda: ragged_law_p(sampler))
     choices = {"framework": ("numpy", "torch") if torch_available() else ("numpy",),
-               "adapter": ("probs", "logits", "logprobs"), "offsets": OFFSETS}
+               "adapter": ("probs", "logits", "logprobs"), "offsets": OFFSETS, "bonus": BONUS}
     return settle(res, sampler.options(), choices, lambda o: run_ragged_trial(sampler.with_options(**o)),
                   lambda o: ragged_law_p(sampler.with_options(**o)), sampler.call, "ragged sampler")
