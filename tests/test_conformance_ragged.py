@@ -235,3 +235,9 @@ def test_assert_lossless_takes_the_ragged_kind():
                         instances=("markov1-V3-mix0.4",), controls=False)
     msg = str(err.value)
     assert "LOSSLESS: fails [boundary]" in msg and "spectheory.conformance.rerun(" in msg and "requests=" in msg
+
+
+def test_a_ragged_sampler_run_as_a_block_verifier_gets_the_kind_hint(tmp_path):
+    res, rep = _run(tmp_path, f"{OK}:rejection_sample", ["--framework", "torch"] + SMALL)
+    assert res.exit_code == 2 and rep is None
+    assert "is --kind ragged" in " ".join(res.output.split())

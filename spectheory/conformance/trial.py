@@ -436,7 +436,9 @@ def trial_block_verifier(verifier, gamma: int) -> dict:
     check_arity(verifier.fn, 4, "fn(p, q, draft_tokens, rng)",
                 "a block verifier takes (p, q, draft_tokens, rng) and returns the emitted tokens; decoding code "
                 "that drafts by itself is a decoding step (--kind step: make_step(target_lm, draft_lm, gamma, "
-                "rng) -> step(context)); a verifier of several drafts or a token tree is --kind multidraft")
+                "rng) -> step(context)); a verifier of several drafts or a token tree is --kind multidraft; a batched "
+                "sampler in the serving layout (flattened drafts, cumulative offsets, output (B, max γ_b + 1)) is "
+                "--kind ragged")
     res = with_law(run_block_trial(verifier, gamma), lambda: block_law_p(verifier))
 
     def ordered(perm):
