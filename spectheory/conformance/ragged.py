@@ -333,7 +333,8 @@ class RaggedEngine:
     """Every lane of one instance: runs from state 0 of each draft length in ``gammas``, one
     request per lane in each call of the sampler. The sequence of calls is a function of the
     seed alone (how far it has gone never changes what a call sees), so the runs of one γ up to
-    any count are reproducible (:meth:`trace`).
+    any count are reproducible (:meth:`trace`); they are taken in rank order (:meth:`_advance`),
+    a fixed set of runs of every lane, not the first to finish.
 
     ``seed`` spawns the drafting stream (which also orders the requests of each call), the
     sampler's Generator, the bonus tokens the checker gives (``bonus="given"``) and the
@@ -356,6 +357,9 @@ class RaggedEngine:
         self.rec = {g: _Recorder(pair, g, n_tokens, with_draft=True) for g in self.gammas}
         self.nb = {g: [] for g in self.gammas}
         self.calls_at_run = {g: [] for g in self.gammas}
+        #: the lanes of each γ, and each lane's finished runs (its calls, its first tokens)
+        self.lanes_of = {g: [i for i, lg in enumerate(self.lane_gamma) if lg == g] for g in self.gammas}
+        self.done = [[] for _ in self.lane_gamma]
         self.ledger = CallLedger()
         self.sampler_s = 0.0
         self.batch_calls = 0
@@ -374,7 +378,30 @@ class RaggedEngine:
         self.V = V
 
     def runs(self, g: int) -> int:
+        """Runs of draft length ``g`` available in rank order (see :meth:`_advance`)."""
+        self._advance(g)
         return len(self.rec[g].run_tokens)
+
+    def _advance(self, g: int) -> None:
+        """Move the finished runs of ``g`` into its trace in *rank* order — run j of the l-th
+        lane of ``g`` has rank j·L + l (L lanes) — as far as every lower rank is finished. The
+        runs up to any rank are then a fixed set of (lane, j), whatever their contents: no run
+        is kept or left out for having finished early (the first runs to *finish* would favour
+        short runs, those that accepted more per call)."""
+        lanes, rec = self.lanes_of[g], self.rec[g]
+        L = len(lanes)
+        while True:
+            r = len(rec.run_tokens)
+            lane_i, j = lanes[r % L], r // L
+            if j >= len(self.done[lane_i]):
+                return
+            pending, tokens = self.done[lane_i][j]
+            for st, first, out, draft, nb in pending:
+                rec.record(st, first, out, draft)
+                self.nb[g].append(nb)
+            rec.run_tokens.append(tokens)
+            self.calls_at_run[g].append(len(rec.start))
+            self.done[lane_i][j] = None  # moved
 
     def extend(self, g: int, n_runs: int) -> None:
         """Calls until the lanes of draft length ``g`` have completed ``n_runs`` runs."""
@@ -464,13 +491,8 @@ class RaggedEngine:
         self.requests += B
 
     def _flush(self, lane_i):
-        lane, g = self.lanes[lane_i], self.lane_gamma[lane_i]
-        rec = self.rec[g]
-        for s, first, out, draft, nb in lane["pending"]:
-            rec.record(s, first, out, draft)
-            self.nb[g].append(nb)
-        rec.run_tokens.append(lane["got"][:self.n_tokens])
-        self.calls_at_run[g].append(len(rec.start))
+        lane = self.lanes[lane_i]
+        self.done[lane_i].append((lane["pending"], lane["got"][:self.n_tokens]))
         self.lanes[lane_i] = {"s": 0, "got": [], "first": True, "pending": []}
 
     def inputs(self, reqs, rng_state) -> dict:
@@ -482,7 +504,7 @@ class RaggedEngine:
         return out
 
     def trace(self, g: int, n_runs: int) -> RaggedTrace:
-        """The first ``n_runs`` runs of draft length ``g`` (the calls of those runs)."""
+        """The runs of draft length ``g`` of rank below ``n_runs`` (the calls of those runs)."""
         n_runs = min(n_runs, self.runs(g))
         c = self.calls_at_run[g][n_runs - 1] if n_runs else 0
         t = self.rec[g].trace(f"{self.name}", self.completion_seed)
