@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 import warnings
 
-KINDS = ("block", "multidraft", "step", "assisted")
+KINDS = ("block", "multidraft", "step", "assisted", "ragged")
 
 
 class ConformanceBudgetWarning(UserWarning):
@@ -48,7 +48,8 @@ def _check(fn, kind: str, seed: int, options: dict) -> dict:
     if target is not None:
         options.setdefault("name", target)
     run = {"block": sc.check_block_verifier, "multidraft": sc.check_multidraft_verifier,
-           "step": sc.check_decoding_step, "assisted": sc.check_assisted_generation}[kind]
+           "step": sc.check_decoding_step, "assisted": sc.check_assisted_generation,
+           "ragged": sc.check_ragged_sampler}[kind]
     return run(fn, seed=seed, **options)
 
 
@@ -101,8 +102,9 @@ def _budget(report: dict, budget_s, t0: float) -> None:
 def assert_lossless(fn, *, kind: str = "block", budget_s: float | None = None, seed: int = 0, **options) -> dict:
     """Raise ``AssertionError`` unless the sampler ``fn`` (a callable or ``"file.py:function"``)
     is shown lossless; return the report. ``kind``: ``"block"`` (``fn(p, q, draft_tokens,
-    rng)``), ``"multidraft"`` (``K=``/``tree=``), ``"step"`` (``make_step``) or ``"assisted"``
-    (a generation stack, :mod:`spectheory.conformance.assisted`); ``options``: those
+    rng)``), ``"multidraft"`` (``K=``/``tree=``), ``"step"`` (``make_step``), ``"assisted"``
+    (a generation stack, :mod:`spectheory.conformance.assisted`) or ``"ragged"`` (a batched sampler in
+    the serving layout, ``offsets=``/``bonus=``); ``options``: those
     of the check function (``adapter``, ``dtype``, ``batched``, ``framework``, ``n``, ``gammas``,
     ``instances``, ``alpha``, ``controls``, ...). Deterministic for a given ``seed``."""
     t0 = time.perf_counter()

@@ -61,7 +61,15 @@ def conformance(
                              "'multidraft': fn(p, q, drafts, rng) (K drafts) or, with --tree, "
                              "fn(p, q, tokens, parents, rng); 'assisted': an end-to-end generation stack "
                              "generate(target, draft, prompt, *, max_new_tokens, num_assistant_tokens, temperature, "
-                             "top_k, top_p) -> tokens (e.g. spectheory.conformance.examples:transformers_assisted)."),
+                             "top_k, top_p) -> tokens (e.g. spectheory.conformance.examples:transformers_assisted); "
+                             "'ragged': a batched sampler in the serving layout, "
+                             "fn(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, "
+                             "rng) -> (B, max γ_b + 1) padded with -1."),
+    offsets: str = typer.Option("cu", "--offsets", help="Ragged: the second argument holds the cumulative draft "
+                                "lengths ('cu') or each request's ('counts')."),
+    bonus: str = typer.Option("given", "--bonus", help="Ragged: 'given' (target_probs (T, V) and bonus_token_ids "
+                              "(B,)) or 'inside' (target_probs (T + B, V), the sampler draws the bonus; no "
+                              "bonus_token_ids)."),
     k_drafts: int = typer.Option(2, "--K", help="Multi-draft: number of independent drafts (1..4)."),
     tree: str = typer.Option("", "--tree", help="Multi-draft: a static token tree, branching factors per depth "
                              "(e.g. 2,2)."),
@@ -78,7 +86,8 @@ def conformance(
                                  "'T=1;T=0.7,top_k=2;top_p=0.9')."),
     max_new_tokens: int = typer.Option(3, "--max-new-tokens", help="Assisted: tokens generated per run (L)."),
     n: Optional[int] = typer.Option(None, "--n", help="Independent runs per instance and γ (default 10,000; assisted 6,000)."),
-    gammas: str = typer.Option("", "--gammas", help="Draft lengths, comma-separated (default 1,3; multi-draft 1,2)."),
+    gammas: str = typer.Option("", "--gammas", help="Draft lengths, comma-separated (default 1,3; multi-draft 1,2; "
+                               "ragged 0,1,3: the requests of every call)."),
     instances: str = typer.Option("", "--instances", help="Built-in instances, comma-separated (default: Markov pairs and edge cases)."),
     seed: int = typer.Option(0, "--seed"),
     alpha: float = typer.Option(0.01, "--alpha", help="Family-wise error rate over the sampler's tests."),
@@ -102,9 +111,12 @@ def conformance(
     from spectheory.judge.format import write_json
     from spectheory.conformance import assisted as ag
     fn = load_target(target)
-    if kind not in ("block", "step", "multidraft", "assisted"):
-        raise typer.BadParameter("kind must be 'block', 'step', 'multidraft' or 'assisted'", param_hint="--kind")
-    g = _ints(gammas, "--gammas") or {"multidraft": md.GAMMAS, "assisted": ag.GAMMAS}.get(kind, sc.GAMMAS)
+    from spectheory.conformance import ragged as rg
+    if kind not in ("block", "step", "multidraft", "assisted", "ragged"):
+        raise typer.BadParameter("kind must be 'block', 'step', 'multidraft', 'assisted' or 'ragged'",
+                                 param_hint="--kind")
+    g = _ints(gammas, "--gammas") or {"multidraft": md.GAMMAS, "assisted": ag.GAMMAS, "ragged": rg.GAMMAS}.get(
+        kind, sc.GAMMAS)
     inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or \
         {"multidraft": md.INSTANCES, "assisted": ag.INSTANCES}.get(kind, sc.INSTANCES)
     if n is None:
@@ -123,6 +135,13 @@ def conformance(
         elif kind == "step":
             report = sc.check_decoding_step(fn, lm=lm or "callable", dtype=dtype, n=n, gammas=g, instances=inst, seed=seed,
                                             alpha=alpha, controls=controls, progress=progress, name=target)
+        elif kind == "ragged":
+            if batched:
+                raise ValueError("--batched does not apply to --kind ragged: its inputs are a batch already")
+            report = sc.check_ragged_sampler(fn, offsets=offsets, bonus=bonus, adapter=adapter, dtype=dtype,
+                                             framework=framework, n=n, gammas=g, instances=inst, seed=seed,
+                                             alpha=alpha, controls=controls, probes=probes, progress=progress,
+                                             name=target)
         else:
             report = check_multidraft_verifier(
                 fn, K=k_drafts, tree=_ints(tree, "--tree") or None, rule=rule or None, adapter=adapter, dtype=dtype,

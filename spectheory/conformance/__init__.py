@@ -21,6 +21,8 @@ from .checks import CHECKS
 from .fake_lm import MarkovLM, fake_lm, markov_torch_lm
 from .multidraft_api import check_multidraft_verifier
 from .assisted_api import check_assisted_generation
+from .ragged import RaggedSampler
+from .ragged_api import check_ragged_sampler
 from .forced import ForcedUniforms, inverse_cdf
 from .references import CONTROLS, accept_p_verifier, reference_verifier, rule_verifier
 from .report import print_report, summary_rows, verdict_lines
@@ -31,7 +33,7 @@ from .severity import EXIT_CODES
 
 __all__ = ["ADAPTERS", "BlockVerifier", "VerifierOutputError", "tokens_of", "GAMMAS", "INSTANCES",
            "check_block_verifier", "check_decoding_step", "check_multidraft_verifier", "check_assisted_generation",
-           "step_from_block_verifier", "CHECKS",
+           "check_ragged_sampler", "RaggedSampler", "step_from_block_verifier", "CHECKS",
            "MarkovLM", "fake_lm", "markov_torch_lm", "ForcedUniforms", "inverse_cdf", "torch_uniforms",
            "CONTROLS", "accept_p_verifier", "reference_verifier", "rule_verifier", "print_report", "summary_rows",
            "verdict_lines", "RandomSources", "ConformanceUsageError", "rerun", "replay_check", "EXIT_CODES"]

@@ -196,24 +196,27 @@ def decisions_of(out, gamma: int) -> int:
     return tau + (1 if tau < gamma else 0)
 
 
-def accounting(rng, out, gamma: int, escaped=(), blocked=()) -> list[str]:
+def accounting(rng, out, gamma: int, escaped=(), blocked=(), *, decisions: int | None = None,
+               extra: int = 1) -> list[str]:
     """Why a probe call was not applied (empty: applied). ``rng``: the forced source of the
     call (counts by kind); ``out``: its output (None after a crash); ``escaped``: sources that
     changed state during the call; ``blocked``: reasons found elsewhere (reuse across calls in
-    the runs, compiled code bypassing the routing)."""
+    the runs, compiled code bypassing the routing). A call verifying several requests at once
+    (:mod:`.ragged`) passes ``decisions``, the sum of its requests' decisions, and ``extra``,
+    the values its last tokens need (one per request whose last token the sampler draws)."""
     reasons = list(blocked)
     if escaped:
         reasons.append("draws escaped the forced source: " + ", ".join(escaped))
     if rng.draws == 0:
         reasons.append("the sampler drew no uniform from the forced source")
     elif out is not None:
-        d = decisions_of(out, gamma)
+        d = decisions_of(out, gamma) if decisions is None else decisions
         u, total = rng.decision_values(), rng.total()
-        if u < d or total < d + 1:
+        if u < d or total < d + extra:
             kinds = ", ".join(f"{v} {k}" for k, v in rng.by_kind.items() if v)
             reasons.append(f"the call made {d} acceptance decision{'s' if d != 1 else ''} and drew {kinds} from the "
                            f"forced source: at least {d} uniform{'s' if d != 1 else ''} (one per decision) and "
-                           f"{d + 1} values in all (one more for the correction/bonus) are needed for the forced "
+                           f"{d + extra} values in all (one more for each correction/bonus drawn) are needed for the forced "
                            "values to have decided every step (uniforms kept from earlier calls, or decisions made "
                            "without a draw)")
     return reasons

@@ -90,16 +90,25 @@ def _verifier(fn, kind, options, K, tree):
     return MultiDraftVerifier(fn, **options, K=K, tree=tree)
 
 
-def rerun(target, *, p, q, draft=None, drafts=None, tokens=None, parents=None, rng_state=None, forced=None,
-          logits: bool = False, adapter: str = "probs", dtype: str = "float64", batched: bool = False,
-          framework: str = "numpy", arg_order=None) -> tuple:
+def rerun(target, *, p=None, q=None, draft=None, drafts=None, tokens=None, parents=None, requests=None,
+          rng_state=None, forced=None, logits: bool = False, adapter: str = "probs", dtype: str = "float64",
+          batched: bool = False, framework: str = "numpy", offsets: str = "cu", bonus: str = "given",
+          arg_order=None):
     """Call the sampler once on these inputs (see the module docstring) and return the emitted
     tokens. ``logits=True``: ``p``/``q`` are raw logits (the zero-mass probes), fed through the
-    adapter as the probe did."""
+    adapter as the probe did. ``requests`` (a ragged sampler, :mod:`.ragged`): one dict per
+    request with its exact ``p`` (γ_b+1, V) and ``q`` (γ_b, V) rows, ``draft`` and, with
+    ``bonus="given"``, its ``bonus`` token; returns each request's emitted tokens."""
     from .forced import ForcedUniforms
     fn = load(target) if isinstance(target, str) else target
     if (rng_state is None) == (forced is None):
         raise ValueError("give exactly one random source: rng_state (a PCG64 state dict) or forced")
+    if requests is not None:
+        return _rerun_ragged(fn, requests, rng_state, forced, logits,
+                             {"adapter": adapter, "dtype": dtype, "framework": framework, "offsets": offsets,
+                              "bonus": bonus}, arg_order)
+    if p is None or q is None:
+        raise ValueError("give p and q (the exact rows of the call), or requests (a ragged sampler)")
     kind = "block" if draft is not None else "multidraft"
     tree = None
     K = 2
@@ -132,6 +141,32 @@ def rerun(target, *, p, q, draft=None, drafts=None, tokens=None, parents=None, r
         return v.call_tree(P, Q, tokens, np.asarray(parents), rng)
 
 
+def _rerun_ragged(fn, requests, rng_state, forced, logits, options, arg_order) -> list:
+    from .forced import ForcedUniforms
+    from .ragged import RaggedSampler, Request
+    v = RaggedSampler(fn, **options)
+    if arg_order is not None:
+        v.arg_order = tuple(arg_order)
+    if forced is not None:
+        rng = ForcedUniforms(forced)
+    else:
+        bg = np.random.PCG64()
+        bg.state = rng_state
+        rng = np.random.Generator(bg)
+    V = len(requests[0]["p"][0])
+    reqs = [Request(np.asarray(r["p"], np.float64).reshape(-1, V), np.asarray(r["q"], np.float64).reshape(-1, V),
+                    r["draft"], r.get("bonus")) for r in requests]
+    conv = v.from_logits if logits else None
+    p_rep, q_rep = [], []
+    for r in reqs:
+        P = conv(r.p) if conv else v.represent(r.p, "target")
+        p_rep.append(P[:len(r.draft)] if v.bonus == "given" else P)
+        q_rep.append((conv(r.q) if conv else v.represent(r.q, "draft")) if len(r.draft) else r.q)
+    with v.sources.active("rerun"):
+        v.sources.current = rng
+        return v.call_batch(reqs, rng, np.concatenate(p_rep), np.concatenate(q_rep), V)
+
+
 def _tree_of(parents) -> tuple:
     """Branching factors of a breadth-first tree given by its parent array."""
     parents = [int(j) for j in parents]
@@ -149,7 +184,8 @@ def _tree_of(parents) -> tuple:
 def replay_check(target, *, check: str, instance: str, gamma: int, runs: int, seed: int = 0, alpha: float,
                  kind: str = "block", adapter: str = "probs", dtype: str = "float64", batched: bool = False,
                  framework: str = "numpy", K: int = 2, tree=None, rule: str | None = None, setting=None,
-                 max_new_tokens: int = 3, lm: str = "hf") -> dict:
+                 max_new_tokens: int = 3, lm: str = "hf", gammas=None, offsets: str = "cu",
+                 bonus: str = "given") -> dict:
     """The evidence (as JSON) of ``check`` on (``instance``, ``gamma``) after ``runs`` runs from
     the report's ``seed``, graded at level ``alpha`` (the look's level the report states).
     ``kind="assisted"``: a generation stack (:mod:`.assisted`) at the processor ``setting``
@@ -185,8 +221,16 @@ def replay_check(target, *, check: str, instance: str, gamma: int, runs: int, se
         checks = {c.id: c for c in lossless_checks(tree) + (_rule_checks(rule, K, tree) if rule else ())}
         runner = MultiRunner(v, pair, gamma, first_n(pair.V),
                              derive_seed(seed, "conformance-multidraft", instance, str(gamma)), instance)
+    elif kind == "ragged":
+        from .ragged import RaggedEngine, RaggedSampler, LaneView, engine_seed, ragged_checks
+        if gammas is None:
+            raise ValueError("a ragged sampler's replay needs the report's gammas (the draft lengths of every call)")
+        v = RaggedSampler(fn, adapter=adapter, dtype=dtype, framework=framework, offsets=offsets, bonus=bonus)
+        checks = {c.id: c for c in ragged_checks()}
+        runner = LaneView(RaggedEngine(v, pair, tuple(gammas), first_n(pair.V), engine_seed(seed, instance), instance),
+                          gamma)
     else:
-        raise ValueError(f"kind must be 'block', 'multidraft' or 'assisted', got {kind!r}")
+        raise ValueError(f"kind must be 'block', 'multidraft', 'assisted' or 'ragged', got {kind!r}")
     if check not in checks:
         raise ValueError(f"unknown check {check!r}; known: {sorted(checks)}")
     runner.extend(runs)
@@ -215,7 +259,8 @@ def call_line(func: str, target: str | None, **kwargs) -> str | None:
     return f"spectheory.conformance.{func}({args})"
 
 
-_DEFAULTS = {"adapter": "probs", "dtype": "float64", "batched": False, "framework": "numpy"}
+_DEFAULTS = {"adapter": "probs", "dtype": "float64", "batched": False, "framework": "numpy", "offsets": "cu",
+             "bonus": "given"}
 _LABEL = re.compile(r"^(\S+) γ=(\d+)")
 
 
@@ -259,7 +304,7 @@ def attach(report_claims: list, crashes: list, blocks: list, *, target: str | No
             continue
         structure = c["id"] in ("conformance.tokens_per_call", "multidraft.structure")
         ex = block.get("structure_example") if structure else None
-        if ex is not None and "p" in ex:
+        if ex is not None and ("p" in ex or "requests" in ex):
             inputs = {k: v for k, v in ex.items() if k not in ("output", "context")}
             c["counterexample"] = {"instance": block["instance"], "gamma": block["gamma"], "context": ex["context"],
                                    "inputs": inputs, "output": ex["output"],

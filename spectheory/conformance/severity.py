@@ -20,7 +20,9 @@ import math
 import re
 
 #: the statistical checks of the output law (any layout)
-LAW_CHECKS = ("conformance.first_tokens", "conformance.token_law_by_state")
+LAW_CHECKS = ("conformance.first_tokens", "conformance.token_law_by_state",
+              # the serving layout: the joint law of the requests of one call (spectheory.conformance.ragged)
+              "ragged.cross_request_independence")
 PROBE_CHECK = "conformance.support_probes"
 #: exit status of ``spectheory conformance`` per kind (0: no lossless failure; 2: usage error)
 EXIT_CODES = {"law": 1, "boundary": 3, "crash": 4}

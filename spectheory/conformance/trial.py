@@ -423,6 +423,9 @@ SIGNATURES = {
     "verifier": "spectheory calls fn(p, q, drafts, rng) for K drafts (p (K, γ+1, V), q (K, γ, V), drafts (K, γ)) or fn(p, q, tokens, "
                 "parents, rng) for a tree (p, q (M+1, V), tokens and parents (M,)); ",
     "decoding step": "spectheory calls make_step(target_lm, draft_lm, gamma, rng) returning step(context) -> emitted ids; ",
+    "ragged sampler": "spectheory calls fn(draft_token_ids (T,), cu_num_draft_tokens (B,), draft_probs (T, V), "
+                      "target_probs (T, V), bonus_token_ids (B,), rng) (--bonus inside: no bonus_token_ids, "
+                      "target_probs (T + B, V)) and expects output_token_ids (B, max γ_b + 1) padded with -1; ",
 }
 
 
@@ -433,7 +436,9 @@ def trial_block_verifier(verifier, gamma: int) -> dict:
     check_arity(verifier.fn, 4, "fn(p, q, draft_tokens, rng)",
                 "a block verifier takes (p, q, draft_tokens, rng) and returns the emitted tokens; decoding code "
                 "that drafts by itself is a decoding step (--kind step: make_step(target_lm, draft_lm, gamma, "
-                "rng) -> step(context)); a verifier of several drafts or a token tree is --kind multidraft")
+                "rng) -> step(context)); a verifier of several drafts or a token tree is --kind multidraft; a batched "
+                "sampler in the serving layout (flattened drafts, cumulative offsets, output (B, max γ_b + 1)) is "
+                "--kind ragged")
     res = with_law(run_block_trial(verifier, gamma), lambda: block_law_p(verifier))
 
     def ordered(perm):
@@ -648,3 +653,140 @@ def trial_multidraft(verifier, gamma: int) -> dict:
                   lambda o: multidraft_law_p(verifier.with_options(**o)),
                   "a multi-draft verifier fn(p, q, drafts, rng)" if verifier.tree is None
                   else "a tree verifier fn(p, q, tokens, parents, rng)", "verifier", orders)
+
+
+# --- batched samplers in the serving layout (ragged draft lengths) --------------------------------
+
+#: the ragged trial batch: draft lengths, and the point-mass token of each request
+RAGGED_TRIAL_GAMMAS, RAGGED_TRIAL_TOKENS = (1, 0, 2), (5, 3, 6)
+
+
+def _ragged_inputs(sampler, gammas, V: int) -> str:
+    opts = sampler.options()
+    T, B = sum(gammas), len(gammas)
+    kind = {"probs": "probabilities", "logprobs": "log-probabilities", "logits": "logits"}[opts["adapter"]]
+    arr = "tensors" if opts["framework"] == "torch" else "NumPy arrays"
+    off = "cu_num_draft_tokens" if opts["offsets"] == "cu" else "num_draft_tokens"
+    tgt = f"({T}, {V})" if opts["bonus"] == "given" else f"({T + B}, {V})"
+    return (f"with {cli_flags(opts)} it receives draft_token_ids ({T},), {off} ({B},), draft {kind} ({T}, {V}), "
+            f"target {kind} {tgt}" + (f", bonus_token_ids ({B},)" if opts["bonus"] == "given" else "")
+            + f" as {arr}, and rng: a numpy Generator (γ_b = {list(gammas)})")
+
+
+def run_ragged_trial(sampler) -> Result:
+    """Trial calls of a ragged sampler (:mod:`.ragged`): three batches of requests with γ_b =
+    (1, 0, 2) drafted on the trial instance (a valid (B, W) output), then batches where request
+    b's target rows are a point mass at its own token (5, 3, 6 of V = 8) and the drafted token 2
+    has p = 0: every request must emit its own token first — what a sampler reading another
+    request's rows (the offsets misread) or the wrong representation does not do."""
+    from .. import instances as inst
+    from .ragged import Request
+    pair = inst.get(TRIAL_INSTANCE)
+    V, S = pair.V, pair.n_states
+    drng = np.random.Generator(np.random.PCG64(7))
+    rng = np.random.Generator(np.random.PCG64(11))
+    sampler.sources.own(drng, rng)
+    calls, t0, first_bad, done, wrong = 0, time.perf_counter(), None, 0, []
+    gs = RAGGED_TRIAL_GAMMAS
+    with sampler.sources.active("trial"):
+        for _ in range(3):
+            reqs = []
+            for g in gs:
+                s, states, draft = 0, [0], []
+                for _i in range(g):
+                    x = int(drng.choice(V, p=pair.draft.table[s]))
+                    draft.append(x)
+                    s = (s * V + x) % S
+                    states.append(s)
+                bonus = int(drng.choice(V, p=pair.target.table[s])) if sampler.bonus == "given" else None
+                reqs.append(Request(pair.target.table[states], pair.draft.table[states[:g]], draft, bonus))
+            out, bad = _guard(lambda: sampler.call_batch(reqs, rng), lambda: _ragged_inputs(sampler, gs, V))
+            calls += 1
+            if bad is not None:
+                if bad.kind != "exception":
+                    return bad
+                first_bad = first_bad or bad
+                continue
+            done += 1
+        reqs = []
+        for g, k in zip(gs, RAGGED_TRIAL_TOKENS):
+            p = np.zeros((g + 1, SANITY_V))
+            p[:, k] = 1.0
+            reqs.append(Request(p, np.full((g, SANITY_V), 1.0 / SANITY_V), [SANITY_DRAFT] * g,
+                                k if sampler.bonus == "given" else None))
+        for _ in range(SANITY_CALLS):
+            out, bad = _guard(lambda: sampler.call_batch(reqs, rng), lambda: _ragged_inputs(sampler, gs, SANITY_V))
+            calls += 1
+            if bad is not None:
+                if bad.kind != "exception":
+                    return bad
+                first_bad = first_bad or bad
+                continue
+            done += 1
+            if any(o[0] != k for o, k in zip(out, RAGGED_TRIAL_TOKENS)):
+                wrong.append(out)
+    if first_bad is not None:
+        return never_or(first_bad, done, calls)
+    seconds = (time.perf_counter() - t0) / max(calls, 1)
+    if wrong:
+        return Result("support", f"on a batch of requests with γ_b = {list(gs)} whose target rows are point masses at "
+                                 f"tokens {list(RAGGED_TRIAL_TOKENS)} (V = {SANITY_V}; every drafted token "
+                                 f"{SANITY_DRAFT} has p = 0), {len(wrong)} of {SANITY_CALLS} calls emitted other "
+                                 f"first tokens (e.g. {[list(o) for o in wrong[0]]}); any lossless sampler emits each "
+                                 "request's own token. A sampler that reads another request's rows (offsets misread) "
+                                 "or probabilities as logits does this", calls=calls, seconds=seconds)
+    return Result(calls=calls, seconds=seconds)
+
+
+def ragged_law_p(sampler) -> float:
+    """The first-token law test of :func:`first_token_law_p` on batches: 10 calls of 30 requests,
+    γ_b = 1 from state 0."""
+    from ..judge import stats
+    from .. import instances as inst
+    from .ragged import Request
+    pair = inst.get(TRIAL_INSTANCE)
+    V, S = pair.V, pair.n_states
+    drng, rng = np.random.Generator(np.random.PCG64(3)), np.random.Generator(np.random.PCG64(4))
+    counts = np.zeros(V)
+    with sampler.sources.active("trial"):
+        for _ in range(LAW_CALLS // 30):
+            reqs = []
+            for _b in range(30):
+                x = int(drng.choice(V, p=pair.draft.table[0]))
+                st = [0, (0 * V + x) % S]
+                bonus = int(drng.choice(V, p=pair.target.table[st[1]])) if sampler.bonus == "given" else None
+                reqs.append(Request(pair.target.table[st], pair.draft.table[st[:1]], [x], bonus))
+            try:
+                outs = sampler.call_batch(reqs, rng)
+            except Exception:  # noqa: BLE001  (a crash here is reported by the runs)
+                return 0.0
+            for o in outs:
+                counts[o[0]] += 1
+    ev = stats.chisquare_gof("trial", counts, pair.target.table[0], alpha=LAW_LEVEL, tolerance_w=1.0)
+    return float(ev.p_value)
+
+
+def trial_ragged(sampler) -> dict:
+    """The trial of a ragged sampler: raises :class:`ConformanceUsageError` (a signature that does
+    not fit the bonus layout, options that do not run) or returns a summary as
+    :func:`trial_block_verifier` does."""
+    from .ragged import BONUS, CALL_GIVEN, CALL_INSIDE, OFFSETS
+    other = "inside" if sampler.bonus == "given" else "given"
+    n_other = 5 if sampler.bonus == "given" else 6
+    what = ("target_probs (T + B, V) with each request's bonus row, the bonus drawn by the sampler"
+            if other == "inside" else "target_probs (T, V) and bonus_token_ids (B,), the bonus given")
+    try:
+        check_arity(sampler.fn, sampler.n_args, sampler.call,
+                    SIGNATURES["ragged sampler"] + "a block verifier fn(p, q, draft_tokens, rng) is --kind block")
+    except ConformanceUsageError as err:
+        try:
+            check_arity(sampler.fn, n_other, CALL_INSIDE if other == "inside" else CALL_GIVEN, "")
+        except ConformanceUsageError:
+            raise err from None
+        raise ConformanceUsageError(err.problem, f"it takes {n_other} arguments: the layout with {what} — run with "
+                                                 f"--bonus {other} (Python: bonus={other!r})") from None
+    res = with_law(run_ragged_trial(sampler), lambda: ragged_law_p(sampler))
+    choices = {"framework": ("numpy", "torch") if torch_available() else ("numpy",),
+               "adapter": ("probs", "logits", "logprobs"), "offsets": OFFSETS, "bonus": BONUS}
+    return settle(res, sampler.options(), choices, lambda o: run_ragged_trial(sampler.with_options(**o)),
+                  lambda o: ragged_law_p(sampler.with_options(**o)), sampler.call, "ragged sampler")
