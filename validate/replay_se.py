@@ -234,6 +234,12 @@ def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DE
         R = lam * Q + (1 - lam) * P
         a_lump = np.minimum(Q, R).sum(axis=1)
         a_exact = np.minimum(sq, lam * sq + (1 - lam) * sp).sum(axis=1) + lam * qrest + (1 - lam) * (beta - bslice)
+        # the slices are float32: a position where every term is ~1 can land above 1 or below 0 by rounding
+        # (seen: 1 + 6.5e-9); clip that, and only that
+        if (a_exact > 1 + 1e-6).any() or (a_exact < -1e-6).any():
+            raise ValueError(f"{name}: exact α outside [0, 1] beyond rounding (min {a_exact.min()!r}, "
+                             f"max {a_exact.max()!r}): a damaged trace?")
+        a_exact = np.clip(a_exact, 0.0, 1.0)
         acc.append(mc_row(name, R, a_lump, "r̃ = λQ̃+(1−λ)P̃ is exactly the image of r"))
         acc.append(stats.info(
             "logits", f"{name} exact vs lumped", float(a_exact.mean()), float(a_lump.mean()), n=pool.N,
