@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import Any, Callable  # noqa: F401  (annotations of the inherited BlockVerifier fields)
 from time import perf_counter
 
 import numpy as np

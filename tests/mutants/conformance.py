@@ -241,7 +241,7 @@ MUTANTS = [
          tests="tests/test_conformance_multidraft.py"),
     # issue 26: probe accounting per decision, transform ranges, reuse across calls
     dict(path="spectheory/conformance/probes.py",
-         old="        if u < d or total < d + 1:",
+         old="        if u < d or total < d + extra:",
          new="        if False:",
          why="a probe applied whenever one value was forced, whatever decided the acceptance steps",
          tests="tests/test_conformance_accounting.py"),
