@@ -14,8 +14,8 @@ sb.rollback, sb.speedup and sb.hrad from a ``spectheory validate`` run (discover
   correction replaces a token); time: the measured one-token target and draft calls of the
   capture, c = t_T/t_q, and the run's measured target-call profile t_T(n). Methods: SpS,
   PEARL, and SpecBranch with the pure confidence threshold (ε = 0.3, k_max = 4).
-* **sb.hrad** (info; docs/sb.md, "Real logits"): H-RAD trained on the captured hidden states
-  (the opt-in trace fields ``hidden_proj``, ``emb_proj``). At γ = 4 (the simulation's), the
+* **sb.hrad** (part ``accuracy`` graded, the rest info; docs/sb.md, "Real logits"): H-RAD trained
+  on the captured hidden states (the opt-in trace fields ``hidden_proj``, ``emb_proj``). At γ = 4 (the simulation's), the
   decision at t (after the survivor x_{t−1}) has the labels of :mod:`spectheory.hrad` read
   trace-exactly: the continuation is the text's next γ − 1 tokens, accepted Bernoulli(β), so
   P(all-reject) = 1 − β_t, P(all-accept) = Π_{j<γ−1} β_{t+j}, P(confidence) the rest
