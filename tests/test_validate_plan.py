@@ -125,3 +125,18 @@ def test_plan_command_prints_the_table_and_the_command(pilot, tmp_path):
     assert data["family_n"]["ersd"] >= 1 and data["power"] == 0.9 and np.isfinite(data["alpha"])
     res = CliRunner().invoke(app, ["validate", "plan", str(tmp_path / "missing")])
     assert res.exit_code == 2 and "run.json" in res.output
+
+
+def test_control_row_marks_what_the_broken_rule_did():
+    """The info row of a logits-mode negative control says whether the broken rule failed the test
+    (``Evidence.control``), and copies the graded test's numbers and part."""
+    from spectheory.judge.evidence import Evidence
+    from validate.power import control_row
+    e = Evidence("logits", "broken loop", 0.9, 0.95, 0.93, 0.97, p_value=1e-9, n=500, outcome="fail", part="acc",
+                 note="ctx")
+    ok, missed = control_row(e, True, "the same loop"), control_row(e, False, "the same loop")
+    assert ok.control == "rejected" and "fails, as it must" in ok.test and "p = 1e-09" in ok.test
+    assert missed.control == "not rejected" and "DID NOT FAIL" in missed.test
+    for row in (ok, missed):
+        assert row.outcome == "info" and row.instance == "broken loop (must fail)" and row.part == "acc"
+        assert (row.claimed, row.measured, row.n, row.note) == (0.9, 0.95, 500, "ctx")

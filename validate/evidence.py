@@ -47,7 +47,7 @@ def _ctx(run: Run, g) -> str:  # noqa: D103
             f"draft {c.get('draft', '?')}, weights {c.get('weights', 'float32')}; device {c.get('device') or 'cpu'}")
 
 
-from .power import TOLERANCE  # noqa: E402  (0.02: the deviation in an acceptance probability that matters)
+from .power import TOLERANCE, control_row  # noqa: E402  (0.02: the deviation in an acceptance probability that matters)
 
 
 def _pool(runs_by_gamma: dict):
@@ -139,12 +139,9 @@ def sd_evidence(run: Run, alpha: float = 1e-3, tolerance: float = TOLERANCE) -> 
         acc, tok, _ = sd_tests({g: runs}, alpha, tolerance, f"negative control {rule}")
         for e in acc + tok:
             claim = "sd.acceptance" if e in acc else "sd.expected_tokens"
-            out[claim].append(stats.info(
-                "logits", f"{e.instance} (must fail)", e.claimed, e.measured, n=e.n, ci=(e.ci_low, e.ci_high),
-                test=f"negative control in logits mode: a broken verifier through the same real SD loop, the same "
-                     f"test; p = {e.p_value:.3g} → {'fails, as it must' if e.outcome == 'fail' else 'DID NOT FAIL'}",
-                note=f"{ctx}; {e.note}"))
-            out[claim][-1].control = "rejected" if e.outcome == "fail" else "not rejected"
+            e.note = f"{ctx}; {e.note}"
+            out[claim].append(control_row(e, e.outcome == "fail", "a broken verifier through the same real SD loop, "
+                                                                  "the same test"))
     for row in summarize(run):
         if row["category"] == "all" or not row["n_iterations"]:
             continue

@@ -26,13 +26,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from spectheory.checks import check_level, check_real
+from spectheory.judge.stats import POWER  # the report's grading power
 
 from .power import TOLERANCE, TOLERANCE_TAU, n_needed
 
 #: Safety factor on the pilot's trials per prompt and variance (this project's choice).
 MARGIN = 1.25
-#: Graded power of the report (spectheory.judge.stats.POWER).
-from spectheory.judge.stats import POWER  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -159,14 +158,14 @@ def plan_run(run, alpha: float, power: float = POWER, margin: float = MARGIN, se
 
 
 def _control_row(loop, claim, ev, pr, runs, tolerance, alpha, power, margin, sets) -> PlanRow:
+    name, had = loop + ("-control" if loop == "sd" else ""), _prompts(runs)
     if ev.outcome == "fail":
-        return PlanRow(loop + ("-control" if loop == "sd" else ""), claim, pr.test, "control", _prompts(runs),
-                       pr.n_had, pr.n_had / max(1, _prompts(runs)), pr.var_per_trial, abs(ev.measured - ev.claimed),
-                       pr.n_had, _prompts(runs), int(math.ceil(_prompts(runs) / sets)),
+        return PlanRow(name, claim, pr.test, "control", had, pr.n_had, pr.n_had / max(1, had), pr.var_per_trial,
+                       abs(ev.measured - ev.claimed), pr.n_had, had, int(math.ceil(had / sets)),
                        f"rejected in the pilot (p = {ev.p_value:.3g}): nothing more needed")
     eff, why = _control_effect(ev, tolerance)
-    return _row(loop + ("-control" if loop == "sd" else ""), claim, pr.test, "control", _prompts(runs), pr.n_had,
-                pr.var_per_trial, eff, alpha, power, margin, sets, note=why)
+    return _row(name, claim, pr.test, "control", had, pr.n_had, pr.var_per_trial, eff, alpha, power, margin, sets,
+                note=why)
 
 
 def format_plan(plan: Plan) -> str:

@@ -151,3 +151,19 @@ def martingale_test_known(claim: str, instance: str, measured, claimed, variance
     row = _row(claim, instance, trials, n, float(var.mean()), alpha, tolerance, ev)
     ev.note = "; ".join(x for x in (note, ev.note, row.note()) if x)
     return ev, row
+
+
+def control_row(e: Evidence, rejected: bool, setup: str) -> Evidence:
+    """A negative control's graded evidence ``e`` as the info row reported beside the subject's
+    (``… (must fail)``, ``Evidence.control`` set): ``rejected`` says whether the broken rule failed
+    the test as it must; ``setup`` describes the broken rule's run ("a broken verifier through the
+    same real SD loop, the same test")."""
+    p = e.p_value if e.p_value is not None else float("nan")
+    row = stats.info("logits", f"{e.instance} (must fail)", e.claimed, e.measured, n=e.n, ci=(e.ci_low, e.ci_high),
+                     test=f"negative control in logits mode: {setup}; p = {p:.3g} → "
+                          + ("fails, as it must" if rejected else "DID NOT FAIL"),
+                     note=e.note)
+    row.part = e.part
+    row.control = "rejected" if rejected else "not rejected"
+    return row
+

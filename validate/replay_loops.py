@@ -39,7 +39,7 @@ from spectheory.judge import stats
 from spectheory.judge.evidence import Evidence
 from spectheory.checks import check_level, check_real
 
-from .power import TOLERANCE, TOLERANCE_TAU, martingale_test, martingale_test_estimated, martingale_test_known
+from .power import TOLERANCE, TOLERANCE_TAU, control_row, martingale_test, martingale_test_estimated, martingale_test_known
 
 
 def _ctx(run, runs) -> str:
@@ -224,15 +224,8 @@ def logits_evidence(run, alpha: float = 1e-3, tolerance: float = TOLERANCE,
                 if base != name and e.p_value is None:
                     continue  # exact facts of the rows (bounds), not of the verifier: no control for them
                 if base != name and e.outcome != "info":
-                    part = e.part
-                    e = stats.info("logits", f"{e.instance} (must fail)", e.claimed, e.measured, n=e.n,
-                                   ci=(e.ci_low, e.ci_high),
-                                   test=f"negative control in logits mode: a broken verifier through the same real "
-                                        f"loop, the same test; p = {e.p_value if e.p_value is not None else float('nan'):.3g}"
-                                        f" → {'fails, as it must' if e.outcome == 'fail' else 'DID NOT FAIL'}",
-                                   note=e.note)
-                    e.part = part
-                    e.control = "rejected" if "fails, as it must" in e.test else "not rejected"
+                    e = control_row(e, e.outcome == "fail", "a broken verifier through the same real loop, the same "
+                                                             "test")
                 out.setdefault(cid, []).append(e)
     return out
 

@@ -42,6 +42,8 @@ from spectheory.closed_forms import sb as cf
 from spectheory.judge import stats
 from spectheory.judge.evidence import Evidence
 
+from .power import control_row
+
 #: replay settings
 GAMMAS = (2, 4, 6)
 K_MAX, EPS = 4, 0.3
@@ -398,14 +400,8 @@ def hrad_evidence(traces, c, alpha: float = 1e-3) -> list:
                   f"cols predicted; all-reject/confidence/all-accept) {s['confusion'].tolist()}, expected "
                   f"{np.round(s['confusion_expected'], 1).tolist()}")
         if s is sh:  # the negative control: an MLP that learned nothing must not show a gain
-            e = stats.info("logits", f"{e.instance} (must fail)", e.claimed, e.measured, n=e.n,
-                           ci=(e.ci_low, e.ci_high),
-                           test=f"negative control in logits mode: labels shuffled before training, the same test "
-                                f"(it passes only on evidence of a gain); p = {e.p_value:.3g} → "
-                                + ("fails, as it must" if e.outcome != "pass" else "DID NOT FAIL"),
-                           note=e.note)
-            e.part = "accuracy"
-            e.control = "rejected" if "fails, as it must" in e.test else "not rejected"
+            e = control_row(e, e.outcome != "pass", "labels shuffled before training, the same test (it passes "
+                                                    "only on evidence of a gain)")
         ev.append(e)
     if c is None:
         return ev

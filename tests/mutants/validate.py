@@ -102,4 +102,8 @@ MUTANTS = [
     dict(path="validate/evidence.py", old="            want = np.concatenate([r.tau + 1 for r in recorded])",
          new="            want = np.concatenate([r.tau for r in recorded])",
          why="exact check expects τ tokens per iteration (no correction/bonus)", tests="tests/test_validate_batch.py tests/test_validate_models.py"),
+    dict(path="validate/power.py", old='    row.control = "rejected" if rejected else "not rejected"',
+         new='    row.control = "rejected"',
+         why="every logits-mode negative control marked rejected, whether or not the broken rule failed",
+         tests="tests/test_validate_plan.py"),
 ]
