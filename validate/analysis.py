@@ -1,6 +1,9 @@
 """Theory against measurement on a validation run, per prompt category and γ.
 
-Theory (from the captured traces of the target's own text, exact statistics):
+Theory (from the captured traces of the target's own text, exact statistics; in a row with SD
+records, the traces of the prompts SD ran on, so that theory and measurement share their prompts —
+a run may capture more prompts than it decodes, e.g. for H-RAD; every captured prompt where SD did
+not run):
   α̂ = mean_t β_t; closed form (1 − α̂^{γ+1})/(1 − α̂) (Leviathan Eq. 1); the trace-exact
   tokens 1 + Σ_k Π_{j<k} β_{t+j} (:func:`validate.replay.trace_exact_tokens`).
 Measurement (real speculative decoding): tokens per iteration τ + 1, first-draft acceptance,
@@ -69,6 +72,14 @@ def cost_profile(traces, sd_runs) -> dict:
     }
 
 
+def _matched(traces, sd_runs) -> list:
+    """The traces of the prompts the SD records ran on (by prompt name), or every trace when SD did
+    not run or none of its prompts was captured."""
+    names = {r.meta.get("name") for r in sd_runs} - {None}
+    same = [t for t in traces if t.meta.get("name") in names]
+    return same if same else list(traces)
+
+
 def summarize(run) -> list[dict]:
     """One row per (category, γ), plus category ``all``; see the module docstring."""
     from .experiment import check_run
@@ -76,12 +87,13 @@ def summarize(run) -> list[dict]:
     rows = []
     cats = run.categories + (["all"] if len(run.categories) > 1 else [])
     for cat in cats:
-        trs = [t for t in run.traces if cat == "all" or t.category == cat]
-        beta = np.concatenate([t.beta for t in trs]) if trs else np.zeros(0)
-        a_hat, a_se, n_pos = _mean_se(beta)
+        captured = [t for t in run.traces if cat == "all" or t.category == cat]
         gammas = sorted(set(run.sd) | set(run.config.get("gammas", [])))
         for g in gammas:
             sds = [r for r in run.sd.get(g, []) if cat == "all" or r.meta.get("category") == cat]
+            trs = _matched(captured, sds)
+            beta = np.concatenate([t.beta for t in trs]) if trs else np.zeros(0)
+            a_hat, a_se, n_pos = _mean_se(beta)
             prof = cost_profile(trs, sds)
             row = dict(category=cat, gamma=g, n_prompts=len(trs), n_positions=n_pos, alpha_capture=a_hat,
                        alpha_capture_se=a_se)

@@ -69,7 +69,9 @@ def to_markdown(run: Run, rows) -> str:
              f"target `{c.get('target', '?')}`, draft `{c.get('draft', '?')}`, temperature {c.get('temperature')}, "
              f"top_k {c.get('top_k')}, top_p {c.get('top_p')}, max_new_tokens {c.get('max_new_tokens')}, "
              f"seed {c.get('seed')}, device {c.get('device') or 'cpu'}, torch threads {c.get('threads', '?')}.", "",
-             "Columns: α̂ captured = mean Σmin(p,q) along the target's own text (exact per position); α on-policy = "
+             "Columns: prompts = captured texts the row's theory uses (in a row with SD records, those of the prompts SD "
+             "ran on; every captured one otherwise); α̂ captured = mean Σmin(p,q) along the target's own text (exact "
+             "per position); α on-policy = "
              "the same at the first draft position of real SD iterations; 1st accept = measured first-draft "
              "acceptance rate; tok/it formula = (1−α̂^(γ+1))/(1−α̂); tok/it trace = trace-exact replay; "
              "tok/it given drafts = mean E[τ+1 given the drafted tokens] (exact); measured = real SD; c = t_draft/t_target(1); "
