@@ -87,8 +87,12 @@ def test_hrad_on_b32_cross_validated_gain_is_graded_and_control_rejected(hrad_ev
     """The numbers docs/sb.md states: 5-fold cross-validation by prompt over the 16 captured prompts,
     1,441 decisions, γ = 4; the gain over the majority class is graded (one-sided t-test, prompts the
     unit), underpowered at 16 prompts; the shuffled-label MLP shows no gain (control rejected)."""
-    acc = [e for e in hrad_ev if e.part == "accuracy"]
+    acc = [e for e in hrad_ev if e.part == "accuracy" and "within category" not in e.instance]
     assert len(acc) == 2 and all(e.mode == "logits" and e.n == 16 for e in acc)
+    # beside the headline, each category against its own majority class: info, never graded
+    cat = {e.instance.split(" (")[0]: e for e in hrad_ev if "within category" in e.instance}
+    assert set(cat) == {"H-RAD MLP within category chat", "H-RAD MLP within category code"}
+    assert all(e.outcome == "info" and e.n == 8 and "outcome alone" in e.note for e in cat.values())
     mlp, shuf = acc
     assert "5-fold cross-validation by prompt" in mlp.instance and "1441 decisions" in mlp.instance
     assert mlp.outcome == "underpowered" and mlp.tolerance == 0.02 and mlp.alpha == pytest.approx(1e-3)
@@ -172,3 +176,18 @@ def test_replay_signal_all_accept_and_all_reject():
     rej = replay_sb._replay("specbranch", beta, conf, surv, g, np.full(g + 1, 2.0), rng, np.zeros(T, int))
     assert acc[1] == rej[1] == T
     assert acc[0] == pytest.approx(T / g * g, rel=0.01) and rej[0] == pytest.approx(T * g, rel=0.01)
+
+
+def test_hrad_by_category_baseline_is_each_categorys_own_majority():
+    """A classifier that only recognises the category gains over the pooled majority class but
+    nothing over each category's own (the stricter reading reported beside the graded test)."""
+    a, b = np.tile([0.1, 0.1, 0.8], (3, 1)), np.tile([0.7, 0.2, 0.1], (2, 1))
+    out = replay_sb._by_category(["a", "a", "b", "b"], [a, a, b, b], [np.full(3, 2), np.full(3, 2),
+                                                                       np.zeros(2, int), np.zeros(2, int)])
+    assert out["a"]["majority_class"] == 2 and out["b"]["majority_class"] == 0
+    assert out["b"]["majority"] == pytest.approx(0.7) and out["b"]["ceiling"] == pytest.approx(0.7)
+    assert out["a"]["decisions"] == 6 and out["b"]["prompts"] == 2
+    assert np.allclose(out["a"]["gains"], 0) and np.allclose(out["b"]["gains"], 0)
+    # pooled, category b's prompts gain 0.6 each over the all-accept majority
+    P = np.vstack([a, a, b, b])
+    assert int(np.argmax(P.mean(axis=0))) == 2 and b[0, 0] - b[0, 2] == pytest.approx(0.6)

@@ -305,8 +305,11 @@ def hrad_study(traces, gamma: int = HRAD_GAMMA, folds: int = HRAD_FOLDS, seed: i
     yt = np.concatenate([data[i][3] for i in test])
     pred = np.concatenate([preds[int(i)] for i in test])
     cstar = int(np.argmax(P.mean(axis=0)))
-    per_prompt = [float((data[i][1][np.arange(data[i][0].size), preds[int(i)]] - data[i][1][:, cstar]).mean())
-                  for i in test]
+    # the unit is a prompt with at least one decision (a text shorter than γ has none)
+    scored = [int(i) for i in test if data[i][0].size]
+    per_prompt = [float((data[i][1][np.arange(data[i][0].size), preds[i]] - data[i][1][:, cstar]).mean())
+                  for i in scored]
+    cats = [str(traces[i].meta.get("category", "")) for i in scored]
     from spectheory.hrad import confusion
     return dict(
         test=test, fold=fold, folds=k, n=int(pred.size), n_train=int(sum(d[3].size for d in data) * (k - 1) / k),
@@ -316,7 +319,26 @@ def hrad_study(traces, gamma: int = HRAD_GAMMA, folds: int = HRAD_FOLDS, seed: i
         ceiling=float(P.max(axis=1).mean()), confusion=confusion(yt, pred),
         confusion_expected=np.array([[P[pred == d, c].sum() for d in range(3)] for c in range(3)]),
         predicted_share=np.bincount(pred, minlength=3) / pred.size, per_prompt_gain=np.array(per_prompt),
+        categories=cats, by_category=_by_category(cats, [data[i][1] for i in scored], [preds[i] for i in scored]),
         signals={int(i): _signal(traces[i].tokens.size, data[i][0], preds[int(i)]) for i in test})
+
+
+def _by_category(cats, probs, preds) -> dict:
+    """Per category: its own majority class (the best constant decision over its prompts in
+    hindsight), that class's rate, H-RAD's accuracy, the per-position Bayes ceiling, and every
+    prompt's gain over the category's majority class (the stricter baseline: a classifier that only
+    recognised the category would gain nothing here)."""
+    out = {}
+    for c in sorted(set(cats)):
+        idx = [i for i, x in enumerate(cats) if x == c]
+        Pc = np.vstack([probs[i] for i in idx])
+        k = int(np.argmax(Pc.mean(axis=0)))
+        acc = np.concatenate([probs[i][np.arange(preds[i].size), preds[i]] for i in idx])
+        out[c] = dict(prompts=len(idx), decisions=int(Pc.shape[0]), majority_class=k,
+                      majority=float(Pc[:, k].mean()), accuracy=float(acc.mean()), ceiling=float(Pc.max(axis=1).mean()),
+                      gains=np.array([float((probs[i][np.arange(preds[i].size), preds[i]] - probs[i][:, k]).mean())
+                                      for i in idx]))
+    return out
 
 
 def gain_test(instance: str, gains, accuracy: float, majority: float, *, alpha: float,
@@ -346,9 +368,9 @@ def gain_test(instance: str, gains, accuracy: float, majority: float, *, alpha: 
                          f"> 0, prompts the unit (cross-validated: each prompt predicted by an MLP that never saw "
                          f"it); claimed = majority-class accuracy, measured = H-RAD's; CI = one-sided lower limit "
                          f"of majority + gain",
-                    note=f"mean gain {mean:+.4f} ± {se:.4f} (se) over {n} prompts; t = "
-                         f"{mean / se if se > 0 else float('nan'):.2f}, critical {tc:.2f}; detectable gain at power "
-                         f"{POWER}: {det:.4f} (tolerance {tolerance:g})")
+                    note=f"mean gain {mean:+.4f} ± {se:.4f} (se) over {n} prompts; "
+                         + (f"t = {mean / se:.2f}" if se > 0 else "every prompt's gain the same (no t statistic)")
+                         + f", critical {tc:.2f}; detectable gain at power {POWER}: {det:.4f} (tolerance {tolerance:g})")
 
 
 def _signal(T: int, pos, pred) -> np.ndarray:
@@ -402,6 +424,22 @@ def hrad_evidence(traces, c, alpha: float = 1e-3) -> list:
         if s is sh:  # the negative control: an MLP that learned nothing must not show a gain
             e = control_row(e, e.outcome != "pass", "labels shuffled before training, the same test (it passes "
                                                     "only on evidence of a gain)")
+        ev.append(e)
+    # beside the headline: each category against its own majority class (info; the graded test's
+    # baseline is the best constant decision over every prompt)
+    for cat, b in st["by_category"].items():
+        if b["prompts"] < 2:
+            continue
+        e = gain_test(f"H-RAD MLP within category {cat} ({b['prompts']} prompts, {b['decisions']} decisions), "
+                      f"against the category's own majority class", b["gains"], b["accuracy"], b["majority"],
+                      alpha=alpha)
+        alone = e.outcome
+        e.outcome = "info"
+        e.test = ("one-sided t-test of the mean per-prompt gain over the category's own majority class > 0 (the "
+                  "same cross-validated predictions; info, beside the graded pooled test)")
+        e.note = (f"{e.note}; outcome alone: {alone}; majority class {CLASSES[b['majority_class']]} "
+                  f"{b['majority']:.4f}, H-RAD {b['accuracy']:.4f}, ceiling {b['ceiling']:.4f} (ceiling − majority "
+                  f"{b['ceiling'] - b['majority']:.4f}: how much any context classifier could gain here)")
         ev.append(e)
     if c is None:
         return ev
