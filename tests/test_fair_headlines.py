@@ -368,6 +368,10 @@ def _logits(outcome, n=8992, detectable=0.015, tolerance=0.02, note=""):
     ([_logits("underpowered", n=1536, detectable=0.0415)],
      {"verdict": "underpowered", "n": 1536, "n_needed": 6614}, "real pair: underpowered (n 1,536 of 6,614 needed)"),
     ([_logits("pass"), _logits("fail")], {"verdict": "fails"}, "real pair: fails"),
+    # a one-sided improvement test (H-RAD's gain) passes on significance with fewer prompts than its
+    # power statement sizes to rule out a gain of the tolerance: never rendered as "n ≥ needed"
+    ([_logits("pass", n=380, detectable=0.0408)], {"verdict": "holds", "n": 380, "n_needed": 1582},
+     "real pair: holds (n 380, significant before the 1,582 its power statement sizes)"),
 ])
 def test_real_pair_verdict_beside_the_synthetic_one(empty_registry, logits, real, text):
     _register(relation="=", modes=("exact", "logits"),
@@ -440,3 +444,15 @@ def test_smallest_counterexample_honours_a_scope():
                                   found_outside=found)
     assert cex["V"] == 4 and [f["V"] for f in found] == [2] and "V = 2" in found[0]["reason"]
     assert smallest_counterexample(fails, V_values=(2, 3, 4), orders=(0,), gammas=(1,), seeds=(0,))["V"] == 2
+
+
+def test_what_was_found_names_the_real_pair_apart_from_monte_carlo():
+    """A part graded by Monte Carlo and by the real pair states each source's smallest p under its
+    own name (a real-logits p once read as "Monte Carlo")."""
+    from sims.report import part_finding
+    ev = [{"mode": "mc", "outcome": "pass", "p_value": 0.4, "claimed": 1, "measured": 1, "instance": "a", "part": "x"},
+          {"mode": "logits", "outcome": "pass", "p_value": 3e-39, "claimed": 1, "measured": 1, "instance": "b",
+           "part": "x"}]
+    claim = {"evidence": ev, "parts": [{"id": "x", "verdict": "holds", "relation": ">"}]}
+    text = part_finding(claim, claim["parts"][0])
+    assert "Monte Carlo: smallest p 0.4 over 1 test" in text and "real pair: smallest p 3.00e-39 over 1 test" in text
