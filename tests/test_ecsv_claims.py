@@ -138,9 +138,11 @@ def test_logits_replay_on_the_shipped_run():
     ev = rp.logits_evidence(run, 1e-3, Bs=(2, 4), ks=(2, 4), n_mc=16)
     rule1 = [e for e in ev["ecsv.falsification"] if e.part == "rule1" and e.outcome != "info"]
     assert len(rule1) == 1 and rule1[0].outcome in ("fail", "underpowered") and rule1[0].measured == 0
-    drafting = [e for e in ev["ecsv.majority"] if e.part == "drafting"]
+    drafting = [e for e in ev["ecsv.majority"] if e.part == "drafting" and not e.control]
     assert len(drafting) == 2 and all(e.mode == "logits" for e in drafting)
     assert all(e.measured > e.claimed for e in drafting)  # the real pair is aligned: the vote matches more often
+    controls = [e for e in ev["ecsv.majority"] if e.control]   # the first branch instead of the vote
+    assert len(controls) == 2 and all(e.control == "rejected" and e.outcome == "info" for e in controls)
 
 
 def test_replay_fusion_matches_the_exact_fusion_on_shared_rows():

@@ -89,6 +89,32 @@ def test_real_run_se_control_fails():
     assert any(e.outcome == "fail" for e in ev["se.acceptance"])
 
 
+def test_real_run_thm3_2_and_ecsv_drafting_controls_are_rejected():
+    """The logits-mode negative controls of se.thm3_2 (α_t from the slice alone, at the least-slack λ)
+    and ecsv.majority (the first branch instead of the plurality) on the T = 1 run: each is rejected,
+    and each names the broken rule; at T = 0 the slice holds all the mass, so the leftover bug has no
+    effect there and no thm3_2 control is reported."""
+    from validate import replay_ecsv
+    d = RUNS / "qwen2.5-coder-T1"
+    if not (d / "run.json").exists():
+        pytest.skip("run not shipped")
+    run = load_run(d)
+    se = replay_se.logits_evidence(run, alpha=1e-4)
+    (ctl,) = [e for e in se["se.thm3_2"] if e.control]
+    assert ctl.control == "rejected" and "leftover dropped" in ctl.instance and ctl.measured < ctl.claimed
+    subject = next(e for e in se["se.thm3_2"] if e.instance == ctl.instance.replace(", leftover dropped (must fail)", ""))
+    assert subject.outcome == "pass" and subject.claimed == ctl.claimed
+    slack = {e.claimed: e.measured - e.claimed for e in se["se.thm3_2"]
+             if e.instance.endswith("(every position, exact)")}
+    assert ctl.claimed == min(slack, key=slack.get)           # the λ where the subject is tightest
+    ec = replay_ecsv.logits_evidence(run, alpha=1e-4, Bs=(2,), ks=(2,), n_mc=8)
+    ctls = [e for e in ec["ecsv.majority"] if e.control]
+    assert len(ctls) == 2 and all(e.control == "rejected" and "first-branch" in e.instance for e in ctls)
+    t0 = RUNS / "qwen2.5-coder-T0"
+    if (t0 / "run.json").exists():
+        assert not [e for e in replay_se.logits_evidence(load_run(t0), alpha=1e-4)["se.thm3_2"] if e.control]
+
+
 def _synthetic_run(T=12, V=60, k=8, seed=3) -> tuple[Run, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     lp = rng.normal(0, 1.0, (T, V))

@@ -158,9 +158,9 @@ def control_row(e: Evidence, rejected: bool, setup: str) -> Evidence:
     (``… (must fail)``, ``Evidence.control`` set): ``rejected`` says whether the broken rule failed
     the test as it must; ``setup`` describes the broken rule's run ("a broken verifier through the
     same real SD loop, the same test")."""
-    p = e.p_value if e.p_value is not None else float("nan")
+    p = f"p = {e.p_value:.3g}" if e.p_value is not None else "exact"
     row = stats.info("logits", f"{e.instance} (must fail)", e.claimed, e.measured, n=e.n, ci=(e.ci_low, e.ci_high),
-                     test=f"negative control in logits mode: {setup}; p = {p:.3g} → "
+                     test=f"negative control in logits mode: {setup}; {p} → "
                           + ("fails, as it must" if rejected else "DID NOT FAIL"),
                      note=e.note)
     row.part = e.part

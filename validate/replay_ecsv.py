@@ -38,10 +38,13 @@ from scipy import stats as _st
 from spectheory.checks import check_int, check_level
 from spectheory.judge import stats
 from spectheory.judge.evidence import Evidence
+from .power import control_row
 
 DEFAULT_BS = (2, 4, 8)
 DEFAULT_KS = (2, 4, 8)
 N_MC = 48
+#: windows fused at once (memory only: the replay's numbers do not depend on it)
+WINDOW_BLOCK = 2048
 LOG_FLOOR = float(np.log(1e-300))
 
 
@@ -170,12 +173,16 @@ def replay(run, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, variants=VARIANTS, n_mc: int = 
             tok = np.empty((starts.size, n_mc, B, k), dtype=np.int64)
             for j in range(k):
                 tok[:, :, :, j] = _draw(Q[pos[:, j]], n_mc * B, rng).reshape(starts.size, n_mc, B)
-            wi = np.arange(starts.size)[:, None, None]
-            ji = np.arange(k)[None, None, :]
             for v in variants:
-                fused = fuse_shared_rows(tok, Qw, Pw, v)                # (W, n, k)
-                pf = matched(np.broadcast_to(Pw[:, None], fused.shape + (Pw.shape[-1],)), fused, Q.shape[1] - 1)
-                e_tau = np.cumprod(pf, axis=2).sum(axis=2).mean(axis=1)
+                # fused in blocks of windows: the same numbers, with the (W, n, B, B, k) temporaries
+                # bounded (a run of several hundred texts would otherwise hold gigabytes at once)
+                e_tau = np.empty(starts.size)
+                for a in range(0, starts.size, WINDOW_BLOCK):
+                    b = slice(a, a + WINDOW_BLOCK)
+                    fused = fuse_shared_rows(tok[b], Qw[b], Pw[b], v)    # (w, n, k)
+                    pf = matched(np.broadcast_to(Pw[b][:, None], fused.shape + (Pw.shape[-1],)), fused,
+                                 Q.shape[1] - 1)
+                    e_tau[b] = np.cumprod(pf, axis=2).sum(axis=2).mean(axis=1)
                 diff = e_tau - sd1
                 se = _batch_se(diff, pool.bounds, starts)
                 rows.append({"variant": v.name, "B": B, "k": k, "ecsv": float(e_tau.mean()), "sd1": float(sd1.mean()),
@@ -189,8 +196,14 @@ def replay(run, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, variants=VARIANTS, n_mc: int = 
         pv = matched(np.broadcast_to(P[:, None], fused.shape + (P.shape[-1],)), fused, Q.shape[1] - 1).mean(axis=1)
         d = pv - single_hi
         se = _batch_se(d, pool.bounds, np.arange(pool.N))
+        # the negative control: a "fusion" that keeps the first branch and ignores the vote (one draft)
+        p1 = matched(np.broadcast_to(P[:, None], tok.shape[:2] + (P.shape[-1],)), tok[:, :, 0, 0],
+                     Q.shape[1] - 1).mean(axis=1)
+        d1 = p1 - single_hi
         drafting.append({"B": B, "vote": float(pv.mean()), "single": float(single.mean()),
-                         "single_hi": float(single_hi.mean()), "diff": float(d.mean()), "se": se, "n": int(pool.N)})
+                         "single_hi": float(single_hi.mean()), "diff": float(d.mean()), "se": se, "n": int(pool.N),
+                         "first": float(p1.mean()), "first_diff": float(d1.mean()),
+                         "first_se": _batch_se(d1, pool.bounds, np.arange(pool.N))})
         # the lossy reading at depth 1: o = F min(1, p/q) + R · norm(max(p − q, 0)), F the fused law
         F = np.zeros_like(P)
         np.add.at(F, (np.repeat(np.arange(pool.N), n_mc), fused.ravel()), 1.0 / n_mc)
@@ -266,15 +279,21 @@ def logits_evidence(run, alpha: float = 1e-3, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, n
                  "only shrink TV)", note=f"cross-entropy to p of the lossy output {r['ce_lossy']:.4f} nats vs "
                                      f"H(p) {r['entropy_p']:.4f}; {r['n_mc']} fused drafts per position"), "lossless"))
     for r in rep.drafting:
-        se = r["se"]
-        z = r["diff"] / se if se > 0 else 0.0
-        outcome = "pass" if z > zc else ("fail" if z < -zc else "underpowered")
-        out["ecsv.majority"].append(Evidence(
-            "logits", f"real traces, depth 1, plurality of B={r['B']} drafts", r["single_hi"], r["vote"],
-            r["vote"] - zc * se, None, n=r["n"], alpha=alpha,
-            test="P(plurality of B drafts = the verifier's sample) > P(one draft = it): claimed = upper end of "
-                 "Σ p q (slice exact, leftover bounded), measured = mean p(t*) (Monte Carlo over drafts, leftover "
-                 "counted as a miss); one-sided z-test, batch se over positions",
-            outcome=outcome, part="drafting",
-            note=f"one draft {r['single']:.4f} (≤ {r['single_hi']:.4f}), vote {r['vote']:.4f}; {rep.context}"))
+        for lab, key, dkey, skey in (("plurality", "vote", "diff", "se"), ("first-branch", "first", "first_diff",
+                                                                              "first_se")):
+            se = r[skey]
+            z = r[dkey] / se if se > 0 else 0.0
+            outcome = "pass" if z > zc else ("fail" if z < -zc else "underpowered")
+            e = Evidence(
+                "logits", f"real traces, depth 1, {lab} of B={r['B']} drafts", r["single_hi"], r[key],
+                r[key] - zc * se, None, n=r["n"], alpha=alpha, p_value=float(_st.norm.sf(z)),
+                test="P(plurality of B drafts = the verifier's sample) > P(one draft = it): claimed = upper end of "
+                     "Σ p q (slice exact, leftover bounded), measured = mean p(t*) (Monte Carlo over drafts, leftover "
+                     "counted as a miss); one-sided z-test, batch se over positions",
+                outcome=outcome, part="drafting",
+                note=f"one draft {r['single']:.4f} (≤ {r['single_hi']:.4f}), {lab} {r[key]:.4f}; {rep.context}")
+            if key == "first":   # the negative control: the same draws, the vote ignored; it must not pass
+                e = control_row(e, outcome != "pass", "the fused token replaced by the first branch's (the vote "
+                                                      "ignored: one draft), the same draws and test")
+            out["ecsv.majority"].append(e)
     return out

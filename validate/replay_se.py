@@ -31,6 +31,7 @@ from spectheory.rng import check_random_state
 from spectheory.rules.se import STANDARD, SERule
 
 from .capture import LogitTrace
+from .power import control_row
 
 #: the parts of sims/claims/se.py each row bears on: se.thm3_2 = "bound" (α ≥ λ) and "equality"
 #: (α = λ where p·q ≡ 0); se.thm3_1's constant-α formula against the trace, where α varies along
@@ -218,7 +219,7 @@ def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DE
     beta_lumped = np.minimum(P, Q).sum(axis=1)
     x = sample_lumped(Q, n, rng)                  # common proposals for every setting
     u = rng.random(x.shape)
-    acc, thm32, thm31 = [], [], []
+    acc, thm32, thm31, slack = [], [], [], []
 
     def mc_row(name, R, a_lump, note):
         prob = np.take_along_axis(rule.accept_probability(R, Q, P), x, axis=1)
@@ -255,6 +256,9 @@ def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DE
             test="exact on the trace: min_t α_t ≥ λ, α_t = Σ_slice min(q, r) + λq_rest + (1−λ)(β_t − β_slice,t)",
             tolerance=1e-6, outcome="pass" if lo >= lam - 1e-6 else "fail", n=pool.N, part=THM32_BOUND,
             note=f"{ctx}; the lumped α̃ ≥ α would not do (an upper bound cannot show α ≥ λ)"))
+        # for the negative control below: α_t from the slice alone (the leftover's share dropped)
+        a_slice = np.minimum(sq, lam * sq + (1 - lam) * sp).sum(axis=1)
+        slack.append((lo - lam, lam, name, float(a_slice.min()), float((a_exact - a_slice).max())))
         thm32.append(_part(THM32_EQUALITY, stats.info(
             "logits", f"{name} equality case", lam,
             float(a_exact[zero].max()) if zero.any() else float("nan"), n=int(zero.sum()),
@@ -262,6 +266,19 @@ def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DE
             note=f"{ctx}; {int(zero.sum())} of {pool.N} positions have β_t = 0; min over the others of α_t − λ = "
                  f"{float((a_exact[~zero] - lam).min()) if (~zero).any() else float('nan'):.3g}")))
         thm31.append(_tokens_rows(name, pool, a_exact, float(a_exact.mean()), g, "exact", ctx))
+    if slack:
+        # negative control (exact, logits mode), at the λ where the subject's slack min_t α_t − λ is least
+        # (the check's most sensitive setting, chosen from the subject, not the control): a lumping bug that
+        # drops the leftover's share λq_rest + (1−λ)(β_t − β_slice,t); the exact check must catch it
+        _, lam, name, lo_b, dropped = min(slack)
+    if slack and dropped > 1e-6:   # the bug is active only where the slice misses mass (not at T = 0)
+        broken = Evidence(
+            "logits", f"{name} (every position, exact), leftover dropped", lam, lo_b,
+            test="exact on the trace: min_t α_t ≥ λ with α_t = Σ_slice min(q, r) only", tolerance=1e-6,
+            outcome="pass" if lo_b >= lam - 1e-6 else "fail", n=pool.N, part=THM32_BOUND, note=ctx)
+        thm32.append(control_row(broken, broken.outcome == "fail",
+                                 "α_t summed over the stored slice only (the leftover masses dropped), the same "
+                                 "exact check, at the λ with the least slack"))
     temp = float(cfg.get("temperature", 1.0) or 0.0)
     if temp > 0 and cfg.get("top_k") is None and cfg.get("top_p") is None:
         tiny = np.finfo(np.float32).tiny

@@ -56,4 +56,12 @@ MUTANTS = [
          why="ERSD first-token acceptance counts iterations with no accepted alternative", tests="tests/test_validate_batch.py"),
     dict(path="validate/replay_loops.py", old="        sel = j < np.minimum(tau + 1, nT)[:, None]",
          new="        sel = j < np.minimum(tau, nT)[:, None]", why="SE trials leave out the rejected proposal", tests="tests/test_validate_batch.py"),
+    # --- logits-mode negative controls of the trace replays (issue 25) ---
+    dict(path="validate/replay_se.py", old="        _, lam, name, lo_b, dropped = min(slack)",
+         new="        _, lam, name, lo_b, dropped = max(slack)",
+         why="se.thm3_2's control run at the loosest λ, where the leftover bug stays above the bound"),
+    dict(path="validate/replay_ecsv.py", old="tok[:, :, 0, 0],\n                     Q.shape[1] - 1).mean(axis=1)",
+         new="fused,\n                     Q.shape[1] - 1).mean(axis=1)",
+         why="ECSV's first-branch control scores the plurality vote (the control is the subject)",
+         tests="tests/test_ecsv_claims.py tests/test_validate_families.py"),
 ]
