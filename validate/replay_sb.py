@@ -307,8 +307,7 @@ def hrad_study(traces, gamma: int = HRAD_GAMMA, folds: int = HRAD_FOLDS, seed: i
     cstar = int(np.argmax(P.mean(axis=0)))
     # the unit is a prompt with at least one decision (a text shorter than γ has none)
     scored = [int(i) for i in test if data[i][0].size]
-    per_prompt = [float((data[i][1][np.arange(data[i][0].size), preds[i]] - data[i][1][:, cstar]).mean())
-                  for i in scored]
+    per_prompt = _gains([data[i][1] for i in scored], [preds[i] for i in scored], cstar)
     cats = [str(traces[i].meta.get("category", "")) for i in scored]
     from spectheory.hrad import confusion
     return dict(
@@ -318,9 +317,15 @@ def hrad_study(traces, gamma: int = HRAD_GAMMA, folds: int = HRAD_FOLDS, seed: i
         majority=float(P[:, cstar].mean()), majority_sampled=float(np.bincount(yt, minlength=3).max() / yt.size),
         ceiling=float(P.max(axis=1).mean()), confusion=confusion(yt, pred),
         confusion_expected=np.array([[P[pred == d, c].sum() for d in range(3)] for c in range(3)]),
-        predicted_share=np.bincount(pred, minlength=3) / pred.size, per_prompt_gain=np.array(per_prompt),
+        predicted_share=np.bincount(pred, minlength=3) / pred.size, per_prompt_gain=per_prompt,
         categories=cats, by_category=_by_category(cats, [data[i][1] for i in scored], [preds[i] for i in scored]),
         signals={int(i): _signal(traces[i].tokens.size, data[i][0], preds[int(i)]) for i in test})
+
+
+def _gains(probs, preds, k: int) -> np.ndarray:
+    """Each prompt's gain: the mean, over its decisions, of the exact probability of the predicted
+    label minus that of the constant class ``k``."""
+    return np.array([float((P[np.arange(d.size), d] - P[:, k]).mean()) for P, d in zip(probs, preds)])
 
 
 def _by_category(cats, probs, preds) -> dict:
@@ -336,8 +341,7 @@ def _by_category(cats, probs, preds) -> dict:
         acc = np.concatenate([probs[i][np.arange(preds[i].size), preds[i]] for i in idx])
         out[c] = dict(prompts=len(idx), decisions=int(Pc.shape[0]), majority_class=k,
                       majority=float(Pc[:, k].mean()), accuracy=float(acc.mean()), ceiling=float(Pc.max(axis=1).mean()),
-                      gains=np.array([float((probs[i][np.arange(preds[i].size), preds[i]] - probs[i][:, k]).mean())
-                                      for i in idx]))
+                      gains=_gains([probs[i] for i in idx], [preds[i] for i in idx], k))
     return out
 
 

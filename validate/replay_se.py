@@ -234,7 +234,8 @@ def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DE
         name = f"WE λ={lam:g}"
         R = lam * Q + (1 - lam) * P
         a_lump = np.minimum(Q, R).sum(axis=1)
-        a_exact = np.minimum(sq, lam * sq + (1 - lam) * sp).sum(axis=1) + lam * qrest + (1 - lam) * (beta - bslice)
+        a_slice = np.minimum(sq, lam * sq + (1 - lam) * sp).sum(axis=1)
+        a_exact = a_slice + lam * qrest + (1 - lam) * (beta - bslice)
         # the slices are float32: a position where every term is ~1 can land above 1 or below 0 by rounding
         # (seen: 1 + 6.5e-9); clip that, and only that
         if (a_exact > 1 + 1e-6).any() or (a_exact < -1e-6).any():
@@ -257,7 +258,6 @@ def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DE
             tolerance=1e-6, outcome="pass" if lo >= lam - 1e-6 else "fail", n=pool.N, part=THM32_BOUND,
             note=f"{ctx}; the lumped α̃ ≥ α would not do (an upper bound cannot show α ≥ λ)"))
         # for the negative control below: α_t from the slice alone (the leftover's share dropped)
-        a_slice = np.minimum(sq, lam * sq + (1 - lam) * sp).sum(axis=1)
         slack.append((lo - lam, lam, name, float(a_slice.min()), float((a_exact - a_slice).max())))
         thm32.append(_part(THM32_EQUALITY, stats.info(
             "logits", f"{name} equality case", lam,

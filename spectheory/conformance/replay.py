@@ -99,7 +99,6 @@ def rerun(target, *, p=None, q=None, draft=None, drafts=None, tokens=None, paren
     adapter as the probe did. ``requests`` (a ragged sampler, :mod:`.ragged`): one dict per
     request with its exact ``p`` (γ_b+1, V) and ``q`` (γ_b, V) rows, ``draft`` and, with
     ``bonus="given"``, its ``bonus`` token; returns each request's emitted tokens."""
-    from .forced import ForcedUniforms
     fn = load(target) if isinstance(target, str) else target
     if (rng_state is None) == (forced is None):
         raise ValueError("give exactly one random source: rng_state (a PCG64 state dict) or forced")
@@ -123,12 +122,7 @@ def rerun(target, *, p=None, q=None, draft=None, drafts=None, tokens=None, paren
     v = _verifier(fn, kind, options, K, tree)
     if arg_order is not None:
         v.arg_order = tuple(arg_order)
-    if forced is not None:
-        rng = ForcedUniforms(forced)
-    else:
-        bg = np.random.PCG64()
-        bg.state = rng_state
-        rng = np.random.Generator(bg)
+    rng = _replay_rng(rng_state, forced)
     conv = v.from_logits if logits else None
     P = conv(p) if conv else v.represent(p, "target")
     Q = conv(q) if conv else v.represent(q, "draft")
@@ -141,18 +135,23 @@ def rerun(target, *, p=None, q=None, draft=None, drafts=None, tokens=None, paren
         return v.call_tree(P, Q, tokens, np.asarray(parents), rng)
 
 
-def _rerun_ragged(fn, requests, rng_state, forced, logits, options, arg_order) -> list:
+def _replay_rng(rng_state, forced):
+    """The source a recorded call drew from: its forced uniforms, else a PCG64 generator at its
+    recorded state."""
     from .forced import ForcedUniforms
+    if forced is not None:
+        return ForcedUniforms(forced)
+    bg = np.random.PCG64()
+    bg.state = rng_state
+    return np.random.Generator(bg)
+
+
+def _rerun_ragged(fn, requests, rng_state, forced, logits, options, arg_order) -> list:
     from .ragged import RaggedSampler, Request
     v = RaggedSampler(fn, **options)
     if arg_order is not None:
         v.arg_order = tuple(arg_order)
-    if forced is not None:
-        rng = ForcedUniforms(forced)
-    else:
-        bg = np.random.PCG64()
-        bg.state = rng_state
-        rng = np.random.Generator(bg)
+    rng = _replay_rng(rng_state, forced)
     V = len(requests[0]["p"][0])
     reqs = [Request(np.asarray(r["p"], np.float64).reshape(-1, V), np.asarray(r["q"], np.float64).reshape(-1, V),
                     r["draft"], r.get("bonus")) for r in requests]
