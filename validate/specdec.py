@@ -29,9 +29,12 @@ from spectheory.rules.sd import STANDARD, SDRule
 from spectheory.rng import sample_index
 from spectheory.verifiers.sd import speculative_verify_unchecked
 
-SD_FORMAT = "spectheory.sdrun/2"
-#: Formats :meth:`SDRun.load` reads (version 1 lacks drafts, n_out, p_x, q_x, batch).
-SD_FORMATS = ("spectheory.sdrun/1", SD_FORMAT)
+SD_FORMAT = "spectheory.sdrun/3"
+#: Formats :meth:`SDRun.load` reads (version 1 lacks drafts, n_out, p_x, q_x, batch; version 2
+#: lacks n_drafted: every iteration drafted γ tokens).
+SD_FORMATS = ("spectheory.sdrun/1", "spectheory.sdrun/2", SD_FORMAT)
+#: Per-iteration arrays a record may lack (older formats).
+_OPTIONAL = ("drafts", "n_out", "p_x", "q_x", "batch", "n_drafted")
 
 
 @dataclass(eq=False)
@@ -58,6 +61,9 @@ class SDRun:
     p_x: np.ndarray | None = None      # (n, γ) p_j(x_j): target probability of each drafted token
     q_x: np.ndarray | None = None      # (n, γ) q_j(x_j)
     batch: np.ndarray | None = None    # (n,) rows in the batched model calls of the iteration (1: one prompt)
+    # format 3: tokens drafted per iteration (a drafter without a model may draft fewer than γ, or
+    # none; the (n, γ) arrays are NaN, drafts −1, beyond them). None: γ at every iteration
+    n_drafted: np.ndarray | None = None
 
     def __post_init__(self):
         if self.ar_probe_s is None:
@@ -72,11 +78,18 @@ class SDRun:
         rule ran), ``β_j = Σ min(p_j, q_j)`` its expectation over x_j ~ q_j given the context.
         """
         g = self.gamma
-        k = np.minimum(self.tau + 1, g)                        # verified drafts per iteration
+        k = np.minimum(self.tau + 1, self.drafted)             # verified drafts per iteration
         j = np.arange(g)[None, :]
         sel = j < k[:, None]
         acc = (j < self.tau[:, None])[sel].astype(np.float64)
         return acc, np.asarray(self.accept_prob, dtype=np.float64)[sel], np.asarray(self.beta, dtype=np.float64)[sel]
+
+    @property
+    def drafted(self) -> np.ndarray:
+        """(n,) tokens drafted per iteration (γ everywhere for a draft model)."""
+        if self.n_drafted is None:
+            return np.full(self.tau.shape[0], self.gamma, dtype=np.int64)
+        return np.asarray(self.n_drafted, dtype=np.int64)
 
     @property
     def n_iterations(self) -> int:
@@ -112,8 +125,7 @@ class SDRun:
                 target_call_s=self.target_call_s, target_call_k=self.target_call_k, verify_s=self.verify_s,
                 tokens=self.tokens, ar_probe_s=self.ar_probe_s, prompt_ids=self.prompt_ids,
                 meta=np.str_(json.dumps(self.meta, default=str)),
-                **{k: getattr(self, k) for k in ("drafts", "n_out", "p_x", "q_x", "batch")
-                   if getattr(self, k) is not None})
+                **{k: getattr(self, k) for k in _OPTIONAL if getattr(self, k) is not None})
         tmp.replace(path)
         return path
 
@@ -122,7 +134,7 @@ class SDRun:
         from .trace import open_npz
         with open_npz(path, SD_FORMATS) as z:
             try:
-                opt = {k: z[k] for k in ("drafts", "n_out", "p_x", "q_x", "batch") if k in z.files}
+                opt = {k: z[k] for k in _OPTIONAL if k in z.files}
                 run = cls(int(z["gamma"]), z["tau"], z["emitted"], z["accept_prob"], z["beta"], z["draft_call_s"],
                           z["target_call_s"], z["target_call_k"], z["verify_s"], z["tokens"],
                           z["ar_probe_s"] if "ar_probe_s" in z.files else None, z["prompt_ids"],
@@ -138,12 +150,14 @@ class SDRun:
         n, g = self.tau.shape[0], self.gamma
         shapes = {"emitted": (n,), "target_call_s": (n,), "target_call_k": (n,), "verify_s": (n,),
                   "ar_probe_s": (n,), "accept_prob": (n, g), "beta": (n, g), "draft_call_s": (n, g),
-                  "drafts": (n, g), "n_out": (n,), "p_x": (n, g), "q_x": (n, g), "batch": (n,)}
+                  "drafts": (n, g), "n_out": (n,), "p_x": (n, g), "q_x": (n, g), "batch": (n,), "n_drafted": (n,)}
         for k, shp in shapes.items():
             v = getattr(self, k)
             if v is not None and np.shape(v) != shp:
                 raise ValueError(f"{where}: {k} has shape {np.shape(v)}, expected {shp} for {n} iterations at "
                                  f"γ = {g} (a truncated or damaged record: delete it and rerun to recompute it)")
+        if self.n_drafted is not None and n and not (0 <= np.min(self.n_drafted) and np.max(self.n_drafted) <= g):
+            raise ValueError(f"{where}: n_drafted must lie in [0, γ = {g}] (a damaged record: delete it and rerun)")
 
 
 class _Profile:
@@ -183,7 +197,7 @@ class _SDRow:
         self.out: list = []
         self.done = False
         self.rec = {k: [] for k in ("tau", "emitted", "a", "beta", "dcall", "tcall", "tk", "vs", "probe",
-                                    "x", "n_out", "px", "qx", "batch")}
+                                    "x", "n_out", "px", "qx", "batch", "k")}
         self.xs: list = []
         self.qs: list = []
         self.dts: list = []
@@ -196,11 +210,22 @@ class _SDRow:
         self.qs.append(q)
         return x
 
+    def point_drafts(self, xs, V: int, seconds: float) -> None:
+        """Drafts of a drafter without a model (:mod:`validate.drafters`): point masses q_j = δ(x_j),
+        any number from 0 to γ; ``seconds``: the drafter's time for all of them."""
+        self.xs = [int(x) for x in xs]
+        self.qs = []
+        for x in self.xs:
+            q = np.zeros(V)
+            q[x] = 1.0
+            self.qs.append(q)
+        self.dts = [seconds / max(1, len(self.xs))] * len(self.xs)
+
     def verify(self, P: np.ndarray, tt: float, tk: int, batch: int) -> tuple[int, int]:
-        """Verify the drafted ``self.xs`` against P ((γ+1, V)), commit, record; returns
-        (τ, n_before): the iteration accepted τ drafts after a context of n_before tokens."""
-        gamma = self.gamma
-        Q = np.stack(self.qs)
+        """Verify the drafted ``self.xs`` (k ≤ γ of them) against P ((k+1, V)), commit, record;
+        returns (τ, n_before): the iteration accepted τ drafts after a context of n_before tokens."""
+        gamma = len(self.xs)
+        Q = np.stack(self.qs) if self.qs else np.zeros((0, P.shape[-1]))
         x_arr = np.asarray(self.xs, dtype=np.int64)
         t0 = time.perf_counter()
         # P, Q are sampling_probs rows and xs were drawn from Q: the verifier's unchecked entry
@@ -229,12 +254,15 @@ class _SDRow:
         r["tau"].append(verdict.tau)
         r["emitted"].append(len(block))
         r["n_out"].append(len(verdict.tokens))
-        r["a"].append(a)
-        r["beta"].append(beta)
-        r["px"].append(px)
-        r["qx"].append(qx)
-        r["x"].append(x_arr)
-        r["dcall"].append(list(self.dts))
+        pad = self.gamma - gamma     # a drafter without a model may draft fewer than γ: NaN (ids −1) beyond
+        fill = (lambda v, x=np.nan: np.concatenate([v, np.full(pad, x)])) if pad else (lambda v, x=None: v)
+        r["a"].append(fill(a))
+        r["beta"].append(fill(beta))
+        r["px"].append(fill(px))
+        r["qx"].append(fill(qx))
+        r["x"].append(fill(x_arr, -1))
+        r["dcall"].append(list(self.dts) + [np.nan] * pad)
+        r["k"].append(gamma)
         r["tcall"].append(tt)
         r["tk"].append(tk)
         r["vs"].append(vs)
@@ -261,7 +289,7 @@ class _SDRow:
                      n_out=np.asarray(r["n_out"], dtype=np.int64),
                      p_x=np.asarray(r["px"], dtype=np.float64).reshape(-1, g),
                      q_x=np.asarray(r["qx"], dtype=np.float64).reshape(-1, g),
-                     batch=np.asarray(r["batch"], dtype=np.int64))
+                     batch=np.asarray(r["batch"], dtype=np.int64), n_drafted=np.asarray(r["k"], dtype=np.int64))
 
 
 def _check_sd_args(gamma, max_new_tokens, probe_every):
@@ -361,7 +389,7 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                              rule: SDRule = STANDARD, names=None, categories=None, batch: int = 8,
                              on_tokens=None, on_done=None, ar_probe: bool = True, probe_every: int = 1,
                              compact_above: float = 0.5, profile: dict | None = None,
-                             prefix_cache=None) -> list[SDRun]:
+                             prefix_cache=None, drafter=None) -> list[SDRun]:
     """Speculative decoding of many prompts at once (continuous batching, :class:`validate.batch.BatchedLM`).
 
     Up to ``batch`` prompts decode together: every draft step is one draft forward over all
@@ -381,6 +409,10 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
     what to do); a torch out-of-memory error becomes the same error. Finished prompts were
     already handed to ``on_done``. ``prefix_cache`` (:class:`validate.batch.PrefixCache`): prompt
     prefixes already run through the models (shared with capture, other γ and the loops).
+
+    ``drafter``: a drafter without a model (:class:`validate.drafters.PromptLookup`; ``draft_model``
+    is then None): each row drafts its point masses from its own text, 0 to γ tokens
+    (``SDRun.n_drafted``), and the target scores each row's pending token and its drafts.
     """
     from .batch import BatchedLM, BatchMemoryError, PrefixCache, check_batch_fits, is_oom
     from .hf import common_vocab, require_torch
@@ -399,12 +431,17 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
     if not len(seeds) == len(names) == len(categories) == n:
         raise ValueError(f"seeds, names and categories must have one entry per prompt ({n})")
     require_torch()
-    V = common_vocab(target_model, draft_model) if vocab_size is None else int(vocab_size)
+    if (draft_model is None) == (drafter is None):
+        raise ValueError("give a draft model or a drafter without a model (validate.drafters), not both")
+    V = common_vocab(target_model, draft_model or target_model) if vocab_size is None else int(vocab_size)
     stop = {int(s) for s in stop_ids}
-    tgt, drf = BatchedLM(target_model, V, device), BatchedLM(draft_model, V, device)
+    tgt = BatchedLM(target_model, V, device)
+    drf = BatchedLM(draft_model, V, device) if drafter is None else None
     pcache = PrefixCache() if prefix_cache is None else prefix_cache
     meta = dict(temperature=float(temperature), top_k=top_k, top_p=top_p, V=V, device=str(tgt.device),
                 batch_size=batch, **_model_meta(target_model))
+    if drafter is not None:
+        meta["drafter"] = drafter.config()
 
     prof = _Profile(profile)
 
@@ -427,42 +464,61 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                                  gamma + 1, V, what=f"batch of {len(active) + len(rows)} prompts")
                 with prof("prefill"):
                     t_new, pt = pcache.rows(target_model, V, [r.seq[:-1] for r in rows], device)
-                    d_new, pd = pcache.rows(draft_model, V, [r.seq[:-1] for r in rows], device)
+                    if drf is not None:
+                        d_new, pd = pcache.rows(draft_model, V, [r.seq[:-1] for r in rows], device)
+                    else:
+                        pd = [0.0] * len(rows)
                 for r, a, b_ in zip(rows, pt, pd):
                     r.pre_t, r.pre_d = a, b_
                     r.wall0 = time.perf_counter()
                 with prof("cache"):
                     tgt.merge(t_new)
-                    drf.merge(d_new)
+                    if drf is not None:
+                        drf.merge(d_new)
                 active += rows
             B = len(active)
-            # draft γ tokens for every row
-            pend = [r.seq[drf.npos[b]:] for b, r in enumerate(active)]
-            for j in range(gamma):
-                with prof("draft forward"):
-                    z, dt = drf.feed(pend, rows=1)
-                Q = probs(z[:, 0])
-                with prof("sampling"):
-                    pend = [[r.draw(Q[b], temperature)] for b, r in enumerate(active)]
-                for r in active:
-                    r.dts.append(dt / B)
-            # verify: one target forward over every row's pending token and γ drafts
+            if drf is not None:
+                # draft γ tokens for every row
+                pend = [r.seq[drf.npos[b]:] for b, r in enumerate(active)]
+                for j in range(gamma):
+                    with prof("draft forward"):
+                        z, dt = drf.feed(pend, rows=1)
+                    Q = probs(z[:, 0])
+                    with prof("sampling"):
+                        pend = [[r.draw(Q[b], temperature)] for b, r in enumerate(active)]
+                    for r in active:
+                        r.dts.append(dt / B)
+            else:
+                for r in active:   # point masses from the row's own text, 0 to γ of them
+                    with prof("draft lookup"):
+                        t0 = time.perf_counter()
+                        # generate's max_length: the prompt plus max_new_tokens
+                        lookup = drafter.with_max_length(len(r.prompt_ids) + max_new_tokens)
+                        xs = lookup.candidates(r.seq)[:gamma]
+                        r.point_drafts(xs, V, time.perf_counter() - t0)
+            # verify: one target forward over every row's pending token and its drafts
             feeds = [r.seq[tgt.npos[b]:] + r.xs for b, r in enumerate(active)]
+            width = max(len(r.xs) for r in active) + 1
             with prof("target forward"):
-                zt, tt = tgt.feed(feeds, rows=gamma + 1)
-            P = probs(zt)
-            k_t, k_d = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64)
+                zt, tt = tgt.feed(feeds, rows=width)
+            # a row's rows are right-aligned: its pending token and its k drafts are the last k + 1
+            P = probs(zt) if drf is not None else None
+            k_t = np.zeros(B, dtype=np.int64)
+            k_d = np.zeros(B, dtype=np.int64)
             for b, r in enumerate(active):
+                Pb = P[b] if P is not None else probs(zt[b, width - len(r.xs) - 1:])
                 with prof("verify and records"):
-                    tau, n_before = r.verify(P[b], tt / B, len(feeds[b]), B)
+                    tau, n_before = r.verify(Pb, tt / B, len(feeds[b]), B)
                 keep = min(n_before + tau, len(r.seq) - 1)
                 k_t[b] = tgt.npos[b] - keep
-                k_d[b] = max(drf.npos[b] - keep, 0)
+                if drf is not None:
+                    k_d[b] = max(drf.npos[b] - keep, 0)
                 if on_tokens is not None:
                     on_tokens(r.rec["emitted"][-1])
             with prof("cache"):
                 tgt.discard_last(k_t)
-                drf.discard_last(k_d)
+                if drf is not None:
+                    drf.discard_last(k_d)
             # finished prompts leave the batch
             live = [b for b, r in enumerate(active) if not r.done]
             for b, r in enumerate(active):
@@ -474,7 +530,8 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                 active = [active[b] for b in live]
                 with prof("cache"):
                     tgt.select(live)
-                    drf.select(live)
+                    if drf is not None:
+                        drf.select(live)
             if ar_probe and active and step % probe_every == 0:
                 check_batch_fits(target_model, len(active), tgt.slots, gamma + 1, V,
                                  what=f"batch of {len(active)} prompts")
@@ -485,7 +542,7 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                 with prof("cache"):
                     tgt.discard_last(np.ones(len(active), dtype=np.int64))
             with prof("cache"):
-                for lm in (tgt, drf):
+                for lm in (tgt, drf) if drf is not None else (tgt,):
                     if lm.hole_fraction() > compact_above:
                         lm.compact()
             step += 1

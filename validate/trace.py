@@ -25,6 +25,8 @@ import numpy as np
 from spectheory.checks import check_int, check_int_array, check_real
 from spectheory.distributions import DistributionError, check_distribution
 
+from .processing import check_sampling, sampling_probs  # noqa: F401  (re-exported: the distributions traces hold)
+
 #: ``format`` key written by :meth:`CompactTrace.save` (3: optional hidden-state projections).
 TRACE_FORMAT = "spectheory.trace/3"
 #: Formats :meth:`CompactTrace.load` reads.
@@ -83,125 +85,6 @@ _PROB_KEYS = ("beta", "tv", "p_token", "q_token", "beta_slice", "p_rest", "q_res
 HIDDEN_KEYS = ("hidden_proj", "emb_proj")
 _STAT_KEYS = ("beta", "tv", "kl_pq", "kl_qp", "entropy_p", "entropy_q", "p_token", "q_token",
               "beta_slice", "p_rest", "q_rest")
-
-
-def check_sampling(temperature, top_k=None, top_p=None) -> None:
-    """The sampling setup shared by capture, real SD and replay: temperature finite and ≥ 0
-    (0 = greedy), top_k an integer ≥ 1, top_p in (0, 1] (None: no filter)."""
-    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, (int, float, np.number)) \
-            or not (temperature >= 0 and np.isfinite(temperature)):
-        raise ValueError(f"temperature must be finite and ≥ 0, got {temperature!r}")
-    if top_k is not None:
-        check_int(top_k, "top_k", min=1)
-    if top_p is not None:
-        check_real(top_p, "top_p", lo=0.0, hi=1.0, lo_open=True)
-
-
-def sampling_probs(logits, temperature: float = 1.0, *, top_k: int | None = None,
-                   top_p: float | None = None) -> np.ndarray:
-    """Sampling distribution(s) from logits, float64, rows of shape (..., V).
-
-    temperature 0 is greedy decoding: the one-hot distribution on the first argmax. top_k
-    keeps the k largest logits (ties at the boundary kept), top_p keeps the smallest set of
-    most probable tokens whose mass reaches top_p (after temperature), renormalised. The same
-    transform is applied to target and draft (the sampling distributions SD verifies).
-    """
-    z = np.asarray(logits, dtype=np.float64)
-    if z.ndim == 0 or z.shape[-1] == 0:
-        raise DistributionError(f"logits must be a non-empty array over the vocabulary (..., V), got shape {z.shape}")
-    if z.ndim == 1:
-        return sampling_probs(z[None], temperature, top_k=top_k, top_p=top_p)[0]
-    check_sampling(temperature, top_k, top_p)
-    # a row's max is finite iff the row has no NaN (max propagates it), no +inf and is not
-    # entirely -inf: one pass instead of three, the detailed checks only to name the fault
-    zmax = z.max(axis=-1, keepdims=True)
-    if not np.isfinite(zmax).all():
-        if np.isnan(z).any() or np.isposinf(z).any():
-            raise DistributionError("logits contain NaN or +inf")
-        if np.isneginf(z).all(axis=-1).any():
-            raise DistributionError("a row of logits is entirely -inf")
-    if temperature == 0:
-        out = np.zeros_like(z)
-        np.put_along_axis(out, z.argmax(axis=-1)[..., None], 1.0, axis=-1)
-        return out
-    if top_k is not None:
-        k = min(int(top_k), z.shape[-1])
-        kth = -np.partition(-z, k - 1, axis=-1)[..., k - 1:k]
-        z = np.where(z >= kth, z, -np.inf)
-    # softmax in place on one fresh array: the same operations, so the same bits, as
-    # e = exp(z/t − max(z/t)); e / Σe, without four (rows, V) temporaries. The row max is the
-    # one found above (top-k keeps it, and x ↦ x/t is monotone, so max(z/t) is exactly
-    # zmax/t); at t = 1, z/t is z and one pass makes the copy.
-    if temperature == 1:
-        z = z - zmax
-    else:
-        z = z / temperature
-        z -= zmax / temperature
-    p = np.exp(z, out=z)
-    p /= p.sum(axis=-1, keepdims=True)
-    if top_p is not None:
-        keep = np.empty(p.shape, dtype=bool)
-        for r in np.ndindex(p.shape[:-1]):
-            keep[r] = _nucleus(p[r], top_p)
-        p = np.where(keep, p, 0.0)
-        p /= p.sum(axis=-1, keepdims=True)
-    return p
-
-
-def _descending_order(p: np.ndarray) -> np.ndarray:
-    """``np.argsort(-p, kind="stable")`` (descending, ties in index order) for a 1-D array
-    without NaN, about 4x faster at V = 151,936: NumPy's unstable (SIMD) sort, then the
-    positions inside runs of equal values re-sorted by index (one int64 sort of their
-    (run, index) keys; logits are float32 or bfloat16 upstream, so ties are common)."""
-    order = np.argsort(-p)
-    ps = p[order]
-    tie = ps[1:] == ps[:-1]
-    if tie.any():
-        tied = np.zeros(p.shape[0], dtype=bool)  # sorted positions inside a run of equal values
-        tied[1:] |= tie
-        tied[:-1] |= tie
-        at = np.flatnonzero(tied)
-        run = np.concatenate(([0], np.cumsum(~tie)))[at]  # run id of each tied position
-        order[at] = np.sort(run * p.shape[0] + order[at]) % p.shape[0]
-    return order
-
-
-def _nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
-    """Top-p mask of one distribution: the most probable tokens (ties in index order) whose
-    mass *before* them is < top_p, i.e. ``before < top_p`` with ``order = argsort(-p, stable)``,
-    ``before = cumsum(p[order]) − p[order]``.
-
-    Only a prefix of that order matters, so the candidates are the tokens with p at least the
-    m-th largest value (ties included, so they are exactly the first entries of the full
-    stable order, and their cumulative sums are the same numbers), m = 1024, 16384, …; once
-    their cumulative mass reaches top_p + 1e-9, no later token can be kept (its ``before`` is
-    at least that mass less a rounding of ~1e-16). Otherwise (flat rows, top_p ≈ 1) the whole
-    row is ordered. Same mask, bit for bit, as the full stable sort; at V = 151,936 about
-    1 ms instead of ~15 ms per row when the nucleus is small, ~5 ms when it is not.
-    """
-    V = p.shape[0]
-    m = 1024
-    while m < V and top_p < 1.0:
-        thr = np.partition(p, V - m)[V - m]
-        if thr <= 0:
-            break
-        cand = np.flatnonzero(p >= thr)
-        order = cand[_descending_order(p[cand])]
-        ps = p[order]
-        cs = np.cumsum(ps)
-        if cs[-1] >= top_p + 1e-9:
-            keep = np.zeros(V, dtype=bool)
-            keep[order[cs - ps < top_p]] = True
-            return keep
-        if cs[-1] + (16 * m - cand.size) * thr < top_p + 1e-9:
-            break  # the next 16m tokens (each ≤ thr) cannot carry the mass: sort the row
-        m *= 16
-    order = _descending_order(p)
-    ps = p[order]
-    before = np.cumsum(ps) - ps  # mass strictly before each sorted token
-    keep = np.zeros(V, dtype=bool)
-    keep[order] = before < top_p
-    return keep
 
 
 def _xlogy_ratio(a, b, log_a=None, log_b=None):
