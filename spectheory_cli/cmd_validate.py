@@ -42,6 +42,7 @@ def validate(
     ctx: typer.Context,
     target: str = typer.Option(None, "--target", help="Target model: local dir, hub id or .gguf file (default: Qwen2.5-Coder-1.5B-Instruct, installed offline)."),
     draft: str = typer.Option(None, "--draft", help="Draft model, as --target (default: Qwen2.5-Coder-0.5B-Instruct)."),
+    drafter: str = typer.Option("model", "--drafter", help="model (the draft model) or prompt-lookup (no draft model: n-gram matches in the prompt and text so far, as transformers' prompt_lookup_num_tokens = γ; only real SD and its control apply)."),
     prompts: str = typer.Option("human-eval,mt-bench", "--prompts", help="Prompt sets: human-eval, mt-bench, shakespeare, sonnets, or a .jsonl/.txt file."),
     n: int = typer.Option(24, "--n", "-n", help="Prompts per set (HumanEval 164, MT-Bench 80, Shakespeare 42, sonnets 154)."),
     gammas: str = typer.Option("1,2,4", "--gammas", help="Draft lengths γ for real speculative decoding."),
@@ -103,7 +104,11 @@ def validate(
     if unknown:
         raise typer.BadParameter(f"unknown family loops {unknown}; known: {', '.join(sorted(LOOPS))}",
                                  param_hint="--families")
-    if (target is None) != (draft is None):
+    if drafter not in ("model", "prompt-lookup"):
+        raise typer.BadParameter(f"--drafter must be model or prompt-lookup, got {drafter!r}", param_hint="--drafter")
+    if drafter != "model" and draft is not None:
+        raise typer.BadParameter("--drafter prompt-lookup uses no draft model: leave out --draft", param_hint="--draft")
+    if drafter == "model" and (target is None) != (draft is None):
         raise typer.BadParameter("give both --target and --draft, or neither (default Qwen pair)")
     names = [s.strip() for s in prompts.split(",") if s.strip()]
     if not names:
@@ -130,7 +135,7 @@ def validate(
         _run(target, draft, prompts, n, g, max_new_tokens, temperature, top_k, top_p, seed, out, device,
              threads, slice_k, sd, chat, progress, probe_every, batch=batch, dtype=dtype, capture_n=capture_n,
              families=fams, family_n=family_n, controls_n=controls_n, hidden_layers=hidden_layers,
-             hidden_dims=hidden_dims)
+             hidden_dims=hidden_dims, drafter=drafter)
     except (ModelError, PromptSetError) as e:
         _fail(str(e))
     except BatchMemoryError as e:
@@ -196,22 +201,31 @@ def _check_device(device: str | None) -> None:
 
 def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, top_p, seed, out, device,
          threads, slice_k, sd, chat, progress, probe_every, *, batch=1, dtype="float32", capture_n=None,
-         families=(), family_n=None, controls_n=0, hidden_layers=0, hidden_dims=64):
+         families=(), family_n=None, controls_n=0, hidden_layers=0, hidden_dims=64, drafter="model"):
     from validate.capture import HiddenSpec
     from validate.experiment import run_experiment
     from validate.hf import pick_device, require_torch
-    from validate.models import install_default_pair, load_pair, model_identity, resolve_dtype, stop_ids
+    from validate.drafters import PromptLookup
+    from validate.models import install_default_pair, load_pair, load_target, model_identity, resolve_dtype, stop_ids
     from validate.prompts import load_prompts, render
     from validate.report import write_report
     torch = require_torch()
     if threads:
         torch.set_num_threads(int(threads))
     if target is None:  # validate() has checked that --draft is then absent too
-        target, draft = (str(p) for p in install_default_pair(log=typer.echo))
+        t_def, d_def = (str(p) for p in install_default_pair(log=typer.echo))
+        target, draft = t_def, (d_def if drafter == "model" else None)
     dev = pick_device(device)
     dtype = resolve_dtype(dtype, dev)
-    typer.echo(f"loading target {target} and draft {draft} on {dev} ({dtype} weights)")
-    tm, dm, tok = load_pair(target, draft, device=dev, dtype=dtype)
+    if drafter == "model":
+        typer.echo(f"loading target {target} and draft {draft} on {dev} ({dtype} weights)")
+        tm, dm, tok = load_pair(target, draft, device=dev, dtype=dtype)
+        lookup = None
+    else:
+        typer.echo(f"loading target {target} on {dev} ({dtype} weights); drafter: prompt lookup (no draft model)")
+        tm, tok = load_target(target, device=dev, dtype=dtype)
+        dm = None
+        lookup = PromptLookup(max(gammas), eos_ids=tuple(stop_ids(tok)))
     sets = [s.strip() for s in prompts.split(",") if s.strip()]
     # SD runs the first n of each set; capture, loops and controls their own first k (which may exceed n)
     counts = lambda k: list(k.values()) if isinstance(k, dict) else [k or 0]  # noqa: E731
@@ -231,10 +245,10 @@ def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, 
                    probe_every=probe_every, batch=batch, capture=sub(capture_n),
                    hidden=HiddenSpec(hidden_layers, hidden_dims, seed) if hidden_layers else None,
                    families=families, family_prompts=sub(family_n), control_prompts=sub(controls_n) or None,
-                   sd_prompts=sd_list,
+                   sd_prompts=sd_list, drafter=lookup,
                    config=dict(target=target, draft=draft, threads=torch.get_num_threads(), chat=chat,
                                weights=dtype, target_id=model_identity(target, tm),
-                               draft_id=model_identity(draft, dm)))
+                               **({"draft_id": model_identity(draft, dm)} if dm is not None else {})))
     write_report(out)
     typer.echo(f"wrote {out}/report.md, report.json and plots; add the evidence to the claim report with "
                f"`spectheory verify --logits {out}`")
@@ -281,6 +295,62 @@ def plan(pilot: Path = typer.Argument(..., help="A pilot run directory written b
     if json_out is not None:
         json_out.write_text(json.dumps(p.to_json(), indent=1))
         typer.echo(f"wrote {json_out}")
+
+
+@validate_app.command("table")
+def table(runs: list[Path] = typer.Argument(..., help="Run directories written by `spectheory validate` (one "
+                                             "decoding setting each)."),
+          claims: str = typer.Option(None, "--claims", "-c", help="Only these claims (comma-separated ids or globs, "
+                                     "e.g. sd.acceptance or 'kseq.*'): the replays they need, nothing else."),
+          alpha: float = typer.Option(0.01, "--alpha", help="Family-wise error rate, split over the registry's Monte "
+                                      "Carlo tests as `spectheory verify --logits` does."),
+          md: Path = typer.Option(None, "--markdown", "--md", help="Also write the tables as Markdown here."),
+          json_out: Path = typer.Option(None, "--json", help="Also write the rows as JSON here."),
+          plot: Path = typer.Option(None, "--plot", help="Also draw predicted against measured per setting (PNG).")):
+    """Theory against measurement per family and setting: every graded logits test (predicted from the
+    recorded logits, measured by the real loop, interval, n against n needed, verdict), every negative
+    control, every claim that does not apply to a setting and why, each with the command that
+    regenerates it; then the closed forms' assumptions against each setting's real SD records."""
+    import fnmatch
+    import json
+
+    from sims.registry import total_mc_tests
+    from validate.experiment import load_run
+    from validate.settings import FAMILIES, Setting
+    from validate.table import assumption_rows, format_assumptions, format_table, plot_table, table_rows
+    if not 0 < alpha < 1:
+        raise typer.BadParameter(f"alpha must lie in (0, 1), got {alpha!r}", param_hint="--alpha")
+    known = [c for cs in FAMILIES.values() for c in cs]
+    wanted = None
+    if claims:
+        pats = [p.strip() for p in claims.split(",") if p.strip()]
+        wanted = [c for c in known if any(fnmatch.fnmatchcase(c, p) for p in pats)]
+        if not wanted:
+            raise typer.BadParameter(f"no logits claim matches {claims!r}; known: {', '.join(known)}",
+                                     param_hint="--claims")
+    per_test = alpha / max(1, total_mc_tests())
+    try:
+        loaded = [load_run(r) for r in runs]
+        rows = table_rows(loaded, per_test, claims=wanted)
+    except (FileNotFoundError, ValueError, TypeError) as e:
+        _fail(str(e))
+    text = [f"Per-test α = {per_test:.3g} ({alpha:g} over the registry's {total_mc_tests()} Monte Carlo tests), "
+            "power 0.9 at each test's tolerance.", "", format_table(rows)]
+    assum = [(Setting.of(run.config).label(), str(path), assumption_rows(run)) for run, path in zip(loaded, runs)
+             if run.sd and (wanted is None or any(c.startswith("sd.") for c in wanted))]
+    if assum:
+        text += ["", "The closed forms' assumptions against the real SD records (constant α, i.i.d. positions):", "",
+                 format_assumptions(assum)]
+    typer.echo("\n".join(text))
+    if md is not None:
+        md.write_text("\n".join(text) + "\n")
+    if json_out is not None:
+        json_out.write_text(json.dumps(dict(alpha=per_test, rows=[r.to_json() for r in rows],
+                                            assumptions=[dict(setting=lab, run=p, rows=a) for lab, p, a in assum]),
+                                       indent=1, default=float))
+    if plot is not None:
+        plot_table(rows, plot)
+        typer.echo(f"wrote {plot}")
 
 
 @validate_app.command("report")

@@ -105,9 +105,13 @@ def summarize(run) -> list[dict]:
                 row["tokens_measured"], row["tokens_measured_se"], row["n_iterations"] = _mean_se(tpi)
                 cond = np.concatenate([r.conditional_tokens()[0] for r in sds])
                 row["tokens_given_drafts"] = float(cond.mean())
-                first = np.concatenate([r.tau >= 1 for r in sds]).astype(float)
-                row["accept_first_measured"] = float(first.mean())
-                row["alpha_on_policy"] = float(np.concatenate([r.beta[:, 0] for r in sds]).mean())
+                # iterations that drafted (a drafter without a model may draft nothing: one target step)
+                drew = np.concatenate([r.drafted >= 1 for r in sds])
+                first = np.concatenate([r.tau >= 1 for r in sds]).astype(float)[drew]
+                row["drafted_fraction"] = float(drew.mean())
+                row["accept_first_measured"] = float(first.mean()) if first.size else float("nan")
+                b1 = np.concatenate([r.beta[:, 0] for r in sds])[drew]
+                row["alpha_on_policy"] = float(b1.mean()) if b1.size else float("nan")
                 row["tokens_closed_form_on_policy"] = float(expected_tokens(row["alpha_on_policy"], g))
                 sd_s = sum(r.seconds for r in sds)
                 n_tok = int(sum(r.emitted.sum() for r in sds))

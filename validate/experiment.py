@@ -25,7 +25,7 @@ RUN_FORMAT = "spectheory.validate-run/2"
 #: Formats :func:`load_run` reads (2 adds the weights, the batch size and the models' identities).
 RUN_FORMATS = ("spectheory.validate-run/1", RUN_FORMAT)
 #: Sampling keys a resumed run must share with the run on disk.
-SAMPLING_KEYS = ("temperature", "top_k", "top_p", "seed", "max_new_tokens", "slice_k")
+SAMPLING_KEYS = ("temperature", "top_k", "top_p", "seed", "max_new_tokens", "slice_k", "drafter")
 
 
 @dataclass
@@ -122,7 +122,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
                    config: dict | None = None, progress: bool = True, vocab_size: int | None = None,
                    probe_every: int = 4, batch: int = 1, capture: list | None = None, hidden=None,
                    families=(), family_prompts: list | None = None, control_prompts: list | None = None,
-                   family_options: dict | None = None, sd_prompts: list | None = None) -> Path:
+                   family_options: dict | None = None, sd_prompts: list | None = None, drafter=None) -> Path:
     """Capture the prompts, run real SD for every γ, then the family loops; skip what is on disk.
 
     prompts: :class:`validate.prompts.Prompt` list; encode(prompt) → token ids (chat template
@@ -136,6 +136,9 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
     families: loop names of :mod:`validate.loops` to run on ``family_prompts`` (default: all
     prompts); control_prompts: prompts for the negative controls (a broken verifier through the
     same real loops; default: none). Each prompt's record is saved when that prompt finishes.
+    drafter: a drafter without a model (:class:`validate.drafters.PromptLookup`, ``draft_model``
+    None): real SD and its control run with it; capture and the family loops, which need a draft
+    distribution, do not apply (:mod:`validate.settings`; the reasons go to run.json).
     """
     from spectheory.checks import check_int
 
@@ -181,12 +184,28 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
         raise ValueError(f"unknown family loops {unknown}; known: {sorted(LOOPS)}")
     if not callable(encode):
         raise TypeError(f"encode must be callable prompt -> token ids, got {type(encode).__name__}")
+    if (draft_model is None) == (drafter is None):
+        raise ValueError("give a draft model or a drafter without a model (validate.drafters), not both")
     d = Path(run_dir)
     cfg = dict(format=RUN_FORMAT, gammas=list(gammas), max_new_tokens=int(max_new_tokens),
                temperature=float(temperature), top_k=top_k, top_p=top_p, seed=int(seed),
                stop_ids=list(stop_ids), slice_k=int(slice_k), device=device, probe_every=int(probe_every),
                batch=int(batch), prompts=[dict(name=p.name, category=p.category) for p in prompts],
                families=list(families), **(config or {}))
+    if drafter is not None:
+        cfg["drafter"] = drafter.config()
+    # what does not apply to this setting (validate.settings) is skipped and said why
+    from .settings import loop_not_applicable
+    skip = {f: why for f in families if (why := loop_not_applicable(cfg, f))}
+    if drafter is not None and (capture is None or capture):
+        skip["capture"] = ("capture records a draft model's distribution q along the target's text; a drafter "
+                           "without a model has none")
+    families = [f for f in families if f not in skip]
+    if drafter is not None:
+        capture = []
+    cfg["families"] = list(families)
+    if skip:
+        cfg["not_applicable"] = skip
     old = d / "run.json"
     if old.exists():
         prev = _load_config(d)
@@ -197,6 +216,8 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
                                  "use another directory (or delete it) to change the sampling setup")
         cfg["gammas"] = sorted(set(prev.get("gammas", [])) | set(cfg["gammas"]))
         cfg["families"] = sorted(set(prev.get("families", [])) | set(cfg["families"]))
+        if prev.get("not_applicable") or skip:
+            cfg["not_applicable"] = {**prev.get("not_applicable", {}), **skip}
         names = {p["name"] for p in prev.get("prompts", [])}
         cfg["prompts"] = prev.get("prompts", []) + [p for p in cfg["prompts"] if p["name"] not in names]
     # a prompt's seed is seed + its place in the run directory's prompt list, which a resumed run
@@ -240,6 +261,9 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
                 loaders[kind](f)
     d.mkdir(parents=True, exist_ok=True)
     old.write_text(json.dumps(cfg, indent=1, default=str))
+    if progress:
+        for what, why in skip.items():
+            print(f"{what}: does not apply to this setting ({why})", flush=True)
 
     todo = [(kind, g, [p for p in ps if not path_of(kind, p, g, g).exists()]) for kind, g, ps in plan]
     todo = [t for t in todo if t[2]]
@@ -300,7 +324,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
             elif kind in ("sd", "control"):
                 rule = {} if kind == "sd" else dict(rule=BROKEN_SWAPPED_RATIO)
                 speculative_decode_batch(target_model, draft_model, ids, g, max_new_tokens, on_tokens=tick,
-                                         on_done=done, probe_every=probe_every, **rule, **common)
+                                         on_done=done, probe_every=probe_every, drafter=drafter, **rule, **common)
             else:
                 run_loop(g, target_model, draft_model, ids, max_new_tokens, on_tokens=tick, on_done=done,
                          options=(family_options or {}).get(g.replace("-control", ""), {}), **common)

@@ -313,6 +313,17 @@ def load_pair(target: str, draft: str, device: str = "cpu", dtype: str = "float3
     return load_model(target, device, dtype), load_model(draft, device, dtype), tt
 
 
+def load_target(target: str, device: str = "cpu", dtype: str = "float32"):
+    """(target_model, tokenizer) alone, for a drafter without a draft model (prompt lookup)."""
+    dtype = resolve_dtype(dtype, device)
+    tok = load_tokenizer(target)
+    need = estimate_gb(target)
+    if need and device == "cpu":
+        scale = {"bfloat16": 0.5, "float16": 0.5, "int8": 1.3}.get(dtype, 1.0)
+        require_memory(need * scale + 0.5, f"load {target}")
+    return load_model(target, device, dtype), tok
+
+
 def stop_ids(tokenizer) -> list[int]:
     """Token ids that end a turn: eos plus ``<|im_end|>`` and ``<|endoftext|>`` where present."""
     ids = set()
