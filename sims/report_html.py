@@ -571,8 +571,32 @@ def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verifi
             f"<h1>{_e(title)}</h1><p class=meta>{_e(meta)}</p>{extra}"
             f'<p class="counts"><b>{_e(verdict_counts(report))}.</b></p>'
             f'<table class="summary"><tr><th>claim</th><th>relation</th><th>verdict</th><th>what was found</th>'
-            f"<th>controls</th></tr>{rows}</table><dl class=legend>{legend}</dl>\n{body}\n"
+            f"<th>controls</th></tr>{rows}</table><dl class=legend>{legend}</dl>\n{_logits_table(report)}{body}\n"
             f"</main></body></html>\n")
+
+
+def _logits_table(report: dict) -> str:
+    """The one table of theory against measurement of a ``verify --logits`` run (rows written by
+    validate.table: every graded logits test, control and inapplicable claim, with the command that
+    regenerates it)."""
+    t = report.get("logits_table")
+    if not t or not t.get("rows"):
+        return ""
+    num = lambda x: "–" if x is None else f"{x:.4g}"  # noqa: E731
+    body = []
+    for r in t["rows"]:
+        ci = f"[{num(r['ci_low'])}, {num(r['ci_high'])}]" if r.get("ci_low") is not None else "–"
+        n = "–" if r.get("n") is None else f"{r['n']:,}" + (
+            " (exact)" if r.get("n_needed") == 0 else f" / {r['n_needed']:,}" if r.get("n_needed") else "")
+        verdict = r["verdict"] + (f": {r['why']}" if r["role"] in ("n/a", "none") else "")
+        body.append(f"<tr><td>{_e(r['family'])}</td><td><code>{_e(r['claim'])}</code></td><td>{_e(r['test'])}</td>"
+                    f"<td>{num(r['predicted'])}</td><td>{num(r['measured'])}</td><td>{ci}</td><td>{_e(n)}</td>"
+                    f"<td>{_e(verdict)}</td><td><code>{_e(r['command'])}</code></td></tr>")
+    setting = _e(t["rows"][0]["setting"])
+    return (f'<section class="claim" id="logits-table"><h2>Theory against measurement: {setting} '
+            f"(<code>{_e(t['run'])}</code>)</h2><table><tr><th>family</th><th>claim</th><th>test</th>"
+            "<th>predicted</th><th>measured</th><th>interval</th><th>n / n needed</th><th>verdict</th>"
+            f"<th>regenerate</th></tr>{''.join(body)}</table></section>")
 
 
 def write_html(report: dict, path, **kw):

@@ -384,6 +384,13 @@ def run_selection(sel: Selection, *, quick: bool = False, seed: int = 0, alpha: 
                              pairs_source=sel.pairs_source, claims_from=sel.sources, builtin=sel.builtin)
     if sel.pairs is not None:
         data["run"]["claims_pattern"] = sel.claims
+    if logits is not None:   # the one table of theory against measurement for this run (validate.table)
+        from validate.experiment import load_run_config
+        from validate.settings import FAMILIES
+        from validate.table import rows_from_evidence
+        known = {c for cs in FAMILIES.values() for c in cs}
+        rows = rows_from_evidence(extra, load_run_config(logits), logits, claims=[c for c in sel.chosen if c in known])
+        data["logits_table"] = dict(run=str(logits), rows=[r.to_json() for r in rows])
     return data
 
 

@@ -255,6 +255,9 @@ def test_cross_validation_folds_are_balanced():
         for c in set(cats):
             share = np.bincount(fold[[i for i, x in enumerate(cats) if x == c]], minlength=5)
             assert share.max() - share.min() <= 1, (c, share)
+    periodic = ["x" if i % 5 == 0 else "y" for i in range(20)]   # a category on every fifth prompt
+    fold = cv_folds(periodic, 5, np.random.default_rng(1))
+    assert np.bincount(fold[::5], minlength=5).max() == 1
     again = cv_folds(cats, 5, np.random.default_rng(0))
     np.testing.assert_array_equal(again, cv_folds(cats, 5, np.random.default_rng(0)))
 
@@ -282,3 +285,28 @@ def test_table_command_on_a_run_directory(tmp_path):
     assert {r["claim"] for r in data["rows"]} == {"sd.acceptance", "kseq.rho"}
     bad = CliRunner().invoke(app, ["validate", "table", str(d), "--claims", "nope.*"])
     assert bad.exit_code == 2 and "no logits claim" in bad.output
+
+
+def test_html_report_carries_the_table():
+    """verify --logits puts the run's table in its HTML report (rows as validate.table writes them)."""
+    from sims.report_html import _logits_table
+    from validate.table import rows_from_evidence
+    e = Evidence("logits", "real SD: drafting law", 0.8, 0.81, 0.79, 0.83, p_value=0.3, n=5000, detectable=0.015,
+                 tolerance=0.02, outcome="pass")
+    rows = rows_from_evidence({"sd.acceptance": [e]}, GREEDY, "data/runs/g", claims=["sd.acceptance", "kseq.rho"])
+    html = _logits_table({"logits_table": {"run": "data/runs/g", "rows": [r.to_json() for r in rows]}})
+    assert "greedy (T = 0)" in html and "spectheory validate table data/runs/g --claims sd.acceptance" in html
+    assert "not run: this run holds no records" in html and "5,000 / 5,000" not in html
+    assert _logits_table({}) == ""
+
+
+def test_plan_sizes_real_sd_and_says_so_in_the_command(tmp_path):
+    """Real SD's pooled tests are sized like a loop's, and the printed command asks for their prompts
+    per set with -n."""
+    from validate.plan import plan_run
+    run = _lookup_run(tmp_path)
+    plan = plan_run(run, 2.75e-5)
+    sd_rows = [r for r in plan.rows if r.loop == "sd"]
+    assert {r.claim for r in sd_rows} == {"sd.acceptance", "sd.expected_tokens"}
+    assert plan.family_n["sd"] == max(r.per_set for r in sd_rows) >= 1
+    assert plan.command("OUT").endswith(f"-n {plan.family_n['sd']}")

@@ -183,6 +183,16 @@ def power_rows(run: Run, alpha: float = 1e-3, tolerance: float = TOLERANCE) -> l
     return rows + loop_power_rows(run, alpha, tolerance)
 
 
+def _first_part(claim: str):
+    """The first part of a registered claim (None for a one-part or unknown claim)."""
+    from sims.registry import UnknownClaimError, select
+    try:
+        (c,) = select(claim)
+    except (UnknownClaimError, ValueError):
+        return None
+    return c.parts[0].id if len(c.parts) > 1 else None
+
+
 def family_modules():
     """``validate.replay_<family>`` modules that define ``logits_evidence(run, alpha)``."""
     import validate
@@ -230,8 +240,10 @@ def logits_evidence(run_dir, alpha: float = 1e-3, progress=None, claims=None) ->
                      time.perf_counter() - t0)
     label = Setting.of(run.config).label()
     for cid, why in skip.items():
-        out[cid] = [stats.info("logits", f"does not apply: {label}", None, None, test=f"does not apply: {why}",
-                               note=f"setting of {run.path}: {label}")]
+        e = stats.info("logits", f"does not apply: {label}", None, None, test=f"does not apply: {why}",
+                       note=f"setting of {run.path}: {label}")
+        e.part = _first_part(cid)   # an info row of the claim (a multi-part claim's evidence names a part)
+        out[cid] = [e]
     if wanted is not None:
         out = {c: v for c, v in out.items() if c in wanted}
     return out

@@ -69,6 +69,11 @@ def _load_config(d: Path) -> dict:
     return cfg
 
 
+def load_run_config(run_dir) -> dict:
+    """``run.json`` of a run directory (a clear error if it is not one)."""
+    return _load_config(Path(run_dir))
+
+
 def load_run(run_dir) -> Run:
     """Read every trace, SD run and family loop under ``run_dir`` (a clear error naming the file if
     one is damaged or truncated, or if it is not a run directory)."""

@@ -87,7 +87,8 @@ class Plan:
         """The ``spectheory validate`` invocation that runs this plan (on a copy of the pilot)."""
         fam = ",".join(f"{k}={v}" for k, v in sorted(self.family_n.items()) if k != "sd")
         ctl = ",".join(f"{k}={v}" for k, v in sorted(self.controls_n.items()))
-        return (f"spectheory validate --out {out} --family-n {fam or 0} --controls-n {ctl or 0}"
+        sd = f" -n {self.family_n['sd']}" if self.family_n.get("sd") else ""   # real SD's prompts per set
+        return (f"spectheory validate --out {out} --family-n {fam or 0} --controls-n {ctl or 0}{sd}"
                 + (f" {extra}" if extra else ""))
 
     def to_json(self) -> dict:
