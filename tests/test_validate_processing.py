@@ -146,3 +146,19 @@ def test_generate_samples_from_these_distributions():
         ref = processed.double().softmax(-1).numpy()
         assert ((got > 0) == (ref > 0)).all()
         np.testing.assert_allclose(got, ref, rtol=0, atol=2e-6)
+
+
+def test_a_mass_within_rounding_just_past_the_candidates_is_ambiguous():
+    """The 1,024 candidates carry top_p + 5e-6: the next token's cumulative mass lies within the
+    rounding margin of the cut, so the row is transformers' to decide, not the candidates'."""
+    V, m = 2000, 1024
+    p = np.empty(V)
+    p[:m] = (0.9 + 5e-6) / m
+    p[m:] = (1 - 0.9 - 5e-6) / (V - m)
+    s = np.log(p).astype(np.float32)
+    q = np.exp(s.astype(np.float64) - s.max())
+    q /= q.sum()
+    assert abs(np.sort(q)[::-1][:m].sum() - 0.9) < proc.CUT_MARGIN
+    assert proc._fast_cut(s, q, 0.9, 1) is None
+    ref = np.isfinite(TopPLogitsWarper(0.9)(None, torch.tensor(s)[None])[0].numpy())
+    np.testing.assert_array_equal(top_p_keep(s, q, 0.9), ref)
