@@ -99,6 +99,21 @@ def test_inapplicable_claims_get_one_row_and_their_replays_do_not_run(tmp_path, 
     assert set(only) == {"sd.acceptance"} and called == []
 
 
+def test_a_replay_feeding_an_applicable_and_an_inapplicable_claim(tmp_path, monkeypatch):
+    """At T = 0 the multi-draft trace replay still runs (gbv.optimal applies) but what it says about
+    SpecTr-GBV is replaced by the one 'does not apply' row."""
+    from validate import evidence as E
+    import validate.replay_multidraft as MD
+    made = Evidence("logits", "γ=1 K=2 bound", 0.9, 0.9, p_value=0.5, n=10, outcome="pass")
+    kept = Evidence("logits", "γ=1 K=1 optimum", 0.9, 0.9, n=10, outcome="pass")
+    monkeypatch.setattr(MD, "logits_evidence", lambda run, alpha: {"spectr_gbv.attains": [made],
+                                                                    "gbv.optimal": [kept]})
+    run = Run(tmp_path, dict(format=RUN_FORMAT, gammas=[2], **GREEDY), [], {}, {}, {})
+    ev = E.logits_evidence(run, alpha=1e-3)
+    assert ev["gbv.optimal"] == [kept]
+    assert [e.test.split(":")[0] for e in ev["spectr_gbv.attains"]] == ["does not apply"]
+
+
 def test_table_rows_commands_and_plot(tmp_path):
     from validate.table import format_table, plot_table, rows_from_evidence
     good = Evidence("logits", "real SD: drafting law", 0.80, 0.81, 0.79, 0.83, p_value=0.3, n=5000, detectable=0.015,
@@ -235,7 +250,8 @@ def test_real_pair_verdict_is_decided_by_its_least_powered_test():
         v = verdicts.real_pair_verdict(evs)
         assert (v["verdict"], v["instance"], v["n"], v["n_needed"]) == ("holds", "B", 1000, 900)
     u = _t("U", "underpowered", 300, 400)
-    for evs in ([a, u, b], [u, b, a]):
+    sig = _t("S", "pass", 100, 1000)       # passed on significance far below its power statement's size
+    for evs in ([a, u, b, sig], [sig, u, b, a]):
         v = verdicts.real_pair_verdict(evs)
         assert (v["verdict"], v["instance"], v["n_needed"]) == ("underpowered", "U", 400)
     f = _t("F", "fail", 5000, 100)
