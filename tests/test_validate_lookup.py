@@ -121,3 +121,33 @@ def test_lookup_refuses_a_draft_model_and_a_drafter_together(target):
         speculative_decode_batch(target, target, [[3, 4, 5]], 2, 4, drafter=PromptLookup(2))
     with pytest.raises(ValueError, match="not both"):
         speculative_decode_batch(target, None, [[3, 4, 5]], 2, 4)
+
+
+def test_run_with_a_lookup_drafter_records_what_does_not_apply(target, tmp_path, capsys):
+    """run_experiment with prompt lookup: no draft model, no capture, the loops skipped with their
+    reasons in run.json; the progress lines count each token once (the last reads total/total); a
+    run directory of the draft model cannot be resumed with the drafter (another setting)."""
+    import json
+    import re
+
+    from validate.experiment import load_run, run_experiment
+    from validate.prompts import Prompt
+    rng = np.random.default_rng(5)
+    texts = _repetitive_prompts(rng, 3)
+    ps = [Prompt(f"p{i}", "code", "", ()) for i in range(3)]
+    enc = {p.name: t for p, t in zip(ps, texts)}
+    run_experiment(tmp_path / "r", target, None, ps, lambda p: enc[p.name], gammas=(2, 3), max_new_tokens=10,
+                   progress=True, batch=2, families=["se", "kseq"], control_prompts={"sd": ps[:1]},
+                   drafter=PromptLookup(3))
+    out = capsys.readouterr().out
+    counts = [tuple(map(int, m)) for m in re.findall(r"(\d+)/(\d+) tokens", out)]
+    assert counts and counts[-1][0] == counts[-1][1] and all(a <= b for a, b in counts)
+    assert "kseq: does not apply" in out and "capture: does not apply" in out
+    cfg = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert cfg["drafter"]["kind"] == "prompt-lookup" and cfg["families"] == []
+    assert set(cfg["not_applicable"]) == {"se", "kseq", "capture"}
+    run = load_run(tmp_path / "r")
+    assert run.traces == [] and sorted(run.sd) == [2, 3] and len(run.controls[3]) == 1
+    with pytest.raises(ValueError, match="drafter"):
+        run_experiment(tmp_path / "r", target, tiny_model(seed=1, noise=0.06), ps, lambda p: enc[p.name],
+                       gammas=(2,), max_new_tokens=10, progress=False)

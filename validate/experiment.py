@@ -295,7 +295,8 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
             f = path_of(kind, ps[j], g, g)
             f.parent.mkdir(parents=True, exist_ok=True)
             obj.save(f)
-            tick(max_new_tokens - counted.get(j, 0))  # early stop: count the rest as done
+            # early stop: count the rest as done (SD and the loops ticked each emitted token already)
+            tick(max_new_tokens - (counted.get(j, 0) if kind == "capture" else len(obj.tokens)))
             done_prompts[0] += 1
             if log_lines:
                 t = bar.tasks[0]
