@@ -32,6 +32,7 @@ from validate.loops import LoopRun, run_loop
 from validate.models import resolve_dtype
 from validate.power import martingale_test, martingale_test_estimated, n_needed
 from validate.specdec import SDRun, speculative_decode_batch
+from validate.drafters import PromptLookup
 
 from . import CLIError, bad, run_cli
 
@@ -351,7 +352,7 @@ ROWS = [
     bad("validate.LoopRun.load not an archive", LoopRun.load, _TMP / "junk.npz",
         match="not a readable spectheory.looprun/1 file"),
     bad("validate.SDRun.load truncated", SDRun.load, _TMP / "sd_cut.npz",
-        match="sd_cut.npz: not a readable spectheory.sdrun/2 file .*Delete it and rerun"),
+        match="sd_cut.npz: not a readable spectheory.sdrun/3 file .*Delete it and rerun"),
     bad("validate.load_run run.json not JSON", load_run, _TMP / "badjson", match="not valid JSON"),
     bad("validate.load_run unknown format", load_run, _TMP / "otherfmt", match="this spectheory reads"),
     bad("validate.n_needed tolerance=0", n_needed, 0.1, 1e-3, 0.0, match="tolerance > 0"),
@@ -383,6 +384,22 @@ ROWS = [
         match="--hidden-layers must be ≥ 0"),
     bad("validate.cli family-n=0", run_cli, "validate", "--family-n", "0", exc=CLIError,
         match="--family-n must be ≥ 1"),
+    bad("validate.cli drafter unknown", run_cli, "validate", "--drafter", "early-exit", exc=CLIError,
+        match="--drafter must be model or prompt-lookup"),
+    bad("validate.cli prompt lookup with a draft model", run_cli, "validate", "--drafter", "prompt-lookup",
+        "--draft", "x", exc=CLIError, match="uses no draft model"),
+    bad("validate.table no such run", run_cli, "validate", "table", "/nonexistent/run", exc=CLIError,
+        match="not a validate run directory"),
+    bad("validate.table unknown claims", run_cli, "validate", "table", "data/runs/qwen2.5-coder-T0", "--claims", "zz.*",
+        exc=CLIError, match="no logits claim matches"),
+    bad("validate.table alpha=0", run_cli, "validate", "table", "data/runs/qwen2.5-coder-T0", "--alpha", "0",
+        exc=CLIError, match=r"alpha must lie in \(0, 1\)"),
+    bad("validate.PromptLookup num_output_tokens=0", PromptLookup, 0, match="num_output_tokens must be ≥ 1"),
+    bad("validate.PromptLookup ngram=1.5", PromptLookup, 4, 1.5,
+        match="max_matching_ngram_size must be an integer"),
+    bad("validate.speculative_decode_batch neither draft model nor drafter", speculative_decode_batch, None, None,
+        [[1, 2]], 2, 4, match="give a draft model or a drafter"),
+    bad("validate.sampling_probs top_p>1", sampling_probs, TL, 0.7, top_p=1.5, match=r"top_p must lie in \(0, 1\]"),
     # --- command line: spectheory sweep (argument errors, refused before any job runs) ---
     bad("sweep.cli unknown kind", run_cli, "sweep", "nope.kind", exc=CLIError, match="unknown job kind 'nope.kind'"),
     bad("sweep.cli missing module", run_cli, "sweep", "nomod_xyz:fn", exc=CLIError,
