@@ -326,3 +326,14 @@ def test_plan_sizes_real_sd_and_says_so_in_the_command(tmp_path):
     assert {r.claim for r in sd_rows} == {"sd.acceptance", "sd.expected_tokens"}
     assert plan.family_n["sd"] == max(r.per_set for r in sd_rows) >= 1
     assert plan.command("OUT").endswith(f"-n {plan.family_n['sd']}")
+
+
+def test_assumption_rows_per_category_and_pooled():
+    from validate.table import assumption_rows
+    a = sd_run([1, 0], [[0.9], [0.2]], name="a", category="code")
+    b = sd_run([0, 0, 1], [[0.1], [0.3], [0.6]], name="b", category="chat")
+    rows = assumption_rows(Run("r", {}, [], {1: [a, b]}, {}, {}))
+    by = {r["category"]: r for r in rows}
+    assert [r["category"] for r in rows] == ["chat", "code", "all"]
+    assert by["code"]["alpha"] == pytest.approx(0.55) and by["chat"]["alpha"] == pytest.approx(1.0 / 3)
+    assert by["all"]["alpha"] == pytest.approx(2.1 / 5) and by["all"]["iterations"] == 5

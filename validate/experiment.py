@@ -302,7 +302,7 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
                 t = bar.tasks[0]
                 el = time.perf_counter() - t_start
                 eta = el * (t.total - t.completed) / t.completed if t.completed else float("nan")
-                print(f"[{time.strftime('%H:%M:%S')}] {kind} {g}: {ps[j].name} done; {done_prompts[0]}/{n_prompts} "
+                print(f"[{time.strftime('%H:%M:%S')}] {kind}{'' if g is None else f' {g}'}: {ps[j].name} done; {done_prompts[0]}/{n_prompts} "
                       f"prompts, {int(t.completed)}/{int(t.total)} tokens, elapsed {el / 60:.1f} min, ETA "
                       f"{eta / 60:.1f} min", flush=True)
         return done

@@ -149,13 +149,18 @@ def format_table(rows: list[TableRow]) -> str:
 # --- the closed forms' assumptions against the real SD records --------------------------------
 
 def assumption_rows(run) -> list[dict]:
-    """Per γ of a run's real SD records (every prompt): the on-policy α (mean β at the first draft
+    """Per γ and prompt category (and ``all``) of a run's real SD records: the on-policy α (mean β at the first draft
     of the iterations that drafted), the constant-α closed form there, the exact mean
     E[τ + 1 | drafts], the measured tokens per iteration ± se, the closed form's error in se, and
     the acceptance at each depth j given drafts 1..j−1 were accepted (± se)."""
     from spectheory.closed_forms.sd import expected_tokens
     out = []
-    for g, runs in sorted(run.sd.items()):
+    cats = sorted({r.meta.get("category", "") for rs in run.sd.values() for r in rs})
+    groups = [(g, c, [r for r in rs if c == "all" or r.meta.get("category", "") == c])
+              for g, rs in sorted(run.sd.items()) for c in (cats + ["all"] if len(cats) > 1 else cats)]
+    for g, cat, runs in groups:
+        if not runs:
+            continue
         tau = np.concatenate([r.tau for r in runs]).astype(float)
         k = np.concatenate([r.drafted for r in runs])
         beta1 = np.concatenate([r.beta[:, 0] for r in runs])
@@ -176,7 +181,7 @@ def assumption_rows(run) -> list[dict]:
             rate = float(acc.mean()) if m else float("nan")
             depth.append(dict(depth=j + 1, n=m, rate=rate,
                               se=math.sqrt(rate * (1 - rate) / m) if m else float("nan")))
-        out.append(dict(gamma=g, iterations=int(tau.size), drafted=float(drew.mean()), alpha=alpha,
+        out.append(dict(gamma=g, category=cat, iterations=int(tau.size), drafted=float(drew.mean()), alpha=alpha,
                         closed_form=closed, closed_form_drafted=closed_k, given_drafts=float(cond.mean()),
                         measured=float(meas.mean()), se=se,
                         z=(float(meas.mean()) - closed_k) / se if se and np.isfinite(se) else float("nan"),
@@ -186,13 +191,13 @@ def assumption_rows(run) -> list[dict]:
 
 def format_assumptions(per_run: list[tuple[str, str, list[dict]]]) -> str:
     """Markdown of :func:`assumption_rows` for several runs ((label, path, rows))."""
-    out = ["| setting | γ | iterations | drafted | α on-policy | closed form | E[τ+1 \\| drafts] (exact) | "
+    out = ["| setting | category | γ | iterations | drafted | α on-policy | closed form | E[τ+1 \\| drafts] (exact) | "
            "measured ± se | (measured − closed)/se | acceptance at depth 1, 2, … given the earlier drafts accepted |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, _, rows in per_run:
         for r in rows:
             dep = ", ".join(f"{d['rate']:.3f}±{d['se']:.3f}" if d["n"] else "–" for d in r["depth"])
-            out.append(f"| {label} | {r['gamma']} | {r['iterations']:,} | {r['drafted']:.2f} | {r['alpha']:.4f} | "
+            out.append(f"| {label} | {r['category']} | {r['gamma']} | {r['iterations']:,} | {r['drafted']:.2f} | {r['alpha']:.4f} | "
                        f"{r['closed_form_drafted']:.3f} | {r['given_drafts']:.3f} | {r['measured']:.3f} ± "
                        f"{r['se']:.3f} | {r['z']:+.1f} | {dep} |")
     return "\n".join(out)
