@@ -120,7 +120,7 @@ def test_plan_command_prints_the_table_and_the_command(pilot, tmp_path):
     path, _, _ = pilot
     res = CliRunner().invoke(app, ["validate", "plan", str(path), "--out", "NEW", "--json", str(tmp_path / "p.json")])
     assert res.exit_code == 0, res.output
-    assert "spectheory validate --out NEW --family-n" in res.output and "| ersd |" in res.output
+    assert "spectheory validate --out NEW " in res.output and " --family-n " in res.output and "| ersd |" in res.output
     data = json.loads((tmp_path / "p.json").read_text())
     assert data["family_n"]["ersd"] >= 1 and data["power"] == 0.9 and np.isfinite(data["alpha"])
     res = CliRunner().invoke(app, ["validate", "plan", str(tmp_path / "missing")])

@@ -325,7 +325,38 @@ def test_plan_sizes_real_sd_and_says_so_in_the_command(tmp_path):
     sd_rows = [r for r in plan.rows if r.loop == "sd"]
     assert {r.claim for r in sd_rows} == {"sd.acceptance", "sd.expected_tokens"}
     assert plan.family_n["sd"] == max(r.per_set for r in sd_rows) >= 1
-    assert plan.command("OUT").endswith(f"-n {plan.family_n['sd']}")
+    cmd = plan.command("OUT")
+    assert f" -n {plan.family_n['sd']} " in cmd and "--drafter prompt-lookup --gammas 3" in cmd
+    assert "--families ''" in cmd and "--capture-n 0" in cmd
+
+
+def test_the_plans_command_resumes_its_pilot_as_the_command_line_reads_it(tmp_path, monkeypatch):
+    """The printed command repeats the pilot's setup (a resumed run refuses another) and the larger of
+    what the pilot holds and what the plan needs; the command line parses it (stopped here at the run
+    directory check, before any model loads)."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    import validate.replay_loops as RL
+    from spectheory_cli.main import app
+    from validate.plan import plan_run
+    prs = [_PR("gbv.optimal", "t", 400, 0.6)]
+    monkeypatch.setattr(RL, "loop_tests", lambda name, runs, *a, **k: ({}, prs if name == "gbv" else []))
+    cfg = dict(temperature=0.7, top_p=0.9, gammas=[1, 2, 4], max_new_tokens=64,
+               prompts=[dict(name=f"p{i}", category=c) for i, c in enumerate(["code", "poetry"] * 3)])
+    run = Run("pilot", cfg, [], {}, {"gbv": _loop_runs(4), "kseq": _loop_runs(6, "kseq")}, {})
+    plan = plan_run(run, 1e-3)
+    cmd = plan.command("NEW")
+    assert "-t 0.7 --top-p 0.9 --gammas 1,2,4 --max-new-tokens 64 --prompts human-eval,sonnets" in cmd
+    need = plan.family_n["gbv"]
+    assert f"--family-n gbv={need},kseq=3" in cmd        # the pilot's kseq prompts are kept, not dropped
+    f = tmp_path / "afile"
+    f.write_text("")
+    argv = shlex.split(cmd)[1:]
+    argv[argv.index("--out") + 1] = str(f)
+    res = CliRunner().invoke(app, argv)
+    assert res.exit_code == 2 and "is a file, not a run" in " ".join(res.output.replace("│", " ").split()), res.output
 
 
 def test_assumption_rows_per_category_and_pooled():

@@ -66,6 +66,9 @@ class Plan:
     margin: float
     sets: int
     rows: list = field(default_factory=list)
+    #: the pilot's setup the command must repeat to resume it (sampling, drafter, γs, prompt sets,
+    #: prompts per set it already holds per kind: ``have`` {"sd": n, "capture": n, loop: n, ...})
+    setup: dict = field(default_factory=dict)
 
     @property
     def family_n(self) -> dict:
@@ -84,16 +87,29 @@ class Plan:
         return out
 
     def command(self, out: str, extra: str = "") -> str:
-        """The ``spectheory validate`` invocation that runs this plan (on a copy of the pilot)."""
-        fam = ",".join(f"{k}={v}" for k, v in sorted(self.family_n.items()) if k != "sd")
-        ctl = ",".join(f"{k}={v}" for k, v in sorted(self.controls_n.items()))
-        sd = f" -n {self.family_n['sd']}" if self.family_n.get("sd") else ""   # real SD's prompts per set
-        return (f"spectheory validate --out {out} --family-n {fam or 0} --controls-n {ctl or 0}{sd}"
-                + (f" {extra}" if extra else ""))
+        """The ``spectheory validate`` invocation that runs this plan on a copy of the pilot: the
+        pilot's setup (sampling, drafter, γs, prompt sets, hidden states), and per kind of record the
+        larger of what the pilot holds and what the plan needs (prompts per set)."""
+        st, have = self.setup, self.setup.get("have", {})
+        need = lambda key, n: max(int(n or 0), int(have.get(key, 0)))  # noqa: E731
+        loops = sorted(set(self.family_n) - {"sd"} | {k for k in have if k not in ("sd", "capture")
+                                                      and not k.endswith("-control")})
+        fam = ",".join(f"{k}={need(k, self.family_n.get(k))}" for k in loops)
+        ctl_keys = sorted(set(self.controls_n) | {k[:-8] for k in have if k.endswith("-control")})
+        ctl = ",".join(f"{k}={need(k + '-control', self.controls_n.get(k))}" for k in ctl_keys)
+        parts = [f"spectheory validate --out {out}"] + list(st.get("options", []))
+        n_sd = need("sd", self.family_n.get("sd"))
+        if n_sd:
+            parts.append(f"-n {n_sd}")
+        parts.append(f"--capture-n {int(have.get('capture', 0))}")
+        parts.append(f"--family-n {fam}" if fam else "--families ''")
+        parts.append(f"--controls-n {ctl or 0}")
+        return " ".join(parts) + (f" {extra}" if extra else "")
 
     def to_json(self) -> dict:
         return dict(pilot=self.pilot, alpha=self.alpha, power=self.power, margin=self.margin, sets=self.sets,
-                    family_n=self.family_n, controls_n=self.controls_n, rows=[r.to_json() for r in self.rows])
+                    family_n=self.family_n, controls_n=self.controls_n, setup=self.setup,
+                    rows=[r.to_json() for r in self.rows])
 
 
 def _prompts(runs) -> int:
@@ -134,7 +150,7 @@ def plan_run(run, alpha: float, power: float = POWER, margin: float = MARGIN, se
     cats = sorted({r.meta.get("category", "") for rs in run.families.values() for r in rs}
                   | {r.meta.get("category", "") for rs in run.sd.values() for r in rs})
     sets = int(sets or max(1, len(cats)))
-    plan = Plan(str(run.path), float(alpha), float(power), float(margin), sets)
+    plan = Plan(str(run.path), float(alpha), float(power), float(margin), sets, setup=pilot_setup(run, sets))
     if run.sd:
         prompts = _prompts(run.sd[max(run.sd)])
         for pr in sd_tests(run.sd, alpha, tolerance, "real SD")[2]:
@@ -156,6 +172,49 @@ def plan_run(run, alpha: float, power: float = POWER, margin: float = MARGIN, se
         for ev, pr in zip(graded, prs):
             plan.rows.append(_control_row(name, pr.claim, ev, pr, runs, pr.tolerance, alpha, power, margin, sets))
     return plan
+
+
+#: prompt category → the prompt set that yields it (validate.prompts)
+SET_OF_CATEGORY = {"code": "human-eval", "chat": "mt-bench", "poetry": "sonnets", "prose": "shakespeare"}
+
+
+def pilot_setup(run, sets: int) -> dict:
+    """What a command resuming the pilot ``run`` must repeat: its sampling options (the run refuses
+    others), drafter, γs, prompt sets and hidden-state capture, and the prompts per set it holds of
+    each kind of record."""
+    c = run.config
+    opts = []
+    if float(c.get("temperature", 1.0)) != 1.0:
+        opts.append(f"-t {float(c['temperature']):g}")
+    for key, flag in (("top_k", "--top-k"), ("top_p", "--top-p")):
+        if c.get(key) is not None:
+            opts.append(f"{flag} {c[key]:g}")
+    if (c.get("drafter") or {}).get("kind", "model") != "model":
+        opts.append(f"--drafter {c['drafter']['kind']}")
+    if c.get("gammas"):
+        opts.append("--gammas " + ",".join(str(g) for g in c["gammas"]))
+    if c.get("max_new_tokens"):
+        opts.append(f"--max-new-tokens {int(c['max_new_tokens'])}")
+    cats = sorted({p.get("category", "") for p in c.get("prompts", [])})
+    named = [SET_OF_CATEGORY.get(k) for k in cats]
+    if cats and all(named) and sorted(named) != ["human-eval", "mt-bench"]:   # not the default sets
+        opts.append("--prompts " + ",".join(named))
+    if run.traces and all(t.hidden_proj is None for t in run.traces):
+        opts.append("--hidden-layers 0")
+    per = lambda runs: int(math.ceil(_prompts(runs) / sets)) if runs else 0  # noqa: E731
+    have = {"capture": per([_Named(t.meta) for t in run.traces])}
+    if run.sd:
+        have["sd"] = per(run.sd[max(run.sd)])
+    for g, runs in run.controls.items():
+        have["sd-control"] = max(have.get("sd-control", 0), per(runs))
+    for name, runs in run.families.items():
+        have[name] = per(runs)
+    return dict(options=opts, have=have)
+
+
+class _Named:
+    def __init__(self, meta):
+        self.meta = meta
 
 
 def _control_row(loop, claim, ev, pr, runs, tolerance, alpha, power, margin, sets) -> PlanRow:
