@@ -93,6 +93,7 @@ def rows_from_evidence(evidence: dict, config: dict, run_path, claims=None) -> l
                              why or ("information rows only (no test graded on this run's records)" if evs else
                                      "this run holds no records that feed it"),
                              command(run_path, claim)))
+    rows.sort(key=lambda r: (r.family, r.claim))   # stable: a claim's rows keep their order
     return rows
 
 
