@@ -1,6 +1,6 @@
 """Render a report (schema ``spectheory.report/3``; older ``/2`` reports render too) for people: the terminal table (rich), the
 Markdown report and its evidence file, and the words every rendering shares (relations,
-findings, counterexample lines). The HTML report is :mod:`sims.report_html`; the JSON is written
+findings, counterexample lines). The HTML report is :mod:`spectheory.sims.report_html`; the JSON is written
 by :func:`spectheory.judge.format.write_json`. Also renders conformance reports, which have no
 parts.
 

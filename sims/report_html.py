@@ -1,11 +1,11 @@
 """The HTML report: one self-contained file (inline CSS, plots as inline PNG, no script, no
-network), the same summary and sections as the Markdown report (:mod:`sims.report`), a plot
+network), the same summary and sections as the Markdown report (:mod:`spectheory.sims.report`), a plot
 for every claim whose evidence is a curve, grid, sweep or set of comparisons, and every
 evidence table folded under its claim.
 
 Plots (matplotlib, drawn off screen):
 
-* **sweeps** (evidence with ``points``, :func:`sims.shapes.sweep`): the claimed value (dashed
+* **sweeps** (evidence with ``points``, :func:`spectheory.sims.shapes.sweep`): the claimed value (dashed
   line) and the measured one (markers) against the sweep's numeric setting (γ, c, k, V, ...),
   one colour per instance, sweeps of one part over the same setting in one panel; a second
   varying setting becomes one line per value; failing points are red crosses;
@@ -82,7 +82,7 @@ def _beside(c: dict) -> str:
 
 
 def _md_inline(text: str) -> str:
-    """The Markdown lines :mod:`sims.report` writes, as HTML (bold, code, list items)."""
+    """The Markdown lines :mod:`spectheory.sims.report` writes, as HTML (bold, code, list items)."""
     import re
     t = _e(text)
     t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
@@ -577,7 +577,7 @@ def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verifi
 
 def _logits_table(report: dict) -> str:
     """The one table of theory against measurement of a ``verify --logits`` run (rows written by
-    validate.table: every graded logits test, control and inapplicable claim, with the command that
+    spectheory.validate.table: every graded logits test, control and inapplicable claim, with the command that
     regenerates it)."""
     t = report.get("logits_table")
     if not t or not t.get("rows"):

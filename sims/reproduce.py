@@ -2,13 +2,13 @@
 
 A report prints, beside each counterexample, least-slack record and out-of-scope finding, one line
 of Python (``call``) that recomputes its numbers. :func:`mismatches` runs every such call of a
-report with :func:`sims.shrink.recompute` and compares what it returns with the printed numbers at
+report with :func:`spectheory.sims.shrink.recompute` and compares what it returns with the printed numbers at
 the precision the report prints them (a counterexample's claimed and measured: 6 significant
-digits, :func:`spectheory.judge.format.fmt`; a least slack: 4, :func:`sims.report.short_fmt`). A
+digits, :func:`spectheory.judge.format.fmt`; a least slack: 4, :func:`spectheory.sims.report.short_fmt`). A
 counterexample printed as claimed 0 and measured x (a slack or shortfall encoding) may have a call
 that returns x alone::
 
-    python -m sims.reproduce reports/verify.json     # exit 1 and list the calls that do not reproduce
+    python -m spectheory.sims.reproduce reports/verify.json     # exit 1 and list the calls that do not reproduce
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def mismatches(report: dict, controls: bool = True) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sims.reproduce", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m spectheory.sims.reproduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("report", help="a report JSON (spectheory verify --json)")
     ap.add_argument("--no-controls", action="store_true", help="only the claims' own calls (not the controls')")
     args = ap.parse_args(argv)

@@ -1,7 +1,7 @@
 """Claims a researcher writes outside the package (docs/your_claims.md): a Python file or an
-importable module that calls :func:`sims.registry.register` with the same vocabulary the built-in
+importable module that calls :func:`spectheory.sims.registry.register` with the same vocabulary the built-in
 families use, run by ``spectheory verify --claims-from PATH_OR_MODULE`` (or
-``sims.runner.run_claims(..., claims_from=[...])``) with the same budgets, levels, shrinking,
+``spectheory.sims.runner.run_claims(..., claims_from=[...])``) with the same budgets, levels, shrinking,
 least slack and report.
 
 Where claims come from (``spec``):
@@ -116,7 +116,7 @@ def load(spec: str) -> tuple[str, ...]:
         LOADED[spec] = tuple(ids)
         return LOADED[spec]
     before = set(registry.REGISTRY)
-    builtin = {cid for cid, c in registry.REGISTRY.items() if c.check.__module__.startswith("sims.claims.")}
+    builtin = {cid for cid, c in registry.REGISTRY.items() if c.check.__module__.startswith("spectheory.sims.claims.")}
     try:
         _import(spec)
     except UserClaimsError as err:
@@ -130,7 +130,7 @@ def load(spec: str) -> tuple[str, ...]:
         raise
     new = tuple(cid for cid in registry.REGISTRY if cid not in before)
     if not new:
-        raise UserClaimsError(f"{spec}: registers no claim (call sims.registry.register(...) at module level; "
+        raise UserClaimsError(f"{spec}: registers no claim (call spectheory.sims.registry.register(...) at module level; "
                               "docs/your_claims.md)")
     LOADED[spec] = new
     return new
@@ -161,7 +161,7 @@ def unload_all() -> None:
 
 
 def is_user_claim(claim_id: str) -> bool:
-    """Whether a registered claim came from a user's module (not ``sims.claims``)."""
+    """Whether a registered claim came from a user's module (not ``spectheory.sims.claims``)."""
     return any(claim_id in ids for ids in LOADED.values())
 
 

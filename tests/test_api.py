@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from spectheory_cli import Report, load_report, verify
+from spectheory.cli import Report, load_report, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("pdoc")
 
-from spectheory_cli import apidocs  # noqa: E402
+from spectheory.cli import apidocs  # noqa: E402
 
 
 def test_api_reference_builds_without_warnings(tmp_path):

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: top-level package (or folder of scripts) → floor; a module imports only lower floors (and
 #: its own package). Floor 4 (tests, benchmarks, notebooks) may import everything.
-FLOORS = {"spectheory": 0, "sims": 1, "validate": 2, "paper_figs": 2, "spectheory_cli": 3,
+FLOORS = {"spectheory": 0, "sims": 1, "validate": 2, "paper_figs": 2, "spectheory.cli": 3,
           "benchmarks": 4, "tests": 4, "notebooks": 4}
 #: inside the ground floor, the judge stays below everything else of ``spectheory``: it may
 #: import only itself and the package's ``__init__`` (the version string)
@@ -31,8 +31,8 @@ ENTRY_SCRIPTS = {"spectheory.__main__": "python -m spectheory runs the command l
 #: circles allowed: plugin registration inside one package (every module of the circle lies
 #: in the named package). Each is documented in docs/architecture.md.
 ALLOWED_CYCLES = {
-    "sims": "claim modules register on the registry (sims.registry.load_all imports sims.claims, "
-            "whose modules import sims.registry.register)",
+    "sims": "claim modules register on the registry (spectheory.sims.registry.load_all imports spectheory.sims.claims, "
+            "whose modules import spectheory.sims.registry.register)",
 }
 
 
@@ -150,10 +150,10 @@ def cycles() -> list[list[str]]:
 
 def test_the_scan_sees_the_house():
     """The scan is not vacuous: it finds the modules and known downward edges."""
-    assert {"spectheory.judge.stats", "sims.registry", "spectheory_cli.main", "validate.evidence"} <= set(MODULES)
+    assert {"spectheory.judge.stats", "spectheory.sims.registry", "spectheory.cli.main", "spectheory.validate.evidence"} <= set(MODULES)
     assert "spectheory.judge.stats" in GRAPH["spectheory.conformance.checks"]
-    assert "sims.registry" in GRAPH["spectheory_cli.cmd_verify"]
-    assert "validate.evidence" in GRAPH["spectheory_cli.runs"]
+    assert "spectheory.sims.registry" in GRAPH["spectheory.cli.cmd_verify"]
+    assert "spectheory.validate.evidence" in GRAPH["spectheory.cli.runs"]
 
 
 def test_no_arrow_points_up():
@@ -162,8 +162,8 @@ def test_no_arrow_points_up():
 
 
 def test_the_command_line_is_imported_by_nothing_but_tests():
-    users = [m for m, deps in GRAPH.items() if any(d.startswith("spectheory_cli") for d in deps)
-             and not m.startswith(("spectheory_cli", "tests")) and m not in ENTRY_SCRIPTS]
+    users = [m for m, deps in GRAPH.items() if any(d.startswith("spectheory.cli") for d in deps)
+             and not m.startswith(("spectheory.cli", "tests")) and m not in ENTRY_SCRIPTS]
     assert not users, users
     importers = [m for m, deps in GRAPH.items() if any(d in ENTRY_SCRIPTS for d in deps)]
     assert not importers, f"entry scripts are imported by nothing: {importers}"
@@ -181,17 +181,17 @@ def test_no_import_circle_except_plugin_registration():
 
 def test_the_rule_catches_a_climbing_import(monkeypatch):
     """A lower floor importing a higher one is reported, and so is a circle across packages."""
-    monkeypatch.setitem(GRAPH, "spectheory.markov", GRAPH["spectheory.markov"] | {"sims.registry"})
-    assert any("spectheory.markov (floor 0) imports sims.registry" in b for b in upward_edges())
+    monkeypatch.setitem(GRAPH, "spectheory.markov", GRAPH["spectheory.markov"] | {"spectheory.sims.registry"})
+    assert any("spectheory.markov (floor 0) imports spectheory.sims.registry" in b for b in upward_edges())
     monkeypatch.setitem(GRAPH, "spectheory.judge.stats", GRAPH["spectheory.judge.stats"] | {"spectheory.markov"})
     assert any("the judge" in b for b in upward_edges())
-    monkeypatch.setitem(GRAPH, "sims.registry", GRAPH["sims.registry"] | {"spectheory.markov"})
-    assert any({"spectheory.markov", "sims.registry"} <= set(c) for c in cycles())
+    monkeypatch.setitem(GRAPH, "spectheory.sims.registry", GRAPH["spectheory.sims.registry"] | {"spectheory.markov"})
+    assert any({"spectheory.markov", "spectheory.sims.registry"} <= set(c) for c in cycles())
 
 
 def test_importing_spectheory_loads_no_kernels_and_no_torch():
     code = ("import sys, spectheory, spectheory.judge, spectheory.instances\n"
-            "bad = [m for m in ('numba', 'torch', 'sims', 'validate', 'spectheory_cli') if m in sys.modules]\n"
+            "bad = [m for m in ('numba', 'torch', 'sims', 'validate', 'spectheory.cli') if m in sys.modules]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
@@ -203,19 +203,19 @@ def test_the_worked_example_of_the_architecture_page_runs(monkeypatch):
     import re
     import types
 
-    from sims import registry
-    from sims.runner import run_claims
+    from spectheory.sims import registry
+    from spectheory.sims.runner import run_claims
     page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     section = page[page.index("## A claim end to end"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     monkeypatch.setattr(registry, "REGISTRY", {})
-    module = types.ModuleType("sims.claims.f_example")
+    module = types.ModuleType("spectheory.sims.claims.f_example")
     monkeypatch.setitem(sys.modules, module.__name__, module)
     exec(compile(code.replace("from ..", "from sims."), "docs/architecture.md", "exec"), module.__dict__)
     c = run_claims("f.*", quick=True, progress=False)["claims"][0]
     assert c["verdict"] == "holds" and c["relation"] == "≥", c["notes"]
     rec = c["parts"][0]["least_slack"]
-    assert 0.0 <= rec["value"] < 0.05 and rec["instance"]["bound"] == "sims.claims.f_example.product_bound"
+    assert 0.0 <= rec["value"] < 0.05 and rec["instance"]["bound"] == "spectheory.sims.claims.f_example.product_bound"
     ctl = c["controls"][0]
     assert ctl["verdict"] == "fails" and ctl["least_slack"]["main"]["value"] < 0
     assert ctl["counterexample"] and "call" in ctl["counterexample"]

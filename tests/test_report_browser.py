@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from sims.report_html import to_html
-from sims.runner import run_claims
+from spectheory.sims.report_html import to_html
+from spectheory.sims.runner import run_claims
 
 webdriver = pytest.importorskip("selenium.webdriver")
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sims import registry, runner, user_claims
-from sims.shrink import recompute
-from spectheory_cli.main import app
+from spectheory.sims import registry, runner, user_claims
+from spectheory.sims.shrink import recompute
+from spectheory.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "typical_acceptance.py"
 
 HEADER = '''
 import numpy as np
-from sims.registry import Control, Part, register
+from spectheory.sims.registry import Control, Part, register
 from spectheory.judge.evidence import Evidence
 
 

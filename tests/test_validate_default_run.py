@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sims.runner import run_claims
-from spectheory_cli.cmd_verify import real_logits_evidence
+from spectheory.sims.runner import run_claims
+from spectheory.cli.cmd_verify import real_logits_evidence
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1-b32"
 
@@ -25,7 +25,7 @@ def evidence():
 
 def test_the_replay_reports_progress_one_line_per_replay(evidence):
     """`verify --logits` replays for about a minute: it prints a line as each replay finishes (issue 28)."""
-    from validate.evidence import family_modules
+    from spectheory.validate.evidence import family_modules
     n = 1 + len(family_modules())
     assert len(PROGRESS) == n, PROGRESS
     assert PROGRESS[0].startswith(f"logits replay 1/{n}: sd (") and PROGRESS[-1].startswith(f"logits replay {n}/{n}: ")

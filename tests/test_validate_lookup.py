@@ -1,4 +1,4 @@
-"""Prompt lookup, the drafter without a draft model (validate.drafters): its drafts equal
+"""Prompt lookup, the drafter without a draft model (spectheory.validate.drafters): its drafts equal
 transformers' PromptLookupCandidateGenerator on the same inputs, and real speculative decoding with
 it (point-mass drafts, 0 to γ per iteration) is exact on a tiny random-weight model: greedy emits
 the target's greedy text, the pooled martingale tests pass, the broken verifier fails them."""
@@ -13,9 +13,9 @@ transformers = pytest.importorskip("transformers")
 from transformers.generation.candidate_generator import PromptLookupCandidateGenerator  # noqa: E402
 
 from spectheory.rules.sd import BROKEN_SWAPPED_RATIO  # noqa: E402
-from validate.drafters import PromptLookup, drafter_from_config  # noqa: E402
-from validate.evidence import sd_tests  # noqa: E402
-from validate.specdec import SDRun, speculative_decode_batch  # noqa: E402
+from spectheory.validate.drafters import PromptLookup, drafter_from_config  # noqa: E402
+from spectheory.validate.evidence import sd_tests  # noqa: E402
+from spectheory.validate.specdec import SDRun, speculative_decode_batch  # noqa: E402
 
 from test_validate_models import V, tiny_model  # noqa: E402
 
@@ -130,8 +130,8 @@ def test_run_with_a_lookup_drafter_records_what_does_not_apply(target, tmp_path,
     import json
     import re
 
-    from validate.experiment import load_run, run_experiment
-    from validate.prompts import Prompt
+    from spectheory.validate.experiment import load_run, run_experiment
+    from spectheory.validate.prompts import Prompt
     rng = np.random.default_rng(5)
     texts = _repetitive_prompts(rng, 3)
     ps = [Prompt(f"p{i}", "code", "", ()) for i in range(3)]

@@ -1,4 +1,4 @@
-"""The processed distributions real decoding samples from (validate.processing): transformers'
+"""The processed distributions real decoding samples from (spectheory.validate.processing): transformers'
 own warpers (TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper in generate's order) are
 the reference, row by row as generate applies them, on random rows, bfloat16-rounded rows (tied
 scores), rows built to put a tie or a rounding-close cumulative mass exactly at the cut, and
@@ -14,8 +14,8 @@ transformers = pytest.importorskip("transformers")
 from transformers.generation.logits_process import (  # noqa: E402
     TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
 
-import validate.processing as proc  # noqa: E402
-from validate.processing import sampling_probs, top_p_keep  # noqa: E402
+import spectheory.validate.processing as proc  # noqa: E402
+from spectheory.validate.processing import sampling_probs, top_p_keep  # noqa: E402
 
 
 def transformers_probs(z, temperature, top_k=None, top_p=None):

@@ -1,4 +1,4 @@
-"""Several real decoding settings (validate.settings, validate.table): which claims apply to which
+"""Several real decoding settings (spectheory.validate.settings, spectheory.validate.table): which claims apply to which
 setting, the one table of theory against measurement with its regenerating commands, the closed
 forms' assumptions against SD records — all on small hand-made records, no model — and the
 branches of the planner and the real-pair grading that a seeded bug could hide in (a loop whose
@@ -14,10 +14,10 @@ import pytest
 
 from spectheory.judge import verdicts
 from spectheory.judge.evidence import Evidence
-from validate.experiment import RUN_FORMAT, Run
-from validate.loops import LoopRun
-from validate.settings import RULES, Setting, loop_not_applicable, not_applicable
-from validate.specdec import SDRun
+from spectheory.validate.experiment import RUN_FORMAT, Run
+from spectheory.validate.loops import LoopRun
+from spectheory.validate.settings import RULES, Setting, loop_not_applicable, not_applicable
+from spectheory.validate.specdec import SDRun
 
 LOOKUP = {"drafter": {"kind": "prompt-lookup", "num_output_tokens": 4, "max_matching_ngram_size": 2},
           "temperature": 1.0}
@@ -76,7 +76,7 @@ def _lookup_run(tmp_path):
 
 
 def test_inapplicable_claims_get_one_row_and_their_replays_do_not_run(tmp_path, monkeypatch):
-    from validate import evidence as E
+    from spectheory.validate import evidence as E
     called = []
     real = E.family_modules
 
@@ -92,8 +92,8 @@ def test_inapplicable_claims_get_one_row_and_their_replays_do_not_run(tmp_path, 
     assert ev["sd.acceptance"][0].outcome in ("pass", "underpowered")
     for claim in ("se.acceptance", "gbv.optimal", "kseq.rho", "ecsv.majority", "sb.hrad"):
         assert len(ev[claim]) == 1 and ev[claim][0].test.startswith("does not apply: ")
-    assert "validate.replay_se" not in called and "validate.replay_ecsv" not in called
-    assert "validate.replay_sb" in called          # sb.trunc_geom reads the SD records
+    assert "spectheory.validate.replay_se" not in called and "spectheory.validate.replay_ecsv" not in called
+    assert "spectheory.validate.replay_sb" in called          # sb.trunc_geom reads the SD records
     called.clear()
     only = E.logits_evidence(run, alpha=1e-3, claims=["sd.acceptance"])
     assert set(only) == {"sd.acceptance"} and called == []
@@ -102,8 +102,8 @@ def test_inapplicable_claims_get_one_row_and_their_replays_do_not_run(tmp_path, 
 def test_a_replay_feeding_an_applicable_and_an_inapplicable_claim(tmp_path, monkeypatch):
     """At T = 0 the multi-draft trace replay still runs (gbv.optimal applies) but what it says about
     SpecTr-GBV is replaced by the one 'does not apply' row."""
-    from validate import evidence as E
-    import validate.replay_multidraft as MD
+    from spectheory.validate import evidence as E
+    import spectheory.validate.replay_multidraft as MD
     made = Evidence("logits", "γ=1 K=2 bound", 0.9, 0.9, p_value=0.5, n=10, outcome="pass")
     kept = Evidence("logits", "γ=1 K=1 optimum", 0.9, 0.9, n=10, outcome="pass")
     monkeypatch.setattr(MD, "logits_evidence", lambda run, alpha: {"spectr_gbv.attains": [made],
@@ -115,7 +115,7 @@ def test_a_replay_feeding_an_applicable_and_an_inapplicable_claim(tmp_path, monk
 
 
 def test_table_rows_commands_and_plot(tmp_path):
-    from validate.table import format_table, plot_table, rows_from_evidence
+    from spectheory.validate.table import format_table, plot_table, rows_from_evidence
     good = Evidence("logits", "real SD: drafting law", 0.80, 0.81, 0.79, 0.83, p_value=0.3, n=5000, detectable=0.015,
                     tolerance=0.02, outcome="pass", note="power: n needed 2100 (power 0.8) / 2800 (power 0.9, x)")
     weak = Evidence("logits", "real loop: E[τ]", 2.0, 1.9, 1.6, 2.2, p_value=0.4, n=100, detectable=0.3,
@@ -145,7 +145,7 @@ def test_table_rows_commands_and_plot(tmp_path):
 
 
 def test_assumption_rows_by_hand():
-    from validate.table import assumption_rows
+    from spectheory.validate.table import assumption_rows
     # γ = 2; iterations: (drafted, τ) = (2, 2), (2, 1), (2, 0), (1, 1), (0, 0)
     beta = np.array([[0.9, 0.8], [0.5, 0.6], [0.4, 0.7], [0.7, np.nan], [np.nan, np.nan]])
     run = Run("r", {}, [], {2: [sd_run([2, 1, 0, 1, 0], beta, n_drafted=[2, 2, 2, 1, 0])]}, {}, {})
@@ -188,9 +188,9 @@ def _loop_runs(k, family="gbv"):
 def test_plan_takes_each_loops_largest_need_whatever_the_row_order(monkeypatch, order):
     """A loop's tests yield different trials per prompt and variances: the loop gets the prompts of its
     most demanding test, whichever row comes first."""
-    import validate.replay_loops as RL
-    from validate.plan import plan_run
-    from validate.power import n_needed
+    import spectheory.validate.replay_loops as RL
+    from spectheory.validate.plan import plan_run
+    from spectheory.validate.power import n_needed
     prs = [_PR("gbv.optimal", f"t{i}", 400, v) for i, v in enumerate(order)]
     monkeypatch.setattr(RL, "loop_tests", lambda name, runs, *a, **k: ({}, prs))
     run = Run("pilot", {}, [], {}, {"gbv": _loop_runs(4)}, {})
@@ -203,7 +203,7 @@ def test_plan_takes_each_loops_largest_need_whatever_the_row_order(monkeypatch, 
 def test_control_sizing_effect():
     """A control not yet rejected is sized for max(tolerance, |d̂| − 2·se): its pilot deviation less
     two standard errors, never below the subject's tolerance."""
-    from validate.plan import _control_effect
+    from spectheory.validate.plan import _control_effect
     z = 1.959963984540054
     big = Evidence("logits", "c", 0.5, 0.6, 0.6 - z * 0.01, 0.6 + z * 0.01, outcome="pass")
     eff, why = _control_effect(big, 0.02)
@@ -215,9 +215,9 @@ def test_control_sizing_effect():
 
 
 def test_plan_control_rows(monkeypatch):
-    import validate.replay_loops as RL
-    from validate.plan import plan_run
-    from validate.power import n_needed
+    import spectheory.validate.replay_loops as RL
+    from spectheory.validate.plan import plan_run
+    from spectheory.validate.power import n_needed
     z = 1.959963984540054
     ev_fail = Evidence("logits", "c", 0.5, 0.7, 0.69, 0.71, p_value=1e-12, outcome="fail")
     ev_pass = Evidence("logits", "c", 0.5, 0.56, 0.56 - z * 0.01, 0.56 + z * 0.01, p_value=0.1, outcome="pass")
@@ -261,7 +261,7 @@ def test_real_pair_verdict_is_decided_by_its_least_powered_test():
 def test_cross_validation_folds_are_balanced():
     """Every prompt in one fold; within each category the folds' shares differ by at most one, and so
     do the folds' sizes overall (the deal continues across categories)."""
-    from validate.replay_sb import cv_folds
+    from spectheory.validate.replay_sb import cv_folds
     cats = ["code"] * 7 + ["chat"] * 3 + ["poetry"] * 5 + ["chat"] * 4
     for seed in range(5):
         fold = cv_folds(cats, 5, np.random.default_rng(seed))
@@ -283,7 +283,7 @@ def test_cross_validation_folds_are_balanced():
 def test_table_command_on_a_run_directory(tmp_path):
     from typer.testing import CliRunner
 
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     run = _lookup_run(tmp_path)
     d = tmp_path / "lookup"
     for r in run.sd[3]:
@@ -304,9 +304,9 @@ def test_table_command_on_a_run_directory(tmp_path):
 
 
 def test_html_report_carries_the_table():
-    """verify --logits puts the run's table in its HTML report (rows as validate.table writes them)."""
-    from sims.report_html import _logits_table
-    from validate.table import rows_from_evidence
+    """verify --logits puts the run's table in its HTML report (rows as spectheory.validate.table writes them)."""
+    from spectheory.sims.report_html import _logits_table
+    from spectheory.validate.table import rows_from_evidence
     e = Evidence("logits", "real SD: drafting law", 0.8, 0.81, 0.79, 0.83, p_value=0.3, n=5000, detectable=0.015,
                  tolerance=0.02, outcome="pass")
     rows = rows_from_evidence({"sd.acceptance": [e]}, GREEDY, "data/runs/g", claims=["sd.acceptance", "kseq.rho"])
@@ -319,7 +319,7 @@ def test_html_report_carries_the_table():
 def test_plan_sizes_real_sd_and_says_so_in_the_command(tmp_path):
     """Real SD's pooled tests are sized like a loop's, and the printed command asks for their prompts
     per set with -n."""
-    from validate.plan import plan_run
+    from spectheory.validate.plan import plan_run
     run = _lookup_run(tmp_path)
     plan = plan_run(run, 2.75e-5)
     sd_rows = [r for r in plan.rows if r.loop == "sd"]
@@ -338,9 +338,9 @@ def test_the_plans_command_resumes_its_pilot_as_the_command_line_reads_it(tmp_pa
 
     from typer.testing import CliRunner
 
-    import validate.replay_loops as RL
-    from spectheory_cli.main import app
-    from validate.plan import plan_run
+    import spectheory.validate.replay_loops as RL
+    from spectheory.cli.main import app
+    from spectheory.validate.plan import plan_run
     prs = [_PR("gbv.optimal", "t", 400, 0.6)]
     monkeypatch.setattr(RL, "loop_tests", lambda name, runs, *a, **k: ({}, prs if name == "gbv" else []))
     cfg = dict(temperature=0.7, top_p=0.9, gammas=[1, 2, 4], max_new_tokens=64,
@@ -360,7 +360,7 @@ def test_the_plans_command_resumes_its_pilot_as_the_command_line_reads_it(tmp_pa
 
 
 def test_assumption_rows_per_category_and_pooled():
-    from validate.table import assumption_rows
+    from spectheory.validate.table import assumption_rows
     a = sd_run([1, 0], [[0.9], [0.2]], name="a", category="code")
     b = sd_run([0, 0, 1], [[0.1], [0.3], [0.6]], name="b", category="chat")
     rows = assumption_rows(Run("r", {}, [], {1: [a, b]}, {}, {}))

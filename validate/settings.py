@@ -2,7 +2,7 @@
 
 A setting is what a run directory's ``run.json`` fixes about decoding: the drafter (the draft
 model, or a drafter without a model: prompt lookup), the temperature and the top-k/top-p
-warpers (:mod:`validate.processing`). Some claims are about objects a setting does not have:
+warpers (:mod:`spectheory.validate.processing`). Some claims are about objects a setting does not have:
 
 * a **point-mass draft law** (greedy decoding, T = 0, or any deterministic drafter such as prompt
   lookup): K i.i.d. drafts are K copies of one draft, k alternatives drawn without replacement do
@@ -31,7 +31,7 @@ FAMILIES = {
     "sb": ("sb.hrad", "sb.trunc_geom", "sb.rollback", "sb.speedup"),
     "ecsv": ("ecsv.majority", "ecsv.falsification"),
 }
-#: the claims each source of logits evidence feeds: real SD (validate.evidence) and each
+#: the claims each source of logits evidence feeds: real SD (spectheory.validate.evidence) and each
 #: validate/replay_<name>.py module (the family loops' records, the compact traces' replays)
 REPLAY_CLAIMS = {
     "sd": FAMILIES["sd"],
@@ -42,7 +42,7 @@ REPLAY_CLAIMS = {
     "replay_sb": FAMILIES["sb"],
     "replay_ecsv": FAMILIES["ecsv"],
 }
-#: family loop of validate.loops → its family
+#: family loop of spectheory.validate.loops → its family
 LOOP_FAMILY = {"se": "se", "gbv": "gbv", "spectr_gbv": "spectr_gbv", "kseq": "kseq", "ersd": "ersd"}
 
 
@@ -57,7 +57,7 @@ def family_of(claim: str) -> str:
 class Setting:
     """The decoding setting of a run (``run.json``)."""
 
-    drafter: str = "model"          # "model" or a validate.drafters name ("prompt-lookup")
+    drafter: str = "model"          # "model" or a spectheory.validate.drafters name ("prompt-lookup")
     temperature: float = 1.0
     top_k: int | None = None
     top_p: float | None = None
@@ -132,7 +132,7 @@ def not_applicable(config: dict, claim: str) -> str | None:
 
 
 def loop_not_applicable(config: dict, loop: str) -> str | None:
-    """Why the family loop ``loop`` (validate.loops) does not apply to the setting, or None."""
+    """Why the family loop ``loop`` (spectheory.validate.loops) does not apply to the setting, or None."""
     fam = LOOP_FAMILY.get(loop.replace("-control", ""), loop)
     for claim in FAMILIES.get(fam, ()):
         why = not_applicable(config, claim)

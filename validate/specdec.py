@@ -14,7 +14,7 @@ call's seconds and the number of tokens it scored, and the verifier's seconds.
 
 Given the drafts, τ has the law P(τ ≥ k) = Π_{j≤k} a_j exactly (the verifier draws one
 uniform per position), and given the context before drafting, P(first draft accepted) = β_1:
-both make exact on-policy tests (:mod:`validate.evidence`).
+both make exact on-policy tests (:mod:`spectheory.validate.evidence`).
 """
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ class _SDRow:
         return x
 
     def point_drafts(self, xs, V: int, seconds: float) -> None:
-        """Drafts of a drafter without a model (:mod:`validate.drafters`): point masses q_j = δ(x_j),
+        """Drafts of a drafter without a model (:mod:`spectheory.validate.drafters`): point masses q_j = δ(x_j),
         any number from 0 to γ; ``seconds``: the drafter's time for all of them."""
         self.xs = [int(x) for x in xs]
         self.qs = []
@@ -235,7 +235,7 @@ class _SDRow:
         rows = np.arange(gamma)
         px, qx = P[rows, x_arr], Q[rows, x_arr]
         # the theory's acceptance probabilities (the correct rule), whatever rule verified:
-        # a broken verifier then shows up as a mismatch in validate.evidence
+        # a broken verifier then shows up as a mismatch in spectheory.validate.evidence
         a = STANDARD.accept_probability(px, qx)
         beta = np.minimum(P[:gamma], Q).sum(axis=1)
         block = list(verdict.tokens)
@@ -390,7 +390,7 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                              on_tokens=None, on_done=None, ar_probe: bool = True, probe_every: int = 1,
                              compact_above: float = 0.5, profile: dict | None = None,
                              prefix_cache=None, drafter=None) -> list[SDRun]:
-    """Speculative decoding of many prompts at once (continuous batching, :class:`validate.batch.BatchedLM`).
+    """Speculative decoding of many prompts at once (continuous batching, :class:`spectheory.validate.batch.BatchedLM`).
 
     Up to ``batch`` prompts decode together: every draft step is one draft forward over all
     rows, every verification one target forward over all rows' γ + 1 tokens, then each row is
@@ -405,12 +405,12 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
 
     The AR probe times one one-token target forward of all rows every ``probe_every``-th batch
     step (each row's share recorded), then removes it. Memory is checked before every prefill
-    and every ``probe_every`` steps (:class:`validate.batch.BatchMemoryError` with the size and
+    and every ``probe_every`` steps (:class:`spectheory.validate.batch.BatchMemoryError` with the size and
     what to do); a torch out-of-memory error becomes the same error. Finished prompts were
-    already handed to ``on_done``. ``prefix_cache`` (:class:`validate.batch.PrefixCache`): prompt
+    already handed to ``on_done``. ``prefix_cache`` (:class:`spectheory.validate.batch.PrefixCache`): prompt
     prefixes already run through the models (shared with capture, other γ and the loops).
 
-    ``drafter``: a drafter without a model (:class:`validate.drafters.PromptLookup`; ``draft_model``
+    ``drafter``: a drafter without a model (:class:`spectheory.validate.drafters.PromptLookup`; ``draft_model``
     is then None): each row drafts its point masses from its own text, 0 to γ tokens
     (``SDRun.n_drafted``), and the target scores each row's pending token and its drafts.
     """
@@ -432,7 +432,7 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
         raise ValueError(f"seeds, names and categories must have one entry per prompt ({n})")
     require_torch()
     if (draft_model is None) == (drafter is None):
-        raise ValueError("give a draft model or a drafter without a model (validate.drafters), not both")
+        raise ValueError("give a draft model or a drafter without a model (spectheory.validate.drafters), not both")
     V = common_vocab(target_model, draft_model or target_model) if vocab_size is None else int(vocab_size)
     stop = {int(s) for s in stop_ids}
     tgt = BatchedLM(target_model, V, device)

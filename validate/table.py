@@ -1,6 +1,6 @@
 """One table of theory against measurement, per family and setting (``spectheory validate table``).
 
-For every run directory given (one real decoding setting each, :mod:`validate.settings`) and every
+For every run directory given (one real decoding setting each, :mod:`spectheory.validate.settings`) and every
 claim its logits evidence touches, one row per **graded** test (pass, fail, underpowered): what the
 theory predicts from the recorded logits of the same contexts (``claimed``), what the real loop
 measured, the interval at the per-test level, n against the n its power statement needs, and the
@@ -55,7 +55,7 @@ def command(run_path, claim: str) -> str:
 
 def rows_from_evidence(evidence: dict, config: dict, run_path, claims=None) -> list[TableRow]:
     """Table rows of one run's logits evidence (``{claim: [Evidence]}``, as
-    :func:`validate.evidence.logits_evidence` returns it; ``config``: the run's run.json;
+    :func:`spectheory.validate.evidence.logits_evidence` returns it; ``config``: the run's run.json;
     ``claims``: the claims asked for, each of which gets a row (default: every logits claim))."""
     from spectheory.judge.verdicts import n_needed
 

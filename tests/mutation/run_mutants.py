@@ -114,7 +114,7 @@ def pytest_cmd(tests: list[str]) -> list[str]:
 
 
 def verify_cmd(claims: str, scratch: Path) -> list[str]:
-    return [sys.executable, "-m", "spectheory_cli.main", "verify", "--quick", "--no-progress",
+    return [sys.executable, "-m", "spectheory.cli.main", "verify", "--quick", "--no-progress",
             "--claims", claims, "--json", str(scratch / "verify.json"), "--markdown", str(scratch / "verify.md")]
 
 

@@ -86,13 +86,13 @@ def check_trace_env(claim_ids) -> None:
     trace = os.environ.get(TRACE_ENV)
     if not trace or not set(TRACE_CLAIMS) & set(claim_ids):
         return
-    from validate import LogitTrace
+    from spectheory.validate import LogitTrace
     try:
         LogitTrace.load(trace)
     except (OSError, ValueError, KeyError) as err:
         hint = ""
         try:
-            from validate.trace import CompactTrace
+            from spectheory.validate.trace import CompactTrace
             CompactTrace.load(trace)
             hint = (" It is a compact trace that `spectheory validate` wrote: give its run directory with "
                     "`spectheory verify --logits RUN_DIR` instead.")
@@ -111,18 +111,18 @@ def real_logits_evidence(logits: Path | None, alpha: float, claim_ids=TRACE_CLAI
     ``{claim_id: [Evidence, ...]}``."""
     import os
 
-    from sims.registry import total_mc_tests
+    from spectheory.sims.registry import total_mc_tests
     extra: dict = {}
     if logits is not None:
-        from validate.evidence import logits_evidence
+        from spectheory.validate.evidence import logits_evidence
         report = None if log is None else (
             lambda done, total, name, secs: log(f"logits replay {done}/{total}: {name} ({secs:.1f} s)"))
         for cid, evs in logits_evidence(logits, alpha=alpha / max(1, total_mc_tests()), progress=report).items():
             extra.setdefault(cid, []).extend(evs)
     trace = os.environ.get(TRACE_ENV)
     if trace and set(TRACE_CLAIMS) & set(claim_ids):
-        from validate import LogitTrace
-        from validate.replay_ersd import evidence_ersd, replay_ersd
+        from spectheory.validate import LogitTrace
+        from spectheory.validate.replay_ersd import evidence_ersd, replay_ersd
         rep = evidence_ersd(replay_ersd(LogitTrace.load(trace), k=16, m=16, n_mc=400, seed=0), alpha=alpha)
         for cid in TRACE_CLAIMS:
             extra.setdefault(cid, []).extend(rep[cid])

@@ -107,7 +107,7 @@ def conformance(
     from spectheory.conformance import multidraft as md
     from spectheory.conformance.multidraft_api import check_multidraft_verifier
 
-    from sims.report import to_markdown
+    from spectheory.sims.report import to_markdown
     from spectheory.judge.format import write_json
     from spectheory.conformance import assisted as ag
     fn = load_target(target)

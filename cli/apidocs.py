@@ -1,4 +1,4 @@
-"""API reference pages generated from the docstrings (pdoc): ``python -m spectheory_cli.apidocs
+"""API reference pages generated from the docstrings (pdoc): ``python -m spectheory.cli.apidocs
 OUT`` (``make apidocs`` writes ``docs/api/``). Every public module of the three libraries is
 documented: ``spectheory`` (theory, engines, Monte Carlo, conformance, the judge), ``sims`` (the
 claim registry, check shapes, least-slack search, shrinker, runner, report) and ``validate`` (real
@@ -37,7 +37,7 @@ def build(out: Path, *, strict: bool = True) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m spectheory_cli.apidocs OUT_DIR", file=sys.stderr)
+        print("usage: python -m spectheory.cli.apidocs OUT_DIR", file=sys.stderr)
         return 2
     pages = build(Path(args[0]))
     print(f"wrote {len(pages)} pages to {args[0]} (start at {Path(args[0]) / 'index.html'})")

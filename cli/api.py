@@ -1,6 +1,6 @@
 """The Python API: run claims from a notebook or a script and get a result object.
 
-    >>> from spectheory_cli import verify
+    >>> from spectheory.cli import verify
     >>> report = verify("sd.*", quick=True)              # doctest: +SKIP
     >>> report["sd.acceptance"].verdict                   # doctest: +SKIP
     'holds'
@@ -10,7 +10,7 @@
 :func:`verify` takes what ``spectheory verify`` takes (claims, tier, seed, the family-wise error
 rate, your pairs, a ``spectheory validate`` run's logits, your own claim modules) and returns a
 :class:`Report`; :func:`load_report` reads a report JSON back. The command line is built on the same
-call (``spectheory_cli.cmd_verify``; both use :mod:`.runs`). Why it lives here, on the top floor: a run with real-model
+call (``spectheory.cli.cmd_verify``; both use :mod:`.runs`). Why it lives here, on the top floor: a run with real-model
 evidence needs ``validate`` (floor 2), which ``sims`` (floor 1) never imports (docs/architecture.md).
 
 A :class:`Report` holds one :class:`ClaimResult` per claim: id, statement, citation, headline
@@ -58,7 +58,7 @@ class EvidenceTable:
         return f"EvidenceTable({len(self)} records)"
 
     def _repr_html_(self) -> str:
-        from sims.report import fmt
+        from spectheory.sims.report import fmt
         import html
         head = "".join(f"<th>{c}</th>" for c in self.COLUMNS)
         rows = "".join("<tr>" + "".join(
@@ -132,7 +132,7 @@ class ClaimResult:
 
     def recompute(self, which: int = 0):
         """Run the counterexample's one-line call: ``(claimed, measured)`` as the report printed."""
-        from sims.shrink import recompute
+        from spectheory.sims.shrink import recompute
         cexs = self.counterexamples
         if not cexs:
             raise ValueError(f"{self.id} has no counterexample (verdict {self.verdict})")
@@ -140,7 +140,7 @@ class ClaimResult:
 
     def markdown(self) -> str:
         """The claim's section of the Markdown report."""
-        from sims.report import claim_section
+        from spectheory.sims.report import claim_section
         return "\n".join(claim_section(self.raw, anchor_tag=False))
 
     def __repr__(self) -> str:
@@ -190,7 +190,7 @@ class Report:
 
     def summary(self) -> str:
         """``46 claims: 27 hold, 19 fail; negative controls rejected: 85 of 85``."""
-        from sims.report import verdict_counts
+        from spectheory.sims.report import verdict_counts
         return verdict_counts(self.data)
 
     def __repr__(self) -> str:
@@ -198,13 +198,13 @@ class Report:
 
     def print(self) -> None:
         """The terminal table ``spectheory verify`` prints."""
-        from sims.report import print_table
+        from spectheory.sims.report import print_table
         print_table(self.data)
 
     def _repr_html_(self) -> str:
         import html
 
-        from sims.report import controls_cell, finding
+        from spectheory.sims.report import controls_cell, finding
         rows = "".join(
             f"<tr><td><code>{html.escape(c.id)}</code></td><td>{html.escape(c.raw.get('relation', ''))}</td>"
             f"<td><b>{html.escape(c.verdict)}</b></td><td>{html.escape(finding(c.raw))}</td>"
@@ -215,7 +215,7 @@ class Report:
     def plot(self, claim_id: str):
         """A claim's plot as a matplotlib Figure (what the HTML report shows), or ValueError when its
         evidence has nothing to draw."""
-        from sims.report_html import claim_plot
+        from spectheory.sims.report_html import claim_plot
         drawn = claim_plot(self[claim_id].raw, backend=None)
         if drawn is None:
             raise ValueError(f"{claim_id}: its evidence has no curve and fewer than two comparisons to draw")
@@ -235,7 +235,7 @@ class Report:
 
     def to_markdown(self, path) -> tuple[Path, Path]:
         """The Markdown report and its evidence file (``<name>-evidence.md`` beside it)."""
-        from sims.report import evidence_markdown, to_markdown
+        from spectheory.sims.report import evidence_markdown, to_markdown
 
         from .runs import output_paths
         path = Path(path)
@@ -246,7 +246,7 @@ class Report:
         return path, evidence
 
     def to_html(self, path, jobs: int = 1) -> Path:
-        from sims.report_html import write_html
+        from spectheory.sims.report_html import write_html
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_html(self.data, path, jobs=jobs)
@@ -274,10 +274,10 @@ def load_report(path) -> Report:
 
 def write_report(data: dict, paths: dict, *, jobs: int = 1, stale: Path | None = None) -> dict[str, Path]:
     """Write a report in every format ``paths`` names (``json``, ``md``, ``evidence``, and ``html``
-    when present; :func:`spectheory_cli.runs.output_paths`), remove ``stale`` (a page the run chose
+    when present; :func:`spectheory.cli.runs.output_paths`), remove ``stale`` (a page the run chose
     not to write) and, for a report under ``reports/``, rewrite ``reports/index.html``. What
     ``spectheory verify`` and :meth:`Report.write` both write with; returns the paths written."""
-    from sims.report import evidence_markdown, to_markdown
+    from spectheory.sims.report import evidence_markdown, to_markdown
     from spectheory.judge.format import write_json
 
     from .report_index import write_index
@@ -288,7 +288,7 @@ def write_report(data: dict, paths: dict, *, jobs: int = 1, stale: Path | None =
     paths["md"].write_text(to_markdown(data, evidence_name=paths["evidence"].name))
     paths["evidence"].write_text(evidence_markdown(data, report_name=paths["md"].name))
     if "html" in paths:
-        from sims.report_html import write_html
+        from spectheory.sims.report_html import write_html
         write_html(data, paths["html"], jobs=jobs)
     if stale is not None and stale.is_file():
         stale.unlink()
@@ -325,8 +325,8 @@ def select_run(claims: str = "*", *, claims_from: Iterable[str] | str = (), with
     claims alone unless ``with_builtin``, and on a pairs run (``instances``: a file or a ``{name:
     MarkovPair}`` dict) the claims that take pairs; check the logits run directory. Raises
     :class:`SelectionError` naming the setting at fault (a user module's problem included)."""
-    from sims import runner, user_claims
-    from sims.registry import UnknownClaimError, select
+    from spectheory.sims import runner, user_claims
+    from spectheory.sims.registry import UnknownClaimError, select
     if not isinstance(claims, str):
         raise TypeError(f"claims must be a string of ids or globs, got {type(claims).__name__}")
     sources = (claims_from,) if isinstance(claims_from, str) else tuple(claims_from or ())
@@ -351,7 +351,7 @@ def select_run(claims: str = "*", *, claims_from: Iterable[str] | str = (), with
         if isinstance(instances, dict):
             sel.pairs, sel.pairs_source = dict(instances), "<dict>"
         else:
-            from sims.instances_file import InstancesFileError, load
+            from spectheory.sims.instances_file import InstancesFileError, load
             try:
                 sel.pairs, sel.pairs_source = load(instances), str(instances)
             except InstancesFileError as err:
@@ -373,7 +373,7 @@ def select_run(claims: str = "*", *, claims_from: Iterable[str] | str = (), with
 def run_selection(sel: Selection, *, quick: bool = False, seed: int = 0, alpha: float = 0.01, logits=None,
                   jobs: int = 1, progress: bool = False, log=None) -> dict:
     """Run a :func:`select_run` selection (its real-logits evidence first) and return the report dict."""
-    from sims import runner
+    from spectheory.sims import runner
 
     from .runs import real_logits_evidence
     extra = real_logits_evidence(None if logits is None else Path(logits), alpha, sel.chosen,
@@ -384,10 +384,10 @@ def run_selection(sel: Selection, *, quick: bool = False, seed: int = 0, alpha: 
                              pairs_source=sel.pairs_source, claims_from=sel.sources, builtin=sel.builtin)
     if sel.pairs is not None:
         data["run"]["claims_pattern"] = sel.claims
-    if logits is not None:   # the one table of theory against measurement for this run (validate.table)
-        from validate.experiment import load_run_config
-        from validate.settings import FAMILIES
-        from validate.table import rows_from_evidence
+    if logits is not None:   # the one table of theory against measurement for this run (spectheory.validate.table)
+        from spectheory.validate.experiment import load_run_config
+        from spectheory.validate.settings import FAMILIES
+        from spectheory.validate.table import rows_from_evidence
         known = {c for cs in FAMILIES.values() for c in cs}
         rows = rows_from_evidence(extra, load_run_config(logits), logits, claims=[c for c in sel.chosen if c in known])
         data["logits_table"] = dict(run=str(logits), rows=[r.to_json() for r in rows])
