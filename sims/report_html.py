@@ -25,8 +25,8 @@ import os
 from spectheory.judge.format import fmt, interval
 
 from .report import (LEGEND, _num, _parts, _summary, anchor, beside, bound_slack, choices_lines, controls_cell,
-                     finding, key_evidence, part_finding, part_phrase, part_verdict_text, readings_lines, scope_lines,
-                     settings_text, verdict_counts)
+                     finding, key_evidence, outcome_text, part_finding, part_phrase, part_verdict_text, readings_lines,
+                     scope_lines, settings_text, verdict_counts)
 
 #: settings never used as an axis
 _META = ("claimed", "measured", "outcome")
@@ -45,7 +45,9 @@ h1{font-size:26px;margin:0 0 6px}h2{font-size:19px;margin:0 0 4px}
 table{border-collapse:collapse;margin:8px 0 14px;font-size:13.5px}
 th,td{border-bottom:1px solid #e3e6ea;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f0f2f5;font-weight:600}
-table.summary td:nth-child(4){min-width:470px}table.summary td:nth-child(5){white-space:nowrap}
+table.summary{width:100%}table.summary td:nth-child(1){white-space:nowrap}
+table.summary td:nth-child(3){max-width:300px}table.summary .badge{white-space:normal}
+td{overflow-wrap:anywhere}.scroll{max-width:100%;overflow-x:auto}
 code,pre{font-family:SFMono-Regular,Consolas,Menlo,monospace;font-size:12.5px}
 pre{background:#f3f4f6;border:1px solid #e1e4e8;padding:8px 10px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
 .badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12.5px;font-weight:600;color:#fff;white-space:nowrap}
@@ -451,11 +453,11 @@ def _evidence_rows(evidence, parts: bool, limit: int | None = None) -> str:
         rows.append("<tr>" + (f"<td>{_e(e.get('part') or '–')}</td>" if parts else "") + "".join(
             f"<td>{_e(v)}</td>" for v in (e["mode"], e["instance"], fmt(e["claimed"]), fmt(e["measured"]),
                                           interval(e), fmt(e["p_value"], 3), fmt(e["n"])))
-            + f'<td class="{_e(e["outcome"])}">{_e(e["outcome"])}</td>'
+            + f'<td class="{_e(e["outcome"])}">{_e(outcome_text(e))}</td>'
             + f"<td>{_e(e['test'] + ('; ' + e['note'] if e['note'] else ''))}</td></tr>")
     more = (f"<p class=\"more\">{left} more passing or info rows: every row is in the Markdown evidence file "
             "(<code>*-evidence.md</code>) and the JSON report.</p>") if left else ""
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>{more}"
+    return f"<div class=scroll><table><tr>{head}</tr>{''.join(rows)}</table></div>{more}"
 
 
 def _figure_of(claim: dict):
@@ -489,11 +491,11 @@ def _section(c: dict, plots: bool, figs: dict | None = None) -> str:
         out.append(f"<p><b>Reading.</b> {_e(c['interpretation'])}</p>")
     out.append(_md_block(readings_lines(c)))
     if multi:
-        out.append("<table><tr><th>part</th><th>relation</th><th>verdict</th><th>what it says</th>"
+        out.append("<div class=scroll><table><tr><th>part</th><th>relation</th><th>verdict</th><th>what it says</th>"
                    "<th>what was found</th></tr>" + "".join(
                        f"<tr><td><code>{_e(p['id'])}</code></td><td class=rel>{_e(p['relation'])}</td>"
                        f"<td>{_badge(p['verdict'], part_verdict_text(p))}</td><td>{_e(p['statement'])}</td>"
-                       f"<td>{_e(part_finding(c, p))}</td></tr>" for p in parts) + "</table>")
+                       f"<td>{_e(part_finding(c, p))}</td></tr>" for p in parts) + "</table></div>")
     else:
         ident = part_verdict_text(parts[0]) + " · " if parts[0].get("identity") else ""
         out.append(f'<p class="finding"><b>Verdict.</b> {_e(ident + part_phrase(c, parts[0]))}.</p>')
@@ -541,6 +543,43 @@ def _section(c: dict, plots: bool, figs: dict | None = None) -> str:
     return "\n".join(out)
 
 
+def _summary_table(report: dict, links: bool = True) -> str:
+    rows = "".join(
+        "<tr><td>" + (f'<a href="#{anchor(c["id"])}"><code>{_e(c["id"])}</code></a>' if links
+                      else f"<code>{_e(c['id'])}</code>")
+        + f"</td><td class=rel>{_e(c.get('relation') or '–')}</td><td>{_badge(c['verdict'], _summary(c))}{_beside(c)}</td>"
+        f"<td>{_e(finding(c))}</td><td>{_e(controls_cell(c))}</td></tr>" for c in report["claims"])
+    return ('<div class=scroll><table class="summary"><tr><th>claim</th><th>relation</th><th>verdict</th>'
+            f"<th>what was found</th><th>controls</th></tr>{rows}</table></div>")
+
+
+def _scoped(css: str, scope: str) -> str:
+    """The page's CSS with every selector inside ``scope`` (a notebook's output must not restyle
+    the notebook); the page-level rules (body, main) are left out."""
+    import re
+    out = []
+    for sel, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css):
+        sels = [x.strip() for x in sel.split(",") if x.strip() and x.strip() not in ("body", "main")]
+        if sels:
+            out.append(",".join(f"{scope} {x}" for x in sels) + "{" + body + "}")
+    return "".join(out)
+
+
+def summary_html(report: dict) -> str:
+    """The report's verdict counts and summary table as an HTML fragment with its own scoped
+    style (a notebook's display of a :class:`spectheory_cli.Report`)."""
+    return (f"<div class=spectheory><style>{_scoped(CSS, '.spectheory')}</style>"
+            f"<p><b>{_e(verdict_counts(report))}.</b></p>{_summary_table(report, links=False)}</div>")
+
+
+def claim_html(claim: dict, *, plot: bool = True) -> str:
+    """One claim as an HTML fragment with its own scoped style: headline and every reading's
+    verdict, statement, parts, counterexample with the call that recomputes both numbers, the
+    plot, key evidence, controls (a notebook's display of a :class:`spectheory_cli.ClaimResult`)."""
+    return (f"<div class=spectheory><style>{_scoped(CSS, '.spectheory')}</style>"
+            f"{_section(claim, plot)}</div>")
+
+
 def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verification report",
             jobs: int = 1) -> str:
     """The whole report as one self-contained HTML page (``jobs``: processes drawing the plots,
@@ -555,10 +594,6 @@ def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verifi
         inst = run["instances"]
         extra = ("<p class=meta>On the user's pairs from " + _e(inst.get("source") or "the given pairs") + ": "
                  + _e(", ".join(f"{p['name']} (V={p['V']}, order {p['order']})" for p in inst["pairs"])) + "</p>")
-    rows = "".join(
-        f'<tr><td><a href="#{anchor(c["id"])}"><code>{_e(c["id"])}</code></a></td>'
-        f"<td class=rel>{_e(c.get('relation') or '–')}</td><td>{_badge(c['verdict'], _summary(c))}{_beside(c)}</td>"
-        f"<td>{_e(finding(c))}</td><td>{_e(controls_cell(c))}</td></tr>" for c in report["claims"])
     legend = "".join(f"<dt>{_e(k)}</dt><dd>{_e(t)}</dd>" for k, t in LEGEND)
     figs = figures(report, jobs) if plots else None
     body = "\n".join(_section(c, plots, figs) for c in report["claims"])
@@ -570,8 +605,7 @@ def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verifi
             f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"
             f"<h1>{_e(title)}</h1><p class=meta>{_e(meta)}</p>{extra}"
             f'<p class="counts"><b>{_e(verdict_counts(report))}.</b></p>'
-            f'<table class="summary"><tr><th>claim</th><th>relation</th><th>verdict</th><th>what was found</th>'
-            f"<th>controls</th></tr>{rows}</table><dl class=legend>{legend}</dl>\n{body}\n"
+            f"{_summary_table(report)}<dl class=legend>{legend}</dl>\n{body}\n"
             f"</main></body></html>\n")
 
 

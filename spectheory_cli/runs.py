@@ -22,43 +22,134 @@ def _tag(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "x"
 
 
+#: the family-wise α a run gets unless told otherwise (a report at another α says so in its name)
+DEFAULT_ALPHA = 0.01
+
+
+def _source_tag(spec: str) -> str:
+    """A claim module's tag: a file's stem (``x/my_paper.py`` → ``my_paper``), a module's name."""
+    return _tag(Path(spec).stem if str(spec).endswith(".py") else str(spec))
+
+
 def report_base(claims: str = "*", *, instances: Path | None = None, claims_from: tuple = (), quick: bool = False,
-                logits: Path | None = None, seed: int = 0) -> Path:
-    """The default file base of a run's report, naming what was run, so that no two kinds of run
-    overwrite each other: ``reports/verify`` for the default run (every claim, default tier, seed
-    0, built-in instances, no logits); otherwise ``reports/verify-<tags>`` with, in this order, the
-    claims (``sd.acceptance``), the user's claim modules (``from-<module>``), the user's pairs
-    (``pairs-<file>``), the logits run (``logits-<run>``), ``quick`` and ``seed<N>``."""
+                logits: Path | None = None, seed: int = 0, alpha: float = DEFAULT_ALPHA,
+                builtin: bool = False) -> Path:
+    """The plain file base of a run's report, naming what was run: ``reports/verify`` for the
+    default run (every claim, default tier, seed 0, α = 0.01, built-in instances, no logits);
+    otherwise ``reports/verify-<tags>`` with, in this order, the claims (``sd.acceptance``), the
+    user's claim modules (``from-<module>``, ``+builtin`` when the built-in claims run beside them),
+    the user's pairs (``pairs-<file>``), the logits run (``logits-<run>``), ``quick``, ``seed<N>``
+    and ``alpha<α>``. Two runs whose inputs share a name (two ``claims.py`` in different folders)
+    get the same plain base: :func:`default_base` keeps them apart."""
     tags = []
     if claims.strip() not in ("", "*"):
         tags.append(slug(claims))
     if claims_from:
-        tags.append("from-" + "+".join(_tag(Path(c).stem if c.endswith(".py") else c) for c in claims_from))
+        tags.append("from-" + "+".join(_source_tag(str(c)) for c in claims_from))
+        if builtin:
+            tags.append("builtin")
     if instances is not None:
-        tags.append(f"pairs-{_tag(Path(instances).stem)}")
+        tags.append(f"pairs-{_tag(Path(str(instances)).stem)}")
     if logits is not None:
         tags.append(f"logits-{_tag(Path(logits).resolve().name)}")
     if quick:
         tags.append("quick")
     if seed:
         tags.append(f"seed{seed}")
+    if float(alpha) != DEFAULT_ALPHA:
+        tags.append(f"alpha{float(alpha):g}")
     return REPORTS / ("verify" + ("-" + "+".join(tags) if tags else ""))
 
+
+def _resolved(path) -> str | None:
+    """An input file or folder by its resolved path (``x.toml``, ``./x.toml`` and its absolute path
+    are one file); None, and a placeholder such as ``<dict ...>``, as given."""
+    if path is None or str(path).startswith("<"):
+        return None if path is None else str(path)
+    return str(Path(path).resolve())
+
+
+def _claims_source(spec) -> str:
+    """A claim module as it identifies a run: a file by its resolved path, a module name (or
+    ``entry-points``) as given."""
+    text = str(spec)
+    return _resolved(text) if text.endswith(".py") or Path(text).is_file() else text
+
+
+def identity(claims: str = "*", *, instances=None, claims_from: tuple = (), quick: bool = False, logits=None,
+             seed: int = 0, alpha: float = DEFAULT_ALPHA, builtin: bool = False) -> dict:
+    """Everything that changes a report's numbers, with every input file by its resolved path: two
+    runs with the same identity may share a report's name (a rerun replaces its report), two with
+    different ones never do (:func:`default_base`)."""
+    return {"claims": ",".join(p.strip() for p in claims.split(",")) or "*",
+            "claims_from": [_claims_source(c) for c in claims_from], "builtin": bool(builtin and claims_from),
+            "pairs": _resolved(instances), "logits": _resolved(logits), "quick": bool(quick), "seed": int(seed),
+            "alpha": float(alpha)}
+
+
+def options_of(run: dict) -> dict:
+    """The :func:`report_base` / :func:`identity` options of the run a report's ``run`` record
+    describes (its ``inputs``, the resolved paths, where it has them)."""
+    inputs = run.get("inputs") or {}
+    pairs = inputs.get("instances") or (run.get("instances") or {}).get("source")
+    return {"claims": run.get("claims_pattern", "*"),
+            "claims_from": tuple(inputs.get("claims_from") or run.get("claims_from") or ()),
+            "builtin": bool(run.get("with_builtin")), "instances": pairs,
+            "logits": inputs.get("logits") or run.get("logits_run"), "quick": bool(run.get("quick")),
+            "seed": int(run.get("seed") or 0), "alpha": float(run.get("alpha_family", DEFAULT_ALPHA))}
+
+
+def _identity_at(json_path: Path) -> dict | None:
+    """The identity of the report stored at ``json_path`` (None when there is none or it is not a
+    verify report)."""
+    import json
+    try:
+        data = json.loads(json_path.read_text())
+        return identity(**options_of(data["run"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+class NameTaken(ValueError):
+    """Both names a run's report may take hold reports of other runs: it refuses to overwrite them."""
+
+
+def default_base(claims: str = "*", **opts) -> Path:
+    """Where a run's report goes unless told: its plain name (:func:`report_base`) when that is
+    free or holds a report of the same run (a rerun replaces it); when a report of another run with
+    the same plain name is there (``claims.py`` from another folder, another pairs file called
+    ``pairs.toml``), the plain name plus a short hash of the run's identity. Never overwrites a
+    report of another run: :class:`NameTaken` when both names are taken."""
+    import hashlib
+    import json
+    plain = report_base(claims, **opts)
+    mine = identity(claims, **opts)
+    theirs = _identity_at(Path(f"{plain}.json"))
+    if theirs is None or theirs == mine:
+        return plain
+    digest = hashlib.sha1(json.dumps(mine, sort_keys=True).encode()).hexdigest()[:6]
+    other = plain.with_name(f"{plain.name}-{digest}")
+    theirs = _identity_at(Path(f"{other}.json"))
+    if theirs is None or theirs == mine:
+        return other
+    raise NameTaken(f"{plain}.json and {other}.json hold reports of other runs; name this report's files "
+                    "yourself (--json PATH, or Report.write(base))")
 
 
 def output_paths(claims: str = "*", instances: Path | None = None, json_path=None, md_path=None, html_path=None,
                  claims_from: tuple = (), *, quick: bool = False, logits: Path | None = None,
-                 seed: int = 0) -> dict[str, Path]:
+                 seed: int = 0, alpha: float = DEFAULT_ALPHA, builtin: bool = False) -> dict[str, Path]:
     """The report's files (``json``, ``md``, ``html``, ``evidence``): the ones given, the others
-    beside the first given, else at the default base :func:`report_base` (named for what was run);
-    the evidence file is ``<md name>-evidence.md`` beside the Markdown."""
+    beside the first given, else at the default base :func:`default_base` (named for what was run,
+    never a report of another run); the evidence file is ``<md name>-evidence.md`` beside the
+    Markdown."""
     given = {"json": json_path, "md": md_path, "html": html_path}
     first = next((p for p in given.values() if p is not None), None)
     if first is not None:
         base = str(Path(first).with_suffix(""))
     else:
-        base = str(report_base(claims, instances=instances, claims_from=claims_from, quick=quick, logits=logits,
-                               seed=seed))
+        base = str(default_base(claims, instances=instances, claims_from=tuple(claims_from), quick=quick,
+                                logits=logits, seed=seed, alpha=alpha, builtin=builtin))
     out = {k: (Path(v) if v is not None else Path(f"{base}.{k}")) for k, v in given.items()}
     md = out["md"]
     out["evidence"] = md.with_name((md.name[:-3] if md.name.endswith(".md") else md.name) + "-evidence.md")
@@ -67,11 +158,22 @@ def output_paths(claims: str = "*", instances: Path | None = None, json_path=Non
 
 def run_paths(run: dict) -> dict[str, Path]:
     """:func:`output_paths` at the default name of the run a report's ``run`` record describes."""
-    pairs = (run.get("instances") or {}).get("source")
-    return output_paths(run.get("claims_pattern", "*"), Path(pairs) if pairs else None,
-                        claims_from=tuple(run.get("claims_from") or ()), quick=bool(run.get("quick")),
-                        logits=Path(run["logits_run"]) if run.get("logits_run") else None,
-                        seed=int(run.get("seed") or 0))
+    opts = options_of(run)
+    return output_paths(opts.pop("claims"), **opts)
+
+
+def conformance_base(target: str, *, kind: str = "block", seed: int = 0, alpha: float = DEFAULT_ALPHA) -> Path:
+    """``reports/conformance-<target>``: a conformance report named after the sampler it tests
+    (``mypkg.sampling:verify`` → ``conformance-mypkg.sampling-verify``), with ``+<kind>`` for a
+    kind other than ``block``, ``seed<N>`` and ``alpha<α>`` when not the defaults."""
+    tags = [_tag(target.replace(":", "-"))[:80]]
+    if kind != "block":
+        tags.append(kind)
+    if seed:
+        tags.append(f"seed{seed}")
+    if float(alpha) != DEFAULT_ALPHA:
+        tags.append(f"alpha{float(alpha):g}")
+    return REPORTS / ("conformance-" + "+".join(tags))
 
 #: environment variable naming a captured ERSD LogitTrace (.npz) whose replay adds ``logits``
 #: evidence to ``ersd.lemma3_1`` and ``zero_order.underestimates`` (docs/ersd.md)
