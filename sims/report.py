@@ -334,7 +334,8 @@ def verdict_counts(report) -> str:
              if n[v]]
     ctl = [k for c in report["claims"] for k in c.get("controls") or []]
     rej = sum(k["verdict"] == "fails" for k in ctl)
-    return (f"{len(report['claims'])} claims: {', '.join(words)}"
+    n_claims = len(report["claims"])
+    return (f"{n_claims} claim{'s' * (n_claims != 1)}: {', '.join(words)}"
             + (f"; negative controls rejected: {rej} of {len(ctl)}" if ctl else ""))
 
 

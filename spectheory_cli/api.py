@@ -551,14 +551,32 @@ def select_run(claims: str = "*", *, claims_from: Iterable[str] | str = (), with
     return sel
 
 
+def checks_line(claim_ids, jobs: int) -> str:
+    """The line a run starts with: how many claims, controls and families, on how many workers."""
+    from sims.registry import load_all
+    from sims.runner import family_of
+    reg = load_all()
+    claims = [reg[c] for c in claim_ids]
+    fams = len({c.check.__module__ for c in claims})
+    n_ctl = sum(len(c.controls) for c in claims)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    workers = min(jobs or cpus, fams)
+    names = ", ".join(dict.fromkeys(family_of(c) for c in claims))
+    return (f"checking {len(claims)} claim{'s' * (len(claims) != 1)} and {n_ctl} negative control"
+            f"{'s' * (n_ctl != 1)} ({len(claims) + n_ctl} checks; famil{'ies' if fams != 1 else 'y'} {names}) on "
+            f"{workers} worker{'s' * (workers != 1)}: a line as each family finishes")
+
+
 def run_selection(sel: Selection, *, quick: bool = False, seed: int = 0, alpha: float = 0.01, logits=None,
                   jobs: int = 1, progress: bool = False, log=None) -> dict:
     """Run a :func:`select_run` selection (its real-logits evidence first) and return the report dict."""
     from sims import runner
 
     from .runs import real_logits_evidence
-    extra = real_logits_evidence(None if logits is None else Path(logits), alpha, sel.chosen,
-                                 log=log if log is not None else (print if progress else None))
+    say = log if log is not None else (print if progress else None)
+    extra = real_logits_evidence(None if logits is None else Path(logits), alpha, sel.chosen, log=say)
+    if say is not None:
+        say(checks_line(sel.chosen, jobs))
     data = runner.run_claims(",".join(sel.chosen) if sel.pairs is not None else sel.claims, quick=quick, seed=seed,
                              alpha=alpha, progress=progress, jobs=jobs, extra_evidence=extra,
                              extra_source=None if logits is None else str(logits), log=log, pairs=sel.pairs,

@@ -114,26 +114,30 @@ class NameTaken(ValueError):
     """Both names a run's report may take hold reports of other runs: it refuses to overwrite them."""
 
 
+def _free(plain: Path, mine: dict, identity_at) -> Path:
+    """``plain`` when it is free or holds a report with identity ``mine`` (a rerun replaces it), else
+    ``plain`` plus a short hash of ``mine``; :class:`NameTaken` when both hold reports of others."""
+    import hashlib
+    import json
+    theirs = identity_at(Path(f"{plain}.json"))
+    if theirs is None or theirs == mine:
+        return plain
+    digest = hashlib.sha1(json.dumps(mine, sort_keys=True).encode()).hexdigest()[:6]
+    other = plain.with_name(f"{plain.name}-{digest}")
+    theirs = identity_at(Path(f"{other}.json"))
+    if theirs is None or theirs == mine:
+        return other
+    raise NameTaken(f"{plain}.json and {other}.json hold reports of other runs; name this report's files "
+                    "yourself (--json PATH, or Report.write(base))")
+
+
 def default_base(claims: str = "*", **opts) -> Path:
     """Where a run's report goes unless told: its plain name (:func:`report_base`) when that is
     free or holds a report of the same run (a rerun replaces it); when a report of another run with
     the same plain name is there (``claims.py`` from another folder, another pairs file called
     ``pairs.toml``), the plain name plus a short hash of the run's identity. Never overwrites a
     report of another run: :class:`NameTaken` when both names are taken."""
-    import hashlib
-    import json
-    plain = report_base(claims, **opts)
-    mine = identity(claims, **opts)
-    theirs = _identity_at(Path(f"{plain}.json"))
-    if theirs is None or theirs == mine:
-        return plain
-    digest = hashlib.sha1(json.dumps(mine, sort_keys=True).encode()).hexdigest()[:6]
-    other = plain.with_name(f"{plain.name}-{digest}")
-    theirs = _identity_at(Path(f"{other}.json"))
-    if theirs is None or theirs == mine:
-        return other
-    raise NameTaken(f"{plain}.json and {other}.json hold reports of other runs; name this report's files "
-                    "yourself (--json PATH, or Report.write(base))")
+    return _free(report_base(claims, **opts), identity(claims, **opts), _identity_at)
 
 
 def output_paths(claims: str = "*", instances: Path | None = None, json_path=None, md_path=None, html_path=None,
@@ -161,19 +165,6 @@ def run_paths(run: dict) -> dict[str, Path]:
     opts = options_of(run)
     return output_paths(opts.pop("claims"), **opts)
 
-
-def conformance_base(target: str, *, kind: str = "block", seed: int = 0, alpha: float = DEFAULT_ALPHA) -> Path:
-    """``reports/conformance-<target>``: a conformance report named after the sampler it tests
-    (``mypkg.sampling:verify`` → ``conformance-mypkg.sampling-verify``), with ``+<kind>`` for a
-    kind other than ``block``, ``seed<N>`` and ``alpha<α>`` when not the defaults."""
-    tags = [_tag(target.replace(":", "-"))[:80]]
-    if kind != "block":
-        tags.append(kind)
-    if seed:
-        tags.append(f"seed{seed}")
-    if float(alpha) != DEFAULT_ALPHA:
-        tags.append(f"alpha{float(alpha):g}")
-    return REPORTS / ("conformance-" + "+".join(tags))
 
 #: environment variable naming a captured ERSD LogitTrace (.npz) whose replay adds ``logits``
 #: evidence to ``ersd.lemma3_1`` and ``zero_order.underestimates`` (docs/ersd.md)
@@ -204,28 +195,131 @@ def check_trace_env(claim_ids) -> None:
                          f"data/traces/regimes.npz): {err}.{hint}") from None
 
 
-def real_logits_evidence(logits: Path | None, alpha: float, claim_ids=TRACE_CLAIMS, log=None) -> dict:
+#: seconds each logits replay took on the shipped decisive run (data/runs/qwen2.5-coder-T1-decisive,
+#: 2 cores), loading the run apart; with :data:`REPLAY_DATA` it sizes each replay's ETA on another
+#: run (info only: a progress line's estimate, never a verdict)
+REPLAY_SECONDS = {"sd": 0.5, "se": 60.0, "ersd": 60.0, "multidraft": 60.0, "loops": 20.0, "ecsv": 300.0,
+                  "sb": 240.0}
+#: the folders of a run each replay reads (a replay's time grows with their size), and their size in
+#: bytes in the decisive run; a replay not listed reads ``traces``
+REPLAY_DATA = {"sd": ("sd", "controls"), "loops": ("families",)}
+DECISIVE_BYTES = {"sd": 1_181_925, "controls": 49_327, "families": 3_617_985, "traces": 75_943_534}
+
+
+def _bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+
+
+def replay_estimates(run_dir: Path, names) -> dict[str, float]:
+    """About how long each replay of ``names`` takes on ``run_dir``: its time on the decisive run
+    scaled by the size of the folders it reads (a rough guide for the progress lines)."""
+    sizes: dict = {}
+    out = {}
+    for n in names:
+        folders = REPLAY_DATA.get(n, ("traces",))
+        for f in folders:
+            sizes.setdefault(f, _bytes(Path(run_dir) / f))
+        ratio = sum(sizes[f] for f in folders) / max(1, sum(DECISIVE_BYTES[f] for f in folders))
+        out[n] = REPLAY_SECONDS.get(n, 60.0) * ratio
+    return out
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+class ReplayProgress:
+    """The progress lines of the logits replays: which replays the selected claims need, then each
+    replay's name, the claims it feeds and its ETA when it starts (estimated from the run's size,
+    corrected by the pace of the replays done so far), and its time when it ends."""
+
+    def __init__(self, run_dir: Path, names: list[str], log, n_all: int):
+        import time
+        from validate.evidence import REPLAY_CLAIMS
+        self.log, self.claims = log, REPLAY_CLAIMS
+        self.est = replay_estimates(run_dir, names)
+        self.spent = self.estimated_done = 0.0
+        self.t0 = time.time()
+        log(f"logits replays the selected claims need: {', '.join(names)} ({len(names)} of {n_all}; about "
+            f"{_duration(sum(self.est.values()))} in all, estimated from the run's size)")
+
+    def starting(self, i: int, total: int, name: str) -> None:
+        import time
+        pace = self.spent / self.estimated_done if self.estimated_done > 0 else 1.0
+        left = pace * sum(v for k, v in list(self.est.items())[i - 1:])
+        eta = time.strftime("%H:%M:%S", time.localtime(time.time() + left))
+        feeds = ", ".join(self.claims.get(name, ())) or "its claims"
+        self.log(f"logits replay {i}/{total}: {name} (for {feeds}): about {_duration(pace * self.est[name])}; "
+                 f"all replays done about {eta}")
+
+    def done(self, i: int, total: int, name: str, seconds: float) -> None:
+        self.spent += seconds
+        self.estimated_done += self.est[name]
+        self.log(f"logits replay {i}/{total}: {name} done in {seconds:.1f} s")
+
+
+def real_logits_evidence(logits: Path | None, alpha: float, claim_ids=None, log=None) -> dict:
     """Real-model evidence for the runner (``sims`` never imports ``validate``): the ``logits``
-    evidence of a `spectheory validate` run directory (tested at the report's per-test level),
-    plus the replay of the ERSD trace named by $SPECTHEORY_TRACE (at the family-wise level, as
-    that replay states) when one of those claims is among ``claim_ids``. ``log``: gets one line
-    per finished replay (SD, then each family: ``logits replay 3/7: se (4.2 s)``). Returns
-    ``{claim_id: [Evidence, ...]}``."""
+    evidence of a `spectheory validate` run directory (tested at the report's per-test level) from
+    the replays ``claim_ids`` need (None: every replay), plus the replay of the ERSD trace named by
+    $SPECTHEORY_TRACE (at the family-wise level, as that replay states) when one of those claims is
+    among ``claim_ids`` (or ``claim_ids`` is None). ``log``: gets the progress lines
+    (:class:`ReplayProgress`). Returns ``{claim_id: [Evidence, ...]}``."""
     import os
 
     from sims.registry import total_mc_tests
     extra: dict = {}
     if logits is not None:
-        from validate.evidence import logits_evidence
-        report = None if log is None else (
-            lambda done, total, name, secs: log(f"logits replay {done}/{total}: {name} ({secs:.1f} s)"))
-        for cid, evs in logits_evidence(logits, alpha=alpha / max(1, total_mc_tests()), progress=report).items():
+        from validate.evidence import logits_evidence, replays_for
+        from validate.experiment import load_run
+        names = replays_for(claim_ids)
+        if log is not None:
+            log(f"loading the logits run {logits} …")
+        run = load_run(logits)
+        prog = None if log is None else ReplayProgress(Path(logits), names, log, len(replays_for()))
+        for cid, evs in logits_evidence(run, alpha=alpha / max(1, total_mc_tests()), claims=claim_ids,
+                                        progress=None if prog is None else prog.done,
+                                        starting=None if prog is None else prog.starting).items():
             extra.setdefault(cid, []).extend(evs)
     trace = os.environ.get(TRACE_ENV)
-    if trace and set(TRACE_CLAIMS) & set(claim_ids):
+    if trace and (claim_ids is None or set(TRACE_CLAIMS) & set(claim_ids)):
         from validate import LogitTrace
         from validate.replay_ersd import evidence_ersd, replay_ersd
         rep = evidence_ersd(replay_ersd(LogitTrace.load(trace), k=16, m=16, n_mc=400, seed=0), alpha=alpha)
         for cid in TRACE_CLAIMS:
             extra.setdefault(cid, []).extend(rep[cid])
     return extra
+
+
+def _target_where(target: str) -> str:
+    """A conformance target with its file resolved (``x.py:fn`` from two folders are two targets)."""
+    mod, _, attr = target.rpartition(":")
+    return f"{_resolved(mod)}:{attr}" if mod.endswith(".py") else target
+
+
+def _conformance_identity_at(json_path: Path) -> dict | None:
+    import json
+    try:
+        run = json.loads(json_path.read_text())["run"]
+        return {"target": run["target"], "kind": run.get("kind_option")}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def conformance_base(target: str, *, kind: str = "block", seed: int = 0, alpha: float = DEFAULT_ALPHA) -> Path:
+    """``reports/conformance-<target>``: a conformance report named after the sampler it tests
+    (``mypkg.sampling:verify`` → ``conformance-mypkg.sampling-verify``; a file's target by its
+    stem, ``path/to/sampler.py:verify`` → ``conformance-sampler-verify``), with ``+<kind>`` for a
+    kind other than ``block``, ``seed<N>`` and ``alpha<α>`` when not the defaults; a report of
+    another target under that name is never overwritten (the name gets a short hash)."""
+    mod, _, attr = target.rpartition(":")
+    tags = [_tag((Path(mod).stem if mod.endswith(".py") else mod) + "-" + attr)[:80]]
+    if kind != "block":
+        tags.append(kind)
+    if seed:
+        tags.append(f"seed{seed}")
+    if float(alpha) != DEFAULT_ALPHA:
+        tags.append(f"alpha{float(alpha):g}")
+    plain = REPORTS / ("conformance-" + "+".join(tags))
+    return _free(plain, {"target": _target_where(target), "kind": kind}, _conformance_identity_at)
+
