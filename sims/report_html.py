@@ -46,11 +46,11 @@ table{border-collapse:collapse;margin:8px 0 14px;font-size:13.5px}
 th,td{border-bottom:1px solid #e3e6ea;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f0f2f5;font-weight:600}
 table.summary{width:100%}table.summary td:nth-child(1){white-space:nowrap}
-table.summary td:nth-child(3){max-width:300px}table.summary .badge{white-space:normal}
+table.summary td:nth-child(3){max-width:300px}
 td{overflow-wrap:anywhere}.scroll{max-width:100%;overflow-x:auto}
 code,pre{font-family:SFMono-Regular,Consolas,Menlo,monospace;font-size:12.5px}
 pre{background:#f3f4f6;border:1px solid #e1e4e8;padding:8px 10px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
-.badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12.5px;font-weight:600;color:#fff;white-space:nowrap}
+.badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12.5px;font-weight:600;color:#fff;max-width:100%;box-sizing:border-box}
 .holds{background:#2e7d32}.fails{background:#c62828}.inconclusive{background:#b26a00}.not-checkable{background:#78828c}
 .depends{background:#7b3fa0}.underpowered{background:#b26a00}.beside{font-size:12.5px;color:#444}
 section.claim{border-top:3px solid #e3e6ea;padding:18px 0 8px;margin-top:18px}
@@ -59,7 +59,7 @@ section.claim.v-inconclusive{border-top-color:#b26a00}
 blockquote{margin:8px 0;padding:6px 12px;border-left:4px solid #c9d1d9;background:#fafbfc}
 .cite{color:#444;font-style:italic;font-size:13.5px}.rel{font-family:inherit;font-weight:600}
 .finding{margin:6px 0}.cex{background:#fff4f4;border:1px solid #f3c2c2;padding:8px 12px;margin:10px 0}
-figure{margin:10px 0}figure img{max-width:100%;border:1px solid #e3e6ea}
+figure{margin:10px 0}figure img{max-width:100%;height:auto;box-sizing:border-box;border:1px solid #e3e6ea}
 figcaption{font-size:12.5px;color:#555}
 dl.legend{font-size:13px;display:grid;grid-template-columns:130px 1fr;gap:3px 12px;margin:4px 0 12px}
 dl.legend dt{font-weight:600}dl.legend dd{margin:0}
@@ -380,13 +380,16 @@ def _panels(claim) -> tuple[list, int]:
 
     for part in focus_parts(claim)[:2]:
         groups = _sweep_groups(claim, part)
+        failing = [e for e in claim["evidence"] if e.get("part") == part and e["outcome"] == "fail"]
+        statistical = bool(failing) and all(e["mode"] in ("mc", "logits") and _num(e.get("p_value")) is not None
+                                            for e in failing)
         if groups:
             key, evs = groups[0]
             add("sweep", (key, _chunks(key, evs)[0]), True)
+        elif _tests(claim, part) and (statistical or not _plain(claim, part)):  # a failing test: its p-value
+            add("tests", _tests(claim, part), True)
         elif _plain(claim, part):
             add("plain", _plain(claim, part), True)
-        elif _tests(claim, part):
-            add("tests", _tests(claim, part), True)
     for key, evs in _sweep_groups(claim):
         for ch in _chunks(key, [e for e in evs if id(e) not in drawn]) if any(id(e) not in drawn for e in evs) else []:
             add("sweep", (key, ch))
