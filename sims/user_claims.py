@@ -59,7 +59,7 @@ def _where(err: BaseException, origin: str) -> str:
     return "" if f is None else f" at {f.filename}:{f.lineno}"
 
 
-_UNEXPECTED = re.compile(r"^([\w.]+?)(?:\.__init__)?\(\) got an unexpected keyword argument '(\w+)'")
+_UNEXPECTED = re.compile(r"^([\w.<>]+?)(?:\.__init__)?\(\) got an unexpected keyword argument '(\w+)'")
 
 
 def _callable_named(name: str, err: BaseException):
@@ -100,7 +100,7 @@ def keyword_hint(err: BaseException) -> str:
     m = _UNEXPECTED.match(str(err))
     if not m:
         return ""
-    fn = _callable_named(m.group(1), err)
+    fn = _callable_named(m.group(1).rsplit("<locals>.", 1)[-1], err)  # a nested function: by its own name
     try:
         params = [] if fn is None else [p for p in inspect.signature(fn).parameters
                                         if p not in ("self", "args", "kwargs")]
@@ -148,6 +148,7 @@ def _resolve(spec: str) -> tuple[str, str]:
         return name, str(path)
     if spec == "sims.claims" or spec.startswith("sims.claims."):
         raise UserClaimsError(f"--claims-from {spec}: a built-in claim module; select built-in claims with --claims")
+    importlib.invalidate_caches()  # a module written since this process started (a notebook's new file)
     try:
         found = importlib.util.find_spec(spec)
     except (ImportError, ValueError):

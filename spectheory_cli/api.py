@@ -21,6 +21,7 @@ call that recomputes it, and controls, as attributes; it renders as a table in J
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,11 +211,19 @@ class ClaimResult:
         for src in files:
             if src.get("claims") is not None and self.id not in src["claims"]:
                 continue
-            spec = src.get("path") or src.get("spec")
-            if src.get("path") and not Path(src["path"]).is_file():
+            path, spec = src.get("path"), src.get("spec")
+            if path and not Path(path).is_file():
                 raise FileNotFoundError(
-                    f"{self.id} was checked from {src['path']}, which is no longer there (moved, renamed or "
-                    f"deleted): give its new place, recompute(claims_from='NEW/PATH/{Path(src['path']).name}')")
+                    f"{self.id} was checked from {path}, which is no longer there (moved, renamed or "
+                    f"deleted): give its new place, recompute(claims_from='NEW/PATH/{Path(path).name}')")
+            module = src.get("module")
+            if path and module and not str(spec).endswith(".py") and spec != user_claims.ENTRY_POINTS:
+                # a module name (``pkg.sub.claims``): importable from the folder above its top package
+                root = Path(path).parents[module.count(".") + (Path(path).stem == "__init__")]
+                if str(root) not in sys.path:
+                    sys.path.insert(0, str(root))
+            elif path:
+                spec = path
             try:
                 user_claims.load(spec)
             except user_claims.UserClaimsError as err:
