@@ -203,7 +203,7 @@ REPLAY_SECONDS = {"sd": 0.5, "se": 60.0, "ersd": 60.0, "multidraft": 60.0, "loop
 #: the folders of a run each replay reads (a replay's time grows with their size), and their size in
 #: bytes in the decisive run; a replay not listed reads ``traces``
 REPLAY_DATA = {"sd": ("sd", "controls"), "loops": ("families",)}
-DECISIVE_BYTES = {"sd": 1_181_925, "controls": 49_327, "families": 3_617_985, "traces": 75_943_534}
+DECISIVE_BYTES = {"sd": 1_140_965, "controls": 32_943, "families": 3_491_009, "traces": 75_927_150}
 
 
 def _bytes(folder: Path) -> int:
@@ -225,7 +225,7 @@ def replay_estimates(run_dir: Path, names) -> dict[str, float]:
 
 
 def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+    return "under a second" if seconds < 1 else f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 class ReplayProgress:
