@@ -1,19 +1,45 @@
 """API reference pages generated from the docstrings (pdoc): ``python -m spectheory_cli.apidocs
-OUT`` (``make apidocs`` writes ``docs/api/``). Every public module of the three libraries is
-documented: ``spectheory`` (theory, engines, Monte Carlo, conformance, the judge), ``sims`` (the
-claim registry, check shapes, least-slack search, shrinker, runner, report) and ``validate`` (real
-logits). ``spectheory._kernels`` (Numba kernels, private: call them through
-``spectheory.montecarlo``) is left out. A docstring pdoc cannot render, or an annotation it cannot
-resolve, is a warning, and :func:`build` with ``strict=True`` turns every warning into an error
+OUT`` (``make apidocs`` writes ``docs/api/``). It documents the notebook API first
+(``spectheory_cli``: :func:`~spectheory_cli.api.verify`, :class:`~spectheory_cli.api.Report`,
+:class:`~spectheory_cli.api.ClaimResult`, :class:`~spectheory_cli.api.EvidenceTable`,
+:func:`~spectheory_cli.api.load_report`, and where a run's report goes, :mod:`spectheory_cli.runs`),
+then every public module of the three libraries: ``spectheory`` (theory, engines, Monte Carlo,
+conformance, the judge), ``sims`` (the claim registry, check shapes, least-slack search, shrinker,
+runner, report) and ``validate`` (real logits). Left out: ``spectheory._kernels`` (Numba kernels,
+private: call them through ``spectheory.montecarlo``), the command line's own modules (its commands
+are documented by ``spectheory --help``), and, when torch or transformers is not installed, the one
+module that imports them at its top (``spectheory.conformance.hf_models``): the reference builds
+without the ``validate`` extra. A docstring pdoc cannot render, or an annotation it cannot resolve,
+is a warning, and :func:`build` with ``strict=True`` turns every warning into an error
 (``tests/test_api_docs.py``)."""
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from pathlib import Path
 
-#: what the reference documents (pdoc module specs; ``!`` excludes)
-MODULES = ("spectheory", "!spectheory._kernels", "sims", "validate")
+#: what the reference documents (pdoc module specs; ``!`` excludes, a regular expression)
+MODULES = ("spectheory_cli", r"!spectheory_cli\.(app|main|cmd_\w+)$", "spectheory", "!spectheory._kernels", "sims",
+           "validate")
+#: modules that import an optional extra at their top: documented only where it is installed
+NEEDS = {"spectheory.conformance.hf_models": ("torch", "transformers")}
+
+
+def modules() -> tuple[str, ...]:
+    """:data:`MODULES`, less the :data:`NEEDS` modules whose extras are not installed here."""
+    missing = [m for m, pkgs in NEEDS.items() if any(_absent(p) for p in pkgs)]
+    return MODULES + tuple("!" + re.escape(m) + "$" for m in missing)
+
+
+def _absent(pkg: str) -> bool:
+    import importlib.util
+    if pkg in sys.modules:
+        return sys.modules[pkg] is None
+    try:
+        return importlib.util.find_spec(pkg) is None
+    except (ImportError, ValueError):
+        return True
 
 
 class DocsError(RuntimeError):
@@ -27,7 +53,7 @@ def build(out: Path, *, strict: bool = True) -> list[Path]:
     out = Path(out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        pdoc.pdoc(*MODULES, output_directory=out)
+        pdoc.pdoc(*modules(), output_directory=out)
     messages = sorted({str(w.message) for w in caught})
     if strict and messages:
         raise DocsError("pdoc warned while building the API reference:\n" + "\n".join(f"- {m}" for m in messages))
