@@ -184,8 +184,9 @@ MUTANTS = [
          why="numpy's inf − inf warning prints between the progress lines again",
          tests="tests/test_quiet.py"),
     dict(path="spectheory_cli/cmd_verify.py",
-         old="    typer.echo(f\"spectheory verify: selecting {claims!r}\"",
-         new="    str(f\"spectheory verify: selecting {claims!r}\"",
+         old="    typer.echo(f\"spectheory verify: selecting {claims!r}\" + (f\" from {', '.join(sources)}\" if sources else \"\")\n"
+             "               + f\" ({'quick' if quick else 'default'} tier, seed {seed}, α = {alpha:g})\", err=True)\n",
+         new="",
          why="no line before the registry loads: a piped run is silent for its first seconds",
          tests="tests/test_quiet.py"),
     dict(path="spectheory_cli/apidocs.py",
