@@ -352,26 +352,43 @@ def _escape_markup(text: str) -> str:
 
 # --- terminal --------------------------------------------------------------------------------------
 
-def print_table(report: dict, console=None) -> None:
-    """The summary table: claim, relation, verdict, what was found, controls; legend below."""
-    from rich.console import Console
+_COLOUR = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim", "depends": "magenta"}
+
+
+def verdict_cell(verdict: str, summary: str, beside_: list[str]) -> str:
+    """The summary table's verdict cell: the coloured headline, then every other reading's verdict
+    (and the real pair's) after `·`."""
+    return f"[{_COLOUR.get(verdict, 'white')}]{_escape_markup(summary)}[/]" + "".join(
+        f" · {_escape_markup(b)}" for b in beside_)
+
+
+def summary_table(rows, title: str, caption: str):
+    """The rich Table ``spectheory verify`` prints: rows of (claim, relation, verdict cell,
+    finding, controls); the README quotes the same table (:mod:`sims.readme_outputs`)."""
     from rich.table import Table
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=160)
-    colour = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim", "depends": "magenta"}
-    t = Table(title=_title(report), caption=verdict_counts(report), show_lines=False)
+    t = Table(title=title, caption=caption, show_lines=False)
     t.add_column("claim", no_wrap=True)
     t.add_column("relation")
     t.add_column("verdict", max_width=34)
     t.add_column("what was found", ratio=1)
     t.add_column("controls", no_wrap=True)
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def print_table(report: dict, console=None) -> None:
+    """The summary table: claim, relation, verdict, what was found, controls; legend below."""
+    from rich.console import Console
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=160)
+    rows = []
     for c in report["claims"]:
-        extra = beside(c)
-        t.add_row(c["id"], c.get("relation") or "–", f"[{colour.get(c['verdict'], 'white')}]{_summary(c)}[/]"
-                  + "".join(f" · {_escape_markup(b)}" for b in extra), finding(c), controls_cell(c))
-    console.print(t)
+        rows.append((c["id"], c.get("relation") or "–", verdict_cell(c["verdict"], _summary(c), beside(c)),
+                     finding(c), controls_cell(c)))
+    console.print(summary_table(rows, _title(report), verdict_counts(report)))
     errors = (report.get("run") or {}).get("implementation_errors") or []
     for err in errors:
         console.print(f"[bold red]{_escape_markup(err)}[/]", highlight=False)
