@@ -176,7 +176,7 @@ def part_finding(claim: dict, part: dict) -> str:
         elif under:
             need = samples_needed(under[0])
             bits.append(f"{len(under)} test(s) underpowered, e.g. {under[0]['instance']}"
-                        + (f" (n = {fmt(under[0]['n'])}; n = {need:,} would decide it)" if need else ""))
+                        + (f" (n = {int(_num(under[0]['n'])):,}; n = {need:,} would decide it)" if need else ""))
     slack = part.get("least_slack")
     exact = [e for e in graded if e["mode"] == "exact"]
     mc = [e for e in graded if e["mode"] == "mc" and _num(e.get("p_value")) is not None]

@@ -367,6 +367,6 @@ def test_an_underpowered_row_says_how_many_samples_would_decide_it():
     claim = {"id": "x.u", "verdict": "inconclusive", "evidence": [row],
              "parts": [{"id": "main", "relation": "law", "verdict": "inconclusive", "statement": "s",
                         "checkable": True, "reason": "", "least_slack": None, "counterexample": None, "notes": []}]}
-    assert "(n = 4000; n = 16,000 would decide it)" in rp.finding(claim)
+    assert "(n = 4,000; n = 16,000 would decide it)" in rp.finding(claim)
     assert "underpowered: n = 16,000 would decide it" in _evidence_rows([row], parts=False)
     assert "underpowered: n = 16,000 would decide it" in "\n".join(rp._evidence_table([row]))
