@@ -281,6 +281,12 @@ def register(**kwargs) -> Claim:
         raise RegistrationError(f"{kwargs.get('id')}: register() got an unexpected keyword argument {unknown[0]!r}"
                                 + (f" (did you mean {close[0]!r}?)" if close else
                                    f" (it takes: {', '.join(REGISTER_KEYWORDS)})"))
+    for key, cls in (("controls", Control), ("parts", Part), ("readings", Reading), ("choices", Choice),
+                     ("modes", str)):  # one item where a tuple of them goes (a missing trailing comma)
+        if isinstance(kwargs.get(key), cls):
+            raise RegistrationError(f"{kwargs.get('id')}: {key} takes a tuple of {cls.__name__}, got one {cls.__name__}: "
+                                    f"write {key}=({cls.__name__ if cls is not str else repr(kwargs[key])}"
+                                    f"{'(...)' if cls is not str else ''},) (the trailing comma makes the tuple)")
     if not kwargs.get("parts") and kwargs.get("relation") is None:
         raise RegistrationError(f"{kwargs.get('id')}: give the claim's relation ({', '.join(RELATIONS)}) "
                                 "or its parts")

@@ -222,7 +222,9 @@ def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha:
         if isinstance(err, CheckReturnError):  # located at the check's definition, not in this runner
             raise user_claims.UserClaimsError(f"{err}{user_claims.check_location(claim.check)}") from None
         origin = getattr(sys.modules.get(claim.check.__module__), "__file__", "") or ""
-        raise user_claims.UserClaimsError(f"{claim_id} ({who}): {user_claims.describe_error(err, origin)}") from None
+        raise user_claims.UserClaimsError(f"{claim_id} ({who}): "
+                                          f"{user_claims.describe_error(err, origin, user_claims.check_location(claim.check))}"
+                                          ) from None
 
 
 def _run_group(items, seed: int, quick: bool, alpha: float, user: dict | None = None, mc_total: int | None = None,

@@ -48,13 +48,17 @@ class UserClaimsError(ValueError):
     """A user's claim module that cannot be used; the message names the module and the problem."""
 
 
-def _where(err: BaseException, origin: str) -> str:
-    """``file:line`` of the innermost frame of ``err`` inside ``origin`` (else the innermost); for a
-    syntax error, the line of the file that does not parse (not the importer's)."""
+def _where(err: BaseException, origin: str, fallback: str = "") -> str:
+    """`` at file:line`` of the innermost frame of ``err`` inside ``origin``; else ``fallback`` when
+    given (where the user's check is defined: the error arose in the toolkit's call of it, e.g. a
+    check with the wrong signature), else the innermost frame; for a syntax error, the line of the
+    file that does not parse (not the importer's)."""
     if isinstance(err, SyntaxError) and err.filename:
         return f" at {err.filename}:{err.lineno}" + (f":{err.offset}" if err.offset else "")
     frames = traceback.extract_tb(err.__traceback__)
     mine = [f for f in frames if origin and Path(f.filename).resolve() == Path(origin).resolve()]
+    if not mine and fallback:
+        return fallback
     f = (mine or frames or [None])[-1]
     return "" if f is None else f" at {f.filename}:{f.lineno}"
 
@@ -110,11 +114,12 @@ def keyword_hint(err: BaseException) -> str:
     return f" (did you mean {close[0]!r}?)" if close else (f" (it takes: {', '.join(params)})" if params else "")
 
 
-def describe_error(err: BaseException, origin: str) -> str:
-    """A user's error in their terms: ``TypeName: message (did you mean ...?) at FILE:LINE``; for a
-    syntax error ``at FILE:LINE:COLUMN`` of the file that does not parse, and that line."""
+def describe_error(err: BaseException, origin: str, fallback: str = "") -> str:
+    """A user's error in their terms: ``TypeName: message (did you mean ...?) at FILE:LINE`` (a line
+    of ``origin``, else ``fallback``: :func:`_where`); for a syntax error ``at FILE:LINE:COLUMN`` of
+    the file that does not parse, and that line."""
     text = f"{type(err).__name__}: {err.msg if isinstance(err, SyntaxError) else err}{keyword_hint(err)}" \
-        f"{_where(err, origin)}"
+        f"{_where(err, origin, fallback)}"
     if isinstance(err, SyntaxError) and err.text and err.text.strip():
         text += f": {err.text.strip()}"
     return text

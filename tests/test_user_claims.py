@@ -258,6 +258,19 @@ registry.register(id="toy.m", relation="=", paper="leviathan2023", reference="to
 ''', r"Control\.__init__\(\) got an unexpected keyword argument 'part' \(did you mean 'parts'\?\)"),
     ("syntax", TOY.replace('reference="toy", ', 'reference="toy" '),
      r"importing it raised SyntaxError: .* at .*syntax\.py:(\d+):\d+: register\(id=\"toy\.zero\""),
+    ("onecontrol", TOY.replace('controls=(Control("plus one", bad, "f(0) = 1"),)', 'controls=Control("plus one", bad, "f(0) = 1")'),
+     r"toy\.zero: controls takes a tuple of Control, got one Control: write controls=\(Control\(\.\.\.\),\) \(the "
+     r"trailing comma makes the tuple\) at .*onecontrol\.py:\d+"),
+    ("onemode", TOY.replace('modes=("exact",)', 'modes="exact"'),
+     r"modes takes a tuple of str, got one str: write modes=\('exact',\)"),
+    ("signature", '''
+def onearg(ctx):
+    return []
+
+register(id="toy.sig", relation="=", paper="leviathan2023", reference="toy", statement="s", check=onearg,
+         subject=good, modes=("exact",), controls=(Control("plus one", bad, "f(0) = 1"),))
+''', r"toy\.sig \(subject\): TypeError: onearg\(\) takes 1 positional argument but 2 were given at "
+     r".*signature\.py:(\d+)"),
     ("runkw", '''
 from sims.shapes import mc_mean
 
@@ -280,7 +293,9 @@ def test_mistakes_are_named_in_the_users_terms(tmp_path, name, body, message):
     if name == "syntax":  # the line of the user's file that does not parse, not the importer's
         lines = path.read_text().splitlines()
         assert lines[int(m.group(1)) - 1].startswith("register(id=\"toy.zero\"")
-    assert "importlib" not in text and "user_claims.py" not in text
+    if name == "signature":  # raised by the toolkit's call: located where the user's check is defined
+        assert path.read_text().splitlines()[int(m.group(1)) - 1] == "def onearg(ctx):"
+    assert "importlib" not in text and "user_claims.py" not in text and "sims/runner.py" not in text
 
 
 def test_keyword_hint_and_error_text_directly():
