@@ -21,26 +21,10 @@ from spectheory_cli.report_index import write_index
 from spectheory_cli.runs import (NameTaken, conformance_base, default_base, identity, options_of, output_paths,
                                  report_base, run_paths)
 
-TOY = '''
-from sims.registry import Control, register
-from spectheory.judge.evidence import Evidence
+from _toy_claims import HEADER
+from _toy_claims import TOY as _ONE
 
-
-def good(x):
-    return x
-
-
-def bad(x):
-    return x + 1
-
-
-def check(ctx, subject):
-    return [Evidence("exact", "toy", 0.0, float(subject(0)), outcome="pass" if subject(0) == 0 else "fail")]
-
-
-register(id="{cid}", relation="=", paper="leviathan2023", reference="toy", statement="f(0) = 0.",
-         check=check, subject=good, modes=("exact",), controls=(Control("plus one", bad, "f(0) = 1"),))
-'''
+TOY = HEADER + _ONE.replace("toy.zero", "{cid}")  # a file per test, each with its own claim id
 
 
 @pytest.fixture(autouse=True)

@@ -13,27 +13,10 @@ from typer.testing import CliRunner
 from sims import registry, runner, user_claims
 from sims.shrink import recompute
 from spectheory_cli.main import app
+from _toy_claims import HEADER, TOY
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "typical_acceptance.py"
-
-HEADER = '''
-import numpy as np
-from sims.registry import Control, Part, register
-from spectheory.judge.evidence import Evidence
-
-
-def good(x):
-    return x
-
-
-def bad(x):
-    return x + 1
-
-
-def check(ctx, subject):
-    return [Evidence("exact", "toy", 0.0, float(subject(0)), outcome="pass" if subject(0) == 0 else "fail")]
-'''
 
 
 @pytest.fixture(autouse=True)
@@ -59,10 +42,6 @@ def _verify(tmp_path, *args):
     return res, out
 
 
-TOY = '''
-register(id="toy.zero", relation="=", paper="leviathan2023", reference="toy", statement="f(0) = 0.",
-         check=check, subject=good, modes=("exact",), controls=(Control("plus one", bad, "f(0) = 1"),))
-'''
 
 
 def test_a_claim_file_runs_alone_and_gets_a_verdict_with_its_control_rejected(tmp_path):
