@@ -1,7 +1,11 @@
 """What a verify run is, shared by the command line (:mod:`.cmd_verify`) and the Python API
-(:mod:`.api`): where its report goes by default (:func:`report_base`, named for what was run) and
-the real-model evidence it adds (:func:`real_logits_evidence`). Errors are ``ValueError``; the
-command line turns them into usage errors."""
+(:mod:`.api`): where its report goes by default (:func:`report_base`, named for every option that
+changes its numbers; :func:`default_base`, never over the report of another run, compared by
+:func:`identity` with every input file by its resolved path), where a conformance report goes
+(:func:`conformance_base`, named after its target), and the real-model evidence it adds
+(:func:`real_logits_evidence`: only the replays the selected claims need, with progress lines
+that name each replay and its ETA). Errors are ``ValueError``; the command line turns them into
+usage errors."""
 from __future__ import annotations
 
 import re
