@@ -199,11 +199,13 @@ def check_trace_env(claim_ids) -> None:
                          f"data/traces/regimes.npz): {err}.{hint}") from None
 
 
-#: seconds each logits replay took on the shipped decisive run (data/runs/qwen2.5-coder-T1-decisive,
-#: 2 cores), loading the run apart; with :data:`REPLAY_DATA` it sizes each replay's ETA on another
-#: run (info only: a progress line's estimate, never a verdict)
-REPLAY_SECONDS = {"sd": 0.5, "se": 60.0, "ersd": 60.0, "multidraft": 60.0, "loops": 20.0, "ecsv": 300.0,
-                  "sb": 240.0}
+#: seconds each logits replay takes on the shipped decisive run (data/runs/qwen2.5-coder-T1-decisive),
+#: loading the run apart: the CPU-seconds each took on one core of the 2-core development machine
+#: (2026-11-29; its wall time under a load of 5-9 was about three times that); with
+#: :data:`REPLAY_DATA` it sizes each replay's ETA on another run (info only: a progress line's
+#: estimate, never a verdict)
+REPLAY_SECONDS = {"sd": 0.1, "se": 21.0, "ersd": 46.0, "multidraft": 15.0, "loops": 0.1, "ecsv": 280.0,
+                  "sb": 490.0}
 #: the folders of a run each replay reads (a replay's time grows with their size), and their size in
 #: bytes in the decisive run; a replay not listed reads ``traces``
 REPLAY_DATA = {"sd": ("sd", "controls"), "loops": ("families",)}
