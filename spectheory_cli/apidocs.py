@@ -7,14 +7,13 @@ then every public module of the three libraries: ``spectheory`` (theory, engines
 conformance, the judge), ``sims`` (the claim registry, check shapes, least-slack search, shrinker,
 runner, report) and ``validate`` (real logits). Left out: ``spectheory._kernels`` (Numba kernels,
 private: call them through ``spectheory.montecarlo``), the command line's own modules (its commands
-are documented by ``spectheory --help``), and, when torch or transformers is not installed, the one
-module that imports them at its top (``spectheory.conformance.hf_models``): the reference builds
-without the ``validate`` extra. A docstring pdoc cannot render, or an annotation it cannot resolve,
-is a warning, and :func:`build` with ``strict=True`` turns every warning into an error
-(``tests/test_api_docs.py``)."""
+are documented by ``spectheory --help``). It builds without the ``validate`` extra: the one module
+that imports torch at its top (``spectheory.conformance.hf_models``) is documented where torch is
+installed and left out (by pdoc, silently) where it is not. A docstring pdoc cannot render, or an
+annotation it cannot resolve, is a warning, and :func:`build` with ``strict=True`` turns every
+warning into an error (``tests/test_api_docs.py``)."""
 from __future__ import annotations
 
-import re
 import sys
 import warnings
 from pathlib import Path
@@ -22,24 +21,6 @@ from pathlib import Path
 #: what the reference documents (pdoc module specs; ``!`` excludes, a regular expression)
 MODULES = ("spectheory_cli", r"!spectheory_cli\.(app|main|cmd_\w+)$", "spectheory", "!spectheory._kernels", "sims",
            "validate")
-#: modules that import an optional extra at their top: documented only where it is installed
-NEEDS = {"spectheory.conformance.hf_models": ("torch", "transformers")}
-
-
-def modules() -> tuple[str, ...]:
-    """:data:`MODULES`, less the :data:`NEEDS` modules whose extras are not installed here."""
-    missing = [m for m, pkgs in NEEDS.items() if any(_absent(p) for p in pkgs)]
-    return MODULES + tuple("!" + re.escape(m) + "$" for m in missing)
-
-
-def _absent(pkg: str) -> bool:
-    import importlib.util
-    if pkg in sys.modules:
-        return sys.modules[pkg] is None
-    try:
-        return importlib.util.find_spec(pkg) is None
-    except (ImportError, ValueError):
-        return True
 
 
 class DocsError(RuntimeError):
@@ -53,7 +34,7 @@ def build(out: Path, *, strict: bool = True) -> list[Path]:
     out = Path(out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        pdoc.pdoc(*modules(), output_directory=out)
+        pdoc.pdoc(*MODULES, output_directory=out)
     messages = sorted({str(w.message) for w in caught})
     if strict and messages:
         raise DocsError("pdoc warned while building the API reference:\n" + "\n".join(f"- {m}" for m in messages))

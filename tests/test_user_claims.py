@@ -344,25 +344,27 @@ register(id="toy.weak", relation="=", paper="leviathan2023", reference="toy", st
     assert "never ran" not in res.output
 
 
-def test_dotted_module_names_load_run_and_recompute_in_a_fresh_process(tmp_path, monkeypatch):
-    """`--claims-from pkg.sub.claims`: the report's calls name the dotted module; a fresh process,
-    elsewhere and without the package on its path, recomputes them from the file the report stored."""
-    import subprocess
-    import sys
-    pkg = tmp_path / "proj" / "dottedpkg" / "sub"
-    pkg.mkdir(parents=True)
-    (tmp_path / "proj" / "dottedpkg" / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "claims.py").write_text(textwrap.dedent(HEADER) + textwrap.dedent(FAILING.format(mod="dottedpkg.sub.claims")))
+@pytest.mark.parametrize("module, file", [("dottedpkg.sub.claims", "dottedpkg/sub/claims.py"),
+                                          ("dottedpkgi.claims", "dottedpkgi/claims/__init__.py")])
+def test_dotted_module_names_load_run_and_recompute_in_a_fresh_process(tmp_path, monkeypatch, module, file):
+    """`--claims-from pkg.sub.claims` (a module, or a package's __init__.py): the report's calls name
+    the dotted module; a fresh process, elsewhere and without the package on its path, recomputes them
+    from the file the report stored."""
+    path = tmp_path / "proj" / file
+    path.parent.mkdir(parents=True)
+    for folder in path.relative_to(tmp_path / "proj").parents:
+        if str(folder) != ".":
+            (tmp_path / "proj" / folder / "__init__.py").touch()
+    path.write_text(textwrap.dedent(HEADER) + textwrap.dedent(FAILING.format(mod=module)))
     monkeypatch.syspath_prepend(str(tmp_path / "proj"))
     monkeypatch.chdir(tmp_path / "proj")
-    res, out = _verify(tmp_path, "--claims-from", "dottedpkg.sub.claims")
+    res, out = _verify(tmp_path, "--claims-from", module)
     assert res.exit_code == 0, res.output
     rep = json.loads(out.read_text())
     cex = rep["claims"][0]["counterexample"]
-    assert cex["call"].startswith("import dottedpkg.sub.claims; dottedpkg.sub.claims.measure(")
-    assert rep["run"]["claims_files"] == [{"spec": "dottedpkg.sub.claims", "module": "dottedpkg.sub.claims",
-                                           "path": str(pkg / "claims.py"), "claims": ["toy.fails"]}]
+    assert cex["call"].startswith(f"import {module}; {module}.measure(")
+    assert rep["run"]["claims_files"] == [{"spec": module, "module": module, "path": str(path),
+                                           "claims": ["toy.fails"]}]
     got = _fresh_recompute(out, "toy.fails", cwd=tmp_path)
     assert got.returncode == 0, got.stderr
     assert got.stdout.split() == ["0.0", "1.0"]
