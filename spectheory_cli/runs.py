@@ -230,8 +230,10 @@ def replay_estimates(run_dir: Path, names) -> dict[str, float]:
     return out
 
 
-def _duration(seconds: float) -> str:
-    return "under a second" if seconds < 1 else f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+def _about(seconds: float) -> str:
+    """``about 40 s``, ``about 8 min``, ``under a second``."""
+    return "under a second" if seconds < 1 else f"about {seconds:.0f} s" if seconds < 90 else \
+        f"about {seconds / 60:.0f} min"
 
 
 class ReplayProgress:
@@ -246,8 +248,8 @@ class ReplayProgress:
         self.est = replay_estimates(run_dir, names)
         self.spent = self.estimated_done = 0.0
         self.t0 = time.time()
-        log(f"logits replays the selected claims need: {', '.join(names)} ({len(names)} of {n_all}; about "
-            f"{_duration(sum(self.est.values()))} in all, estimated from the run's size)")
+        log(f"logits replays the selected claims need: {', '.join(names)} ({len(names)} of {n_all}; "
+            f"{_about(sum(self.est.values()))} in all, estimated from the run's size)")
 
     def starting(self, i: int, total: int, name: str) -> None:
         import time
@@ -255,7 +257,7 @@ class ReplayProgress:
         left = pace * sum(v for k, v in list(self.est.items())[i - 1:])
         eta = time.strftime("%H:%M:%S", time.localtime(time.time() + left))
         feeds = ", ".join(self.claims.get(name, ())) or "its claims"
-        self.log(f"logits replay {i}/{total}: {name} (for {feeds}): about {_duration(pace * self.est[name])}; "
+        self.log(f"logits replay {i}/{total}: {name} (for {feeds}): {_about(pace * self.est[name])}; "
                  f"all replays done about {eta}")
 
     def done(self, i: int, total: int, name: str, seconds: float) -> None:

@@ -31,9 +31,10 @@ def test_the_replay_runs_only_what_the_claims_need_and_names_it_with_its_eta(evi
     n = 1 + len(family_modules())
     assert len(PROGRESS) == 4, PROGRESS
     assert PROGRESS[0] == f"loading the logits run {RUN} …"
-    assert PROGRESS[1].startswith(f"logits replays the selected claims need: sd (1 of {n}; about ")
-    assert PROGRESS[2].startswith("logits replay 1/1: sd (for sd.acceptance, sd.expected_tokens, sd.walltime): "
-                                  "about ") and "all replays done about " in PROGRESS[2]
+    assert PROGRESS[1].startswith(f"logits replays the selected claims need: sd (1 of {n}; ")
+    assert PROGRESS[1].endswith(" in all, estimated from the run's size)")
+    assert PROGRESS[2].startswith("logits replay 1/1: sd (for sd.acceptance, sd.expected_tokens, sd.walltime): ") \
+        and "all replays done about " in PROGRESS[2]
     assert PROGRESS[3].startswith("logits replay 1/1: sd done in ")
     assert set(evidence) == {"sd.acceptance", "sd.expected_tokens", "sd.walltime"}
 
