@@ -67,7 +67,8 @@ def test_the_progress_lines_name_each_replay_its_claims_and_its_eta(monkeypatch)
     extra = runs.real_logits_evidence(run_dir, 0.01, ["se.thm3_1", "sd.acceptance"], log=lines.append)
     assert {"se.thm3_1", "sd.acceptance"} <= set(extra) and not {"ecsv.majority", "sb.hrad"} & set(extra)
     assert lines[0] == f"loading the logits run {run_dir} …"
-    assert lines[1].startswith("logits replays the selected claims need: sd, se (2 of 7; about ")
+    assert lines[1].startswith("logits replays the selected claims need: sd, se (2 of 7; ")
+    assert lines[1].endswith(" in all, estimated from the run's size)")
     assert lines[2].startswith("logits replay 1/2: sd (for sd.acceptance, sd.expected_tokens, sd.walltime): ")
     assert "all replays done about " in lines[2]
     assert lines[3].startswith("logits replay 1/2: sd done in ")
