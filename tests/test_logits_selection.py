@@ -72,7 +72,7 @@ def test_the_progress_lines_name_each_replay_its_claims_and_its_eta(monkeypatch)
     assert lines[2].startswith("logits replay 1/2: sd (for sd.acceptance, sd.expected_tokens, sd.walltime): ")
     assert "all replays done about " in lines[2]
     assert lines[3].startswith("logits replay 1/2: sd done in ")
-    assert lines[4].startswith("logits replay 2/2: se (for se.acceptance, se.thm3_1, se.thm3_2): about ")
+    assert lines[4].startswith("logits replay 2/2: se (for se.acceptance, se.thm3_1, se.thm3_2): ")
     assert lines[5].startswith("logits replay 2/2: se done in ") and len(lines) == 6
     assert runs.real_logits_evidence(run_dir, 0.01, ["sd.lossless"]) == {}
     assert [runs._about(s) for s in (0.2, 40, 480)] == ["under a second", "about 40 s", "about 8 min"]
