@@ -259,6 +259,10 @@ class RegistrationError(ValueError):
     """A claim registration breaks the registry's rules."""
 
 
+#: the keywords :func:`register` takes (the fields of :class:`Claim`)
+REGISTER_KEYWORDS = tuple(f for f in Claim.__dataclass_fields__)
+
+
 def register(**kwargs) -> Claim:
     """Register one catalog claim.
 
@@ -270,6 +274,19 @@ def register(**kwargs) -> Claim:
     Carlo evidence declares ``mc_tests`` > 0; ``paper`` names known papers (:mod:`sims.papers`).
     The runner then checks each control per part and per mode (:func:`sims.runner.control_verdict`).
     """
+    unknown = [k for k in kwargs if k not in REGISTER_KEYWORDS]
+    if unknown:  # named before anything else: `relaton=` must not read as a missing relation
+        import difflib
+        close = difflib.get_close_matches(unknown[0], REGISTER_KEYWORDS, n=1, cutoff=0.6)
+        raise RegistrationError(f"{kwargs.get('id')}: register() got an unexpected keyword argument {unknown[0]!r}"
+                                + (f" (did you mean {close[0]!r}?)" if close else
+                                   f" (it takes: {', '.join(REGISTER_KEYWORDS)})"))
+    for key, cls in (("controls", Control), ("parts", Part), ("readings", Reading), ("choices", Choice),
+                     ("modes", str)):  # one item where a tuple of them goes (a missing trailing comma)
+        if isinstance(kwargs.get(key), cls):
+            raise RegistrationError(f"{kwargs.get('id')}: {key} takes a tuple of {cls.__name__}, got one {cls.__name__}: "
+                                    f"write {key}=({cls.__name__ if cls is not str else repr(kwargs[key])}"
+                                    f"{'(...)' if cls is not str else ''},) (the trailing comma makes the tuple)")
     if not kwargs.get("parts") and kwargs.get("relation") is None:
         raise RegistrationError(f"{kwargs.get('id')}: give the claim's relation ({', '.join(RELATIONS)}) "
                                 "or its parts")

@@ -174,7 +174,9 @@ def part_finding(claim: dict, part: dict) -> str:
         if notes:
             bits.append(notes[0].split(":")[0])
         elif under:
-            bits.append(f"{len(under)} test(s) underpowered, e.g. {under[0]['instance']}")
+            need = samples_needed(under[0])
+            bits.append(f"{len(under)} test(s) underpowered, e.g. {under[0]['instance']}"
+                        + (f" (n = {int(_num(under[0]['n'])):,}; n = {need:,} would decide it)" if need else ""))
     slack = part.get("least_slack")
     exact = [e for e in graded if e["mode"] == "exact"]
     mc = [e for e in graded if e["mode"] == "mc" and _num(e.get("p_value")) is not None]
@@ -206,6 +208,23 @@ def part_finding(claim: dict, part: dict) -> str:
         e = graded[0]
         bits.append(f"claimed {short_fmt(e['claimed'])}, measured {short_fmt(e['measured'])} ({e['instance']})")
     return "; ".join(bits) or v
+
+
+def samples_needed(e: dict) -> int | None:
+    """How many samples would decide an underpowered test: ``n·(detectable/tolerance)²`` (the
+    deviation a test detects at its stated power shrinks as 1/√n: exactly so for the chi-square
+    (noncentrality n·w²) and z tests); None when the row does not say."""
+    n, det, tol = _num(e.get("n")), _num(e.get("detectable")), _num(e.get("tolerance"))
+    if e.get("outcome") != "underpowered" or not n or not det or not tol or tol <= 0 or det == float("inf"):
+        return None
+    import math
+    return int(math.ceil(n * (det / tol) ** 2))
+
+
+def outcome_text(e: dict) -> str:
+    """A row's outcome; an underpowered one says how many samples would decide it."""
+    need = samples_needed(e)
+    return e["outcome"] if need is None else f"underpowered: n = {need:,} would decide it"
 
 
 def part_phrase(claim: dict, part: dict) -> str:
@@ -315,7 +334,8 @@ def verdict_counts(report) -> str:
              if n[v]]
     ctl = [k for c in report["claims"] for k in c.get("controls") or []]
     rej = sum(k["verdict"] == "fails" for k in ctl)
-    return (f"{len(report['claims'])} claims: {', '.join(words)}"
+    n_claims = len(report["claims"])
+    return (f"{n_claims} claim{'s' * (n_claims != 1)}: {', '.join(words)}"
             + (f"; negative controls rejected: {rej} of {len(ctl)}" if ctl else ""))
 
 
@@ -332,26 +352,43 @@ def _escape_markup(text: str) -> str:
 
 # --- terminal --------------------------------------------------------------------------------------
 
-def print_table(report: dict, console=None) -> None:
-    """The summary table: claim, relation, verdict, what was found, controls; legend below."""
-    from rich.console import Console
+_COLOUR = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim", "depends": "magenta"}
+
+
+def verdict_cell(verdict: str, summary: str, beside_: list[str]) -> str:
+    """The summary table's verdict cell: the coloured headline, then every other reading's verdict
+    (and the real pair's) after `·`."""
+    return f"[{_COLOUR.get(verdict, 'white')}]{_escape_markup(summary)}[/]" + "".join(
+        f" · {_escape_markup(b)}" for b in beside_)
+
+
+def summary_table(rows, title: str, caption: str):
+    """The rich Table ``spectheory verify`` prints: rows of (claim, relation, verdict cell,
+    finding, controls); the README quotes the same table (:mod:`sims.readme_outputs`)."""
     from rich.table import Table
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=160)
-    colour = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim", "depends": "magenta"}
-    t = Table(title=_title(report), caption=verdict_counts(report), show_lines=False)
+    t = Table(title=title, caption=caption, show_lines=False)
     t.add_column("claim", no_wrap=True)
     t.add_column("relation")
     t.add_column("verdict", max_width=34)
     t.add_column("what was found", ratio=1)
     t.add_column("controls", no_wrap=True)
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def print_table(report: dict, console=None) -> None:
+    """The summary table: claim, relation, verdict, what was found, controls; legend below."""
+    from rich.console import Console
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=160)
+    rows = []
     for c in report["claims"]:
-        extra = beside(c)
-        t.add_row(c["id"], c.get("relation") or "–", f"[{colour.get(c['verdict'], 'white')}]{_summary(c)}[/]"
-                  + "".join(f" · {_escape_markup(b)}" for b in extra), finding(c), controls_cell(c))
-    console.print(t)
+        rows.append((c["id"], c.get("relation") or "–", verdict_cell(c["verdict"], _summary(c), beside(c)),
+                     finding(c), controls_cell(c)))
+    console.print(summary_table(rows, _title(report), verdict_counts(report)))
     errors = (report.get("run") or {}).get("implementation_errors") or []
     for err in errors:
         console.print(f"[bold red]{_escape_markup(err)}[/]", highlight=False)
@@ -373,7 +410,7 @@ def _evidence_table(evidence: list[dict], parts: bool = False) -> list[str]:
         rows.append("| " + " | ".join(([e.get("part") or "–"] if parts else []) + [
             e["mode"], _esc(e["instance"]), fmt(e["claimed"]), fmt(e["measured"]), interval(e),
             fmt(e["p_value"], 3), fmt(e["n"]), fmt(e["detectable"], 3), fmt(e["tolerance"], 3),
-            e["outcome"], _esc(e["test"] + (f"; {e['note']}" if e["note"] else ""))]) + " |")
+            outcome_text(e), _esc(e["test"] + (f"; {e['note']}" if e["note"] else ""))]) + " |")
     return rows
 
 
@@ -409,7 +446,7 @@ def _short_table(evidence, parts: bool) -> list[str]:
         inst = e["instance"] if len(e["instance"]) <= 90 else e["instance"][:87] + "…"
         rows.append("| " + " | ".join(([f"`{e.get('part')}`"] if parts else []) + [
             e["mode"], _esc(inst), fmt(e["claimed"]), fmt(e["measured"]), fmt(e["p_value"], 3),
-            e["outcome"]]) + " |")
+            outcome_text(e)]) + " |")
     return rows
 
 
@@ -513,6 +550,47 @@ def claim_section(c: dict, evidence_name: str | None = None, anchor_tag: bool = 
     for n in c.get("notes") or []:
         lines.append(f"- Note: {n}")
     return lines
+
+
+def claim_text(c: dict, width: int = 100) -> str:
+    """A claim as plain text (a notebook's or a terminal's display of one claim): headline with
+    every other reading's verdict, statement, parts, counterexample with the call that recomputes
+    it, controls, and where the evidence and plot are."""
+    import textwrap
+
+    def wrap(text, indent="  "):
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent + "  ")
+    parts = _parts(c)
+    lines = [f"{c['id']}: {verdict_text(c)}"]
+    cite = (c.get("paper") or "") + (f" · {c['reference']}" if c.get("reference") else "")
+    if cite:
+        lines.append(wrap(cite))
+    lines.append(wrap(f"“{c.get('statement', '')}”"))
+    for r in c.get("readings") or []:
+        if len(c.get("readings") or []) > 1 or r.get("quote"):
+            role = "principal" if r.get("role") == "principal" else (r.get("kind") or "alternative")
+            lines.append(wrap(f"reading {r['id']} ({role}): {r.get('summary') or r['verdict']}"))
+    if len(parts) > 1:
+        for p in parts:
+            lines.append(wrap(f"part {p['id']} ({p['relation']}): {part_verdict_text(p)}: {part_finding(c, p)}"))
+    else:
+        lines.append(wrap(part_phrase(c, parts[0])))
+    on_parts = [(p["id"], p["counterexample"]) for p in parts if p.get("counterexample")] or \
+        ([(None, c["counterexample"])] if c.get("counterexample") else [])
+    for where, cex in on_parts:
+        lines.append(wrap(f"counterexample{f' (part {where})' if where and len(parts) > 1 else ''}: "
+                          f"{settings_text(cex) or 'the instance'}: claimed {fmt(cex.get('claimed'))}, measured "
+                          f"{fmt(cex.get('measured'))}"))
+        if cex.get("call"):
+            lines.append(f"    recompute both numbers: {cex['call']}")
+    ctls = c.get("controls") or []
+    if ctls:
+        lines.append(wrap(f"controls: {controls_cell(c)} — " + "; ".join(
+            f"{k['name']}: {'rejected' if k['verdict'] == 'fails' else k['verdict']}" for k in ctls)))
+    for n in c.get("notes") or []:
+        lines.append(wrap(f"note: {n}"))
+    lines.append(wrap(f"{len(c.get('evidence') or [])} evidence items (.evidence, .to_frame()); the plot: .plot()"))
+    return "\n".join(lines)
 
 
 def part_verdict_text(p: dict) -> str:

@@ -5,8 +5,8 @@ of Python (``call``) that recomputes its numbers. :func:`mismatches` runs every 
 report with :func:`sims.shrink.recompute` and compares what it returns with the printed numbers at
 the precision the report prints them (a counterexample's claimed and measured: 6 significant
 digits, :func:`spectheory.judge.format.fmt`; a least slack: 4, :func:`sims.report.short_fmt`). A
-counterexample printed as claimed 0 and measured x (a slack or shortfall encoding) may have a call
-that returns x alone::
+counterexample's call returns both numbers, ``(claimed, measured, ...)``, as the report's "Recompute
+both numbers" says (a call returning the measured value alone does not reproduce it)::
 
     python -m sims.reproduce reports/verify.json     # exit 1 and list the calls that do not reproduce
 """
@@ -79,8 +79,6 @@ def check_call(item: dict) -> dict | None:
         got = {"value": out if not isinstance(out, (tuple, list)) else out[0]}
         ok = _same(item["printed"]["value"], got["value"], 4)
     else:
-        if not isinstance(out, (tuple, list)) and item["printed"].get("claimed") == 0:
-            out = (0.0, out)  # a slack or shortfall encoding: claimed 0, the call gives the measured value
         if not isinstance(out, (tuple, list)) or len(out) < 2:
             return {**item, "got": f"not a (claimed, measured, ...) tuple: {out!r}"[:300]}
         got = {"claimed": out[0], "measured": out[1]}

@@ -71,7 +71,7 @@ def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: boo
                   parts=claim.parts, user=user, mc_total=mc_total, required=required,
                   claim_choices=claim.choices, scope=claim.scope, choices=dict(choices or {}))
     t0 = time.perf_counter()
-    evidence = claim.check(ctx, subject)
+    evidence = evidence_list(claim.check(ctx, subject), claim, subject_name)
     skipped_mc = ctx.mc_tests_run == 0 and not ctx.wants("mc")  # a control not graded in mc may skip it
     if user is None and ctx.mc_tests_run != claim.mc_tests and not skipped_mc:
         raise RuntimeError(f"{claim.id}: check ran {ctx.mc_tests_run} Monte Carlo tests but registered "
@@ -97,6 +97,28 @@ def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: boo
                       else None)
     return Result(verdict, evidence, counterexample, time.perf_counter() - t0, ctx.slack, ctx.notes,
                   ctx.scope_findings)
+
+
+class CheckReturnError(TypeError):
+    """A check returned something other than a list of Evidence (the message says what)."""
+
+
+def evidence_list(returned, claim: Claim, who: str) -> list:
+    """What a check returned, as a list of Evidence; :class:`CheckReturnError` naming what it
+    returned instead (a float, None from a missing ``return``, a tuple of numbers, ...)."""
+    what = f"{claim.id} ({who}): its check {getattr(claim.check, '__qualname__', claim.check)!s}"
+    want = "a check returns a list of Evidence (sims.shapes builds them: each, sweep, mc_law, ...)"
+    if isinstance(returned, Evidence):
+        raise CheckReturnError(f"{what} returned one Evidence, not a list of them; {want}: return [evidence]")
+    if returned is None or isinstance(returned, (str, bytes, dict)) or not hasattr(returned, "__iter__"):
+        got = "None (no `return` statement?)" if returned is None else f"a {type(returned).__name__} ({returned!r:.60})"
+        raise CheckReturnError(f"{what} returned {got}; {want}")
+    out = list(returned)
+    for i, e in enumerate(out):
+        if not isinstance(e, Evidence):
+            raise CheckReturnError(f"{what} returned a list whose item {i} is a {type(e).__name__} ({e!r:.60}), not an "
+                                   f"Evidence; {want}")
+    return out
 
 
 @dataclass
@@ -197,9 +219,12 @@ def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha:
     except Exception as err:  # noqa: BLE001 - only user claims are rewrapped
         if not user_claims.is_user_claim(claim_id):
             raise
+        if isinstance(err, CheckReturnError):  # located at the check's definition, not in this runner
+            raise user_claims.UserClaimsError(f"{err}{user_claims.check_location(claim.check)}") from None
         origin = getattr(sys.modules.get(claim.check.__module__), "__file__", "") or ""
-        raise user_claims.UserClaimsError(f"{claim_id} ({who}): {type(err).__name__}: {err}"
-                                          f"{user_claims._where(err, origin)}") from None
+        raise user_claims.UserClaimsError(f"{claim_id} ({who}): "
+                                          f"{user_claims.describe_error(err, origin, user_claims.check_location(claim.check))}"
+                                          ) from None
 
 
 def _run_group(items, seed: int, quick: bool, alpha: float, user: dict | None = None, mc_total: int | None = None,

@@ -1,19 +1,26 @@
 """API reference pages generated from the docstrings (pdoc): ``python -m spectheory_cli.apidocs
-OUT`` (``make apidocs`` writes ``docs/api/``). Every public module of the three libraries is
-documented: ``spectheory`` (theory, engines, Monte Carlo, conformance, the judge), ``sims`` (the
-claim registry, check shapes, least-slack search, shrinker, runner, report) and ``validate`` (real
-logits). ``spectheory._kernels`` (Numba kernels, private: call them through
-``spectheory.montecarlo``) is left out. A docstring pdoc cannot render, or an annotation it cannot
-resolve, is a warning, and :func:`build` with ``strict=True`` turns every warning into an error
-(``tests/test_api_docs.py``)."""
+OUT`` (``make apidocs`` writes ``docs/api/``). It documents the notebook API first
+(``spectheory_cli``: :func:`~spectheory_cli.api.verify`, :class:`~spectheory_cli.api.Report`,
+:class:`~spectheory_cli.api.ClaimResult`, :class:`~spectheory_cli.api.EvidenceTable`,
+:func:`~spectheory_cli.api.load_report`, and where a run's report goes, :mod:`spectheory_cli.runs`),
+then every public module of the three libraries: ``spectheory`` (theory, engines, Monte Carlo,
+conformance, the judge), ``sims`` (the claim registry, check shapes, least-slack search, shrinker,
+runner, report) and ``validate`` (real logits). Left out: ``spectheory._kernels`` (Numba kernels,
+private: call them through ``spectheory.montecarlo``), the command line's own modules (its commands
+are documented by ``spectheory --help``). It builds without the ``validate`` extra: the one module
+that imports torch at its top (``spectheory.conformance.hf_models``) is documented where torch is
+installed and left out (by pdoc, silently) where it is not. A docstring pdoc cannot render, or an
+annotation it cannot resolve, is a warning, and :func:`build` with ``strict=True`` turns every
+warning into an error (``tests/test_api_docs.py``)."""
 from __future__ import annotations
 
 import sys
 import warnings
 from pathlib import Path
 
-#: what the reference documents (pdoc module specs; ``!`` excludes)
-MODULES = ("spectheory", "!spectheory._kernels", "sims", "validate")
+#: what the reference documents (pdoc module specs; ``!`` excludes, a regular expression)
+MODULES = ("spectheory_cli", r"!spectheory_cli\.(app|main|cmd_\w+)$", "spectheory", "!spectheory._kernels", "sims",
+           "validate")
 
 
 class DocsError(RuntimeError):

@@ -93,8 +93,11 @@ def conformance(
     alpha: float = typer.Option(0.01, "--alpha", help="Family-wise error rate over the sampler's tests."),
     controls: bool = typer.Option(True, "--controls/--no-controls", help="Run the broken rules through the same checks."),
     probes: bool = typer.Option(True, "--probes/--no-probes", help="Block verifiers: boundary probes with forced uniforms."),
-    json_path: Path = typer.Option(Path("reports/conformance.json"), "--json", help="Where to write the JSON report."),
-    md_path: Path = typer.Option(Path("reports/conformance.md"), "--markdown", help="Where to write the Markdown report."),
+    json_path: Path = typer.Option(None, "--json", help="Where to write the JSON report (default: "
+                                   "reports/conformance-<target>.json, named after the sampler tested; the Markdown "
+                                   "goes beside it)."),
+    md_path: Path = typer.Option(None, "--markdown", help="Where to write the Markdown report (default: beside the "
+                                 "JSON)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     strict: bool = typer.Option(False, "--strict", help="Also exit with status 1 when lossless is inconclusive."),
     strict_standard: bool = typer.Option(False, "--strict-standard", help="Exit with status 1 unless it is shown "
@@ -157,15 +160,38 @@ def conformance(
     except ImportError as err:
         raise typer.BadParameter(f"{err} (torch is needed for --framework torch / --lm torch)") from None
     sc.print_report(report)
+    json_path, md_path = report_paths(target, json_path, md_path, kind=kind, seed=seed, alpha=alpha)
+    from .runs import _target_where
+    report["run"].update(target=_target_where(target), kind_option=kind)  # what its name stands for
+    json_path.parent.mkdir(parents=True, exist_ok=True)
     write_json(report, json_path)
     md_path.parent.mkdir(parents=True, exist_ok=True)
     top = "\n".join(f"- **{line}**" if i < 2 else f"- {line}" for i, line in enumerate(sc.verdict_lines(report)))
     md_path.write_text(to_markdown(report).replace("# spectheory verification report",
                                                    f"# spectheory conformance report: `{target}`\n\n{top}", 1))
-    typer.echo(f"wrote {json_path} and {md_path}")
+    from .report_index import write_index
+    from .runs import REPORTS
+    index = write_index(REPORTS) if json_path.parent.resolve() == REPORTS.resolve() else None
+    typer.echo(f"wrote {json_path} and {md_path}" + (f"; every report is listed in {index}" if index else ""))
     code = exit_status(report["verdicts"], strict=strict, strict_standard=strict_standard)
     if code and not report_only:
         raise typer.Exit(code)
+
+
+def report_paths(target: str, json_path: Path | None = None, md_path: Path | None = None, *, kind: str = "block",
+                 seed: int = 0, alpha: float = 0.01) -> tuple[Path, Path]:
+    """Where a conformance report goes: the paths given, the other beside the one given, else
+    ``reports/conformance-<target>.{json,md}`` (:func:`spectheory_cli.runs.conformance_base`)."""
+    from .runs import NameTaken, conformance_base
+    if json_path is None and md_path is None:
+        try:
+            base = conformance_base(target, kind=kind, seed=seed, alpha=alpha)
+        except NameTaken as err:
+            raise typer.BadParameter(str(err), param_hint="--json") from None
+        return Path(f"{base}.json"), Path(f"{base}.md")
+    if json_path is None:
+        return md_path.with_suffix(".json"), md_path
+    return json_path, (md_path if md_path is not None else json_path.with_suffix(".md"))
 
 
 def exit_status(verdicts: dict, *, strict: bool = False, strict_standard: bool = False) -> int:

@@ -419,9 +419,26 @@ def test_readme_rows_carry_readings_and_the_table_counts_those_that_differ(empty
     assert row["summary"] == "holds" and row["differ"] == 1 and differ_cell(row) == "1 of 1 differ"
     assert [r["verdict"] for r in row["readings"]] == ["holds", "fails"]
     table = verify_table(rows)
-    assert "other readings" in table and "1 of 1" in table
-    old = {"run": rows["run"], "claims": [{k: v for k, v in row.items() if k not in ("readings", "differ", "real")}]}
-    assert "other readings" not in verify_table(old)  # rows stored before report/3 render as before
+    assert "integer: fails" in table and "other readings" not in table  # beside the headline, as verify prints
+
+
+def test_the_readme_table_is_the_table_verify_prints(empty_registry):
+    """The README's quoted table, rendered from the stored rows, is line for line what `spectheory
+    verify` prints (same columns, title and caption), the legend below it aside."""
+    import io
+
+    from rich.console import Console
+
+    from sims.readme_outputs import WIDTH, summary_rows, verify_table
+    from sims.report import print_table
+    _register(parts=(Part("printed", "a", "≤"), Part("integer", "b", "≤")), readings=TWO, check=two_readings_check)
+    report = _report()
+    console = Console(width=WIDTH, record=True, color_system=None, file=io.StringIO())
+    print_table(report, console)
+    printed = [line.rstrip() for line in console.export_text().splitlines()]
+    quoted = verify_table(summary_rows(report)).splitlines()
+    assert printed[:len(quoted)] == quoted
+    assert printed[len(quoted)].startswith("relation: ")  # then the legend
 
 
 def test_list_shows_readings_scope_and_choices(empty_registry):

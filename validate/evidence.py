@@ -195,23 +195,54 @@ def family_modules():
     return mods
 
 
-def logits_evidence(run_dir, alpha: float = 1e-3, progress=None) -> dict[str, list[Evidence]]:
-    """All ``logits`` evidence for a run directory, keyed by claim id (SD plus every family's).
-    ``progress(done, total, name, seconds)``: called after each replay (SD, then each family), so a
-    long replay shows where it is (``spectheory verify --logits`` prints a line each)."""
+#: the claims each logits replay gives evidence to: SD's (this module) and each family's
+#: (``validate.replay_<name>``), so that a run for some claims replays only what they need
+#: (``verify --logits RUN --claims 'sd.*'``: the SD replay alone). A replay module missing here is
+#: always run.
+REPLAY_CLAIMS = {
+    "sd": ("sd.acceptance", "sd.expected_tokens", "sd.walltime"),
+    "ecsv": ("ecsv.falsification", "ecsv.majority"),
+    "ersd": ("ersd.lemma3_1", "zero_order.underestimates"),
+    "loops": ("se.acceptance", "ersd.lemma3_1", "kseq.rho", "gbv.optimal", "spectr_gbv.attains"),
+    "multidraft": ("gbv.optimal", "spectr_gbv.upper_bound", "spectr_gbv.attains"),
+    "sb": ("sb.trunc_geom", "sb.rollback", "sb.speedup", "sb.hrad"),
+    "se": ("se.acceptance", "se.thm3_1", "se.thm3_2"),
+}
+
+
+def replay_name(mod) -> str:
+    """``validate.replay_ecsv`` → ``ecsv``."""
+    return mod.__name__.rsplit(".", 1)[-1].removeprefix("replay_")
+
+
+def replays_for(claims=None) -> list[str]:
+    """The replays (``sd``, then the family modules in discovery order) that give evidence to any
+    of ``claims`` (claim ids; None: every replay)."""
+    names = ["sd"] + [replay_name(m) for m in family_modules()]
+    if claims is None:
+        return names
+    wanted = set(claims)
+    return [n for n in names if n not in REPLAY_CLAIMS or wanted & set(REPLAY_CLAIMS[n])]
+
+
+def logits_evidence(run_dir, alpha: float = 1e-3, progress=None, claims=None, starting=None) -> dict[str, list[Evidence]]:
+    """The ``logits`` evidence for a run directory, keyed by claim id (SD plus every family's);
+    ``claims``: only the replays these claim ids need (:data:`REPLAY_CLAIMS`; None: every replay).
+    ``starting(i, total, name)`` before and ``progress(done, total, name, seconds)`` after each
+    replay, so a long replay shows where it is (``spectheory verify --logits`` prints a line each)."""
     import time
     check_level(alpha)
     run = run_dir if isinstance(run_dir, Run) else load_run(run_dir)
-    mods = list(family_modules())
-    t0 = time.perf_counter()
-    out = sd_evidence(run, alpha)
-    if progress is not None:
-        progress(1, 1 + len(mods), "sd", time.perf_counter() - t0)
-    for i, mod in enumerate(mods):
+    names = replays_for(claims)
+    mods = {replay_name(m): m for m in family_modules()}
+    out: dict[str, list[Evidence]] = {}
+    for i, name in enumerate(names):
+        if starting is not None:
+            starting(i + 1, len(names), name)
         t0 = time.perf_counter()
-        for cid, evs in mod.logits_evidence(run, alpha).items():
+        got = sd_evidence(run, alpha) if name == "sd" else mods[name].logits_evidence(run, alpha)
+        for cid, evs in got.items():
             out.setdefault(cid, []).extend(evs)
         if progress is not None:
-            progress(i + 2, 1 + len(mods), mod.__name__.rsplit(".", 1)[-1].removeprefix("replay_"),
-                     time.perf_counter() - t0)
+            progress(i + 1, len(names), name, time.perf_counter() - t0)
     return out

@@ -208,7 +208,7 @@ def shrink_map(ctx, weighting: Weighting):
                             "source": "the channel model of the paper (independent symmetric branch noise), y drawn "
                                       "from a non-uniform prior as the paper's coding view draws it from p_V",
                             "call": f"import sims.claims.ecsv; sims.claims.ecsv.map_mismatch(sims.claims.ecsv."
-                                    f"{_weighting_name(weighting)}, {V}, {list(eps)!r}, {list(pr)!r})[1]"}
+                                    f"{_weighting_name(weighting)}, {V}, {list(eps)!r}, {list(pr)!r})[:2]"}
     return None
 
 

@@ -40,7 +40,7 @@ from spectheory.rules import ersd as R
 from .. import slack
 from ..registry import REGISTRY, Choice, Control, Part, Reading, Scope, register
 from ..shapes import each, grid, label, least_slack, mc_bound, mc_law, mc_per_state, shrinker, sweep
-from ..shrink import call_line
+from ..shrink import both_numbers, call_line
 from ..slack import PairSpace, search_pairs
 
 PAPER = "kobus2025"  # Kobus & Gündüz, Speculative Decoding via Exponential Races (sims/papers.py)
@@ -157,7 +157,8 @@ def _first_failing(part: str, slack_fn, scan: dict, call, source):
     for pt in grid(**scan):
         value = float(slack_fn(**pt))
         if value < -stats.EXACT_TOL:
-            return {"part": part, **pt, "source": source(**pt), "claimed": 0.0, "measured": value, "call": call(**pt)}
+            return {"part": part, **pt, "source": source(**pt), "claimed": 0.0, "measured": value,
+                    "call": both_numbers(call(**pt), 0.0)}
     return None
 
 
