@@ -121,15 +121,26 @@ class Scope:
     #: pair's rows, e.g. ``saturation``, the guard words with :func:`spectheory.judge.degeneracy.degenerate`).
     #: A claim with a strict part must declare it: ``()`` says that no case of the rule can occur in scope
     degenerate: tuple[str, ...] | None = None
+    #: ``resolve(name) -> pair``: how the rule reads an instance the checks name by a string (a family's
+    #: own instances); None: names are read only by the guard
+    resolve: Callable[[str], Any] | None = None
 
-    def why_out(self, pair, **settings) -> str | None:
+    def why_out(self, pair, *, rule: bool = True, **settings) -> str | None:
         """None if ``pair`` (with ``settings``) is in scope, else the reason it is not: first the
-        non-degeneracy rule for the scope's ``degenerate`` cases, then the claim's own guard."""
-        if self.degenerate:
-            why = degenerate_reason(self.degenerate, pair, **settings)
+        non-degeneracy rule for the scope's ``degenerate`` cases, then the claim's own guard.
+        ``rule=False``: for a part that is not strict the rule does not apply (neither here nor in a
+        degenerate reason the guard words itself)."""
+        if self.degenerate and rule:
+            inst = self.resolve(pair) if self.resolve is not None and isinstance(pair, str) else pair
+            why = degenerate_reason(self.degenerate, inst, **settings)
             if why:
                 return why
-        return None if self.guard is None else self.guard(pair, **settings)
+        why = None if self.guard is None else self.guard(pair, **settings)
+        if why and not rule:
+            from spectheory.judge.degeneracy import case_of
+            if case_of(why) is not None:
+                return None
+        return why
 
 
 def degenerate_reason(cases, pair=None, **settings) -> str | None:
@@ -529,6 +540,11 @@ def total_mc_tests() -> int:
     return sum(c.n_mc_tests for c in load_all().values())
 
 
+def _current_part() -> str | None:
+    from spectheory.judge.evidence import _CURRENT_PART
+    return _CURRENT_PART.get()
+
+
 #: what a scope reason says when the comparison on the instance outside the scope was a tie (a strict
 #: inequality met with equality): the report lists it beside the headline (non-degeneracy rule)
 TIE_THERE = "graded there it fails by equality (a tie)"
@@ -610,26 +626,35 @@ class Context:
         raise KeyError(f"{self.claim_id}: no choice {name!r} declared "
                        f"(choices: {', '.join(c.name for c in self.claim_choices) or 'none'})")
 
-    def out_of_scope(self, pair, **settings) -> str | None:
+    def out_of_scope(self, pair, *, part: str | None = None, **settings) -> str | None:
         """None if ``pair`` is inside the claim's scope (or the claim declares none), else why not
-        (the non-degeneracy rule first, for the scope's ``degenerate`` cases; then the claim's guard)."""
-        why = None if self.scope is None else self.scope.why_out(pair, **settings)
-        self._checked(pair, why)
+        (the non-degeneracy rule first, for the scope's ``degenerate`` cases; then the claim's guard).
+        The rule speaks of strict parts only: for ``part`` (default the part being checked, ``with
+        ctx.part(...)``) that is not strict it does not apply; with no part known it does."""
+        part = part if part is not None else _current_part()
+        why = None if self.scope is None else self.scope.why_out(pair, rule=self._strict(part), **settings)
+        self._checked(pair, part, why)
         return why
 
-    def degenerate(self, pair, **settings) -> str | None:
+    def degenerate(self, pair, *, part: str | None = None, **settings) -> str | None:
         """The non-degeneracy rule alone (the scope's ``degenerate`` cases, not the claim's guard): the
         reason ``pair`` is a degenerate instance, or None. For comparisons whose instances are chosen
         outside the claim's own guard on purpose (a negative control's sources)."""
-        cases = () if self.scope is None else (self.scope.degenerate or ())
-        why = degenerate_reason(cases, pair, **settings) if cases else None
-        self._checked(pair, why)
+        part = part if part is not None else _current_part()
+        cases = () if self.scope is None or not self._strict(part) else (self.scope.degenerate or ())
+        inst = (self.scope.resolve(pair) if cases and self.scope.resolve is not None and isinstance(pair, str)
+                else pair)
+        why = degenerate_reason(cases, inst, **settings) if cases else None
+        self._checked(pair, part, why)
         return why
 
-    def _checked(self, pair, why):
+    def _strict(self, part: str | None) -> bool:
+        known = next((p for p in self.parts if p.id == part), None) if part is not None else None
+        return True if known is None else known.is_strict
+
+    def _checked(self, pair, part, why):
         name = pair if isinstance(pair, str) else getattr(pair, "name", None) or type(pair).__name__
-        from spectheory.judge.evidence import _CURRENT_PART
-        self.scope_checked.append((str(name), _CURRENT_PART.get(), why))
+        self.scope_checked.append((str(name), part, why))
 
     def outside(self, ev: Evidence, reason: str) -> Evidence:
         """Label ``ev`` as evidence about an instance outside the claim's scope (``reason``, e.g.

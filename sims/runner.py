@@ -510,6 +510,12 @@ def _failing_part(claim: Claim, evidence, cex) -> str | None:
     return None
 
 
+def settings_line(cex: dict) -> str:
+    """A counterexample's settings in one line (``V=3, B=2``)."""
+    return ", ".join(f"{k}={v}" for k, v in cex.items()
+                     if k not in ("source", "claimed", "measured", "call", "part", "what", "tie", "note"))
+
+
 def _graded_modes(evidence, part: str) -> set:
     return {e.mode for e in evidence if e.part == part and e.outcome != "info"}
 
@@ -714,7 +720,14 @@ def _claim_entry(claim: Claim, results, user: bool = False, seed: int = 0, quick
             part_notes[pid].append(note)
     by_part: dict = {}
     for x in _counterexamples(cex):  # each counterexample on the part it names (else the first failing one)
-        by_part.setdefault(_failing_part(claim, evidence, x), x)
+        pid = _failing_part(claim, evidence, x)
+        if pid is not None and part_v.get(pid) != "fails":   # a failing instance of an undecided part
+            part_notes[pid].append(f"a failing instance was found ({settings_line(x)}), but the part is "
+                                   f"{part_v[pid]}: not a counterexample")
+            continue
+        by_part.setdefault(pid, x)
+    order = list(claim.principal.parts) + [p.id for p in claim.parts if p.id not in claim.principal.parts]
+    cex = [by_part[pid] for pid in order if pid in by_part] or None   # the headline's parts first
     syn = verdicts.synthetic(evidence)
     classes = {p.id: p.verdict_class for p in claim.parts}
     parts = []

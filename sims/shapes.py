@@ -207,7 +207,9 @@ def in_scope(ctx, pair, ev, *, rule_only: bool = False, **settings):
     graded on goes through the scope this way (or through ``ctx.out_of_scope`` itself).
     ``rule_only``: the non-degeneracy rule alone (``ctx.degenerate``), for instances chosen outside
     the claim's own guard on purpose (a negative control's sources)."""
-    why = ctx.degenerate(pair, **settings) if rule_only else ctx.out_of_scope(pair, **settings)
+    part = next((e.part for e in (ev if isinstance(ev, list) else [ev]) if e.part is not None), None)
+    why = (ctx.degenerate(pair, part=part, **settings) if rule_only
+           else ctx.out_of_scope(pair, part=part, **settings))
     if why:
         for e in ev if isinstance(ev, list) else [ev]:
             ctx.outside(e, why)

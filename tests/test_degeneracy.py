@@ -142,3 +142,23 @@ def test_rule_only_scoping_keeps_a_controls_instances_graded(empty_registry):
     assert kept.outcome == "pass" and dropped.outcome == "info" and guarded.outcome == "info"
     assert [w for _, _, w in ctx.scope_checked][1].startswith("degenerate instance (q = p)")
     assert pair_from_tables([0.5, 0.5], [0.5, 0.5]).V == 2  # (the helper the probes use elsewhere)
+
+
+def test_the_rule_speaks_of_strict_parts_only():
+    """A non-strict part (a law, an equality) keeps its degenerate instances: q = p is in scope for
+    'lossless', outside it for 'rises strictly'; a guard's own degenerate reason is dropped likewise."""
+    from sims.registry import Context
+    guard = lambda pair, **_: D.degenerate("saturation", "at its cap")  # noqa: E731
+    scope = Scope("x", guard=guard, degenerate=("q = p",))
+    ctx = Context(claim_id="toy", scope=scope,
+                  parts=(Part("lossless", "law", "law"), Part("rises", "strictly", "monotone", strict=True)))
+    eq, rnd = _equal_pair(), random_pair(3, 1, seed=2)
+    assert ctx.out_of_scope(eq, part="lossless") is None and ctx.out_of_scope(rnd, part="lossless") is None
+    assert D.case_of(ctx.out_of_scope(eq, part="rises")) == "q = p"
+    assert D.case_of(ctx.out_of_scope(rnd, part="rises")) == "saturation"
+    with ctx.part("lossless"):
+        assert ctx.out_of_scope(eq) is None and ctx.degenerate(eq) is None
+    with ctx.part("rises"):
+        assert ctx.degenerate(eq) is not None
+    assert [p for _, p, _ in ctx.scope_checked] == ["lossless", "lossless", "rises", "rises", "lossless", "lossless",
+                                                   "rises"]

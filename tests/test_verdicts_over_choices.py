@@ -300,3 +300,16 @@ def test_class_registration_rules(empty_registry):
     with pytest.raises(registry.RegistrationError, match="unknown degeneracy"):
         toy(lambda s, c: [], parts=(Part("s", "b", ">"),), scope=Scope("x", degenerate=("p = 0",)))
     toy(lambda s, c: [], parts=(Part("s", "b", ">"),), scope=Scope("x", degenerate=()))   # () is a declaration
+
+
+def test_a_failing_instance_of_an_undecided_part_is_not_a_counterexample(empty_registry):
+    """A shrinker may find a failing instance of a part whose verdict is not 'fails' (an exists part
+    undecided elsewhere): it is a note on the part, never a counterexample of the claim."""
+    def rows(s, c):
+        return [("some", "exact", "fail"), ("some", "mc", "fail" if s == "bad" else "underpowered")]
+    toy(rows, parts=(Part("some", "some setting works", "exists"),), modes=("exact", "mc"), mc_tests=1,
+        shrink=lambda ctx, s: {"part": "some", "V": 3, "claimed": 1.0, "measured": 0.0, "call": "(1.0, 0.0)"})
+    _, c = run()
+    part = c["parts"][0]
+    assert part["verdict"] == "inconclusive" and part["counterexample"] is None and c["counterexample"] is None
+    assert any("not a counterexample" in n and "V=3" in n for n in part["notes"])

@@ -117,12 +117,10 @@ def gbv_rule(ctx, rule):
 def scoped(ctx, evidence, pair, **settings):
     """Evidence on an instance outside the claim's scope turns into info "outside the claim's scope: ..."
     (issue 24, item 2); in scope it is returned unchanged."""
-    why = ctx.out_of_scope(pair, **settings)
-    if why is None:
-        return evidence
     out = []
     for e in evidence if isinstance(evidence, list) else [evidence]:
-        if e.outcome != "info":
+        why = ctx.out_of_scope(pair, part=e.part, **settings)   # the non-degeneracy rule speaks of strict parts
+        if why is not None and e.outcome != "info":
             e = ctx.outside(replace(e, note=f"graded: {e.outcome}; {e.note}"), why)
         out.append(e)
     return out if isinstance(evidence, list) else out[0]

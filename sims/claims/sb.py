@@ -25,7 +25,7 @@ from spectheory.montecarlo import sb as mc
 from spectheory.pairs import aligned_pair, bimodal_pair, dirichlet_source, pair_from_tables
 from spectheory.rules import sb as R
 
-from ..registry import Choice, Control, Part, Reading, Scope, degenerate_reason, register
+from ..registry import Choice, Control, Part, Reading, Scope, register
 from ..shapes import each, grid, label, least_slack, mc_bound, mc_law, mc_mean, shortfall, shrinker, sweep
 from ..shrink import call_line
 from ..slack import exhaustive
@@ -814,9 +814,9 @@ MECHANISM_DEGENERATE = ("q = p", "point-mass draft")
 
 def mechanism_reason(src, c: float = 4.0, study: Study | None = None, gmax: int = 3, component: str | None = None,
                      **_) -> str | None:
-    """The scope guard of sb.rollback and sb.speedup: None when SpecBranch's branching is active on
-    ``src``, else why not: the instance is degenerate (the non-degeneracy rule), or SpecBranch never
-    forks k ≥ 2 branches in a context reached with positive probability (:func:`fork_reason`: it is
+    """The scope guard of sb.rollback and sb.speedup (after the non-degeneracy rule, which the scope
+    applies to strict parts): None when SpecBranch's branching is active on ``src``, else why not:
+    SpecBranch never forks k ≥ 2 branches in a context reached with positive probability (:func:`fork_reason`: it is
     then PEARL with another draft-length rule). For the ablation of H-RAD (``component="no_hrad"``,
     the part about H-RAD's mechanism) H-RAD must not be the constant 'confidence' signal at
     SpecBranch's best γ ≤ ``gmax`` (that is the pure threshold itself: removing it changes nothing);
@@ -824,9 +824,6 @@ def mechanism_reason(src, c: float = 4.0, study: Study | None = None, gmax: int 
     ablation of branching (``"no_branch"``) it must fork. ``study`` None: the counterexample search's
     (H-RAD on 60 prompts, γ ≤ 3)."""
     study = replace(STUDY, hrad_prompts=60) if study is None else study
-    why = degenerate_reason(MECHANISM_DEGENERATE, pair(src))
-    if why:
-        return why
     if component != "no_hrad":
         return fork_reason(src, study.k_max)
     g, _ = best(src, study.sb, c, study, gmax)
@@ -845,7 +842,7 @@ MECHANISM = Scope(
     "(hrad-weak, the part about H-RAD's mechanism) also needs H-RAD not to be the constant 'confidence' signal, "
     "which is the pure threshold itself; a constant H-RAD is otherwise still SpecBranch as deployed, graded. The "
     "ablation of branching (branch-strong) needs branches forked at both alignment levels.",
-    guard=mechanism_reason, degenerate=MECHANISM_DEGENERATE)
+    guard=mechanism_reason, degenerate=MECHANISM_DEGENERATE, resolve=lambda name: pair(name))
 
 
 def strict_gap(*, what: str, tol: float = 1e-6):

@@ -76,8 +76,8 @@ MUTANTS = [
          new="            if Q.size and float(Q.max(axis=1).max()) >= 1.0 - tol:",
          why="a draft that is a point mass in one context only is called a point-mass draft"),
     dict(path="sims/registry.py",
-         old="        if self.degenerate:\n            why = degenerate_reason(self.degenerate, pair, **settings)",
-         new="        if False:\n            why = degenerate_reason(self.degenerate, pair, **settings)",
+         old="        if self.degenerate and rule:",
+         new="        if False:",
          why="a scope that names the rule's cases does not apply the rule"),
     dict(path="sims/registry.py",
          old="        tie = ev.tie or (ev.outcome == \"fail\" and \"tie\" in (ev.note or \"\"))",
@@ -109,3 +109,15 @@ MUTANTS = [
          new="    return combine(evidence)",
          why="an exists part fails on one comparison although another shows it (a fail on undecided evidence)"),
 ]
+MUTANTS.append(
+    dict(path="sims/runner.py",
+         old='        if pid is not None and part_v.get(pid) != "fails":   # a failing instance of an undecided part',
+         new='        if False:   # a failing instance of an undecided part',
+         why="a failing instance of an undecided part is shown as the claim's counterexample"))
+MUTANTS.append(
+    dict(path="sims/registry.py",
+         old="        return True if known is None else known.is_strict",
+         new="        return True",
+         why="the non-degeneracy rule applied to every part, not only the strict ones (q = p dropped from a "
+             "lossless part)",
+         tests="tests/test_degeneracy.py tests/test_multidraft_claims.py"))
