@@ -719,6 +719,7 @@ def _claim_entry(claim: Claim, results, user: bool = False, seed: int = 0, quick
             notes.append(note)
             part_notes[pid].append(note)
     by_part: dict = {}
+    kept = []
     for x in _counterexamples(cex):  # each counterexample on the part it names (else the first failing one)
         pid = _failing_part(claim, evidence, x)
         if pid is not None and part_v.get(pid) != "fails":   # a failing instance of an undecided part
@@ -726,8 +727,8 @@ def _claim_entry(claim: Claim, results, user: bool = False, seed: int = 0, quick
                                    f"{part_v[pid]}: not a counterexample")
             continue
         by_part.setdefault(pid, x)
-    order = list(claim.principal.parts) + [p.id for p in claim.parts if p.id not in claim.principal.parts]
-    cex = [by_part[pid] for pid in order if pid in by_part] or None   # the headline's parts first
+        kept.append(x)
+    cex = kept or None   # the claim shows the shrink's first counterexample of a failing part
     syn = verdicts.synthetic(evidence)
     classes = {p.id: p.verdict_class for p in claim.parts}
     parts = []
