@@ -52,10 +52,14 @@ def _point_mass_pair(V=3):
 
 
 def _instances():
-    """Every built-in instance and every family's own (the sb family's builders)."""
-    from sims.claims import sb
+    """Every built-in instance and every family's own: the sb and ersd families' builders, the ecsv
+    family's sources (V = 3, V = 8, the drafting sources)."""
+    from sims.claims import ecsv, ersd, sb
     out = {n: inst.get(n) for n in inst.names()}
     out.update({n: sb.pair(n) for n in sb._BUILDERS})
+    out.update({n: ersd.get(n) for n in ersd._LOCAL if "V50" not in n})
+    out.update({f"ecsv {n}": p for n, p in {**ecsv.small_sources(), **ecsv.drafting_sources()}.items()})
+    out["ecsv averaged"] = ecsv.averaged_drafting_source()
     return out
 
 
