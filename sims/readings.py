@@ -148,7 +148,7 @@ def _claim(c, row: dict | None) -> list[str]:
             at = (swept.get(ch.name) or {}).get("verdicts") or {}
             lines.append(f"- `{ch.name}`" + (" *(invented by this project)*" if ch.invented else "")
                          + f": default {_value(ch.default)}, values {', '.join(_value(v) for v in ch.values)}. "
-                         + ch.why + (" Verdict: " + ", ".join(f"**{v}** at `{k}`" for k, v in at.items()) + "."
+                         + ch.why.rstrip(".") + "." + (" Verdict: " + ", ".join(f"**{v}** at `{k}`" for k, v in at.items()) + "."
                                      if at else " *(not in the stored run)*"))
         if row and row.get("least_slack_over_choices"):
             lines.append(f"- {_esc(row['least_slack_over_choices'][0].upper() + row['least_slack_over_choices'][1:])}.")
