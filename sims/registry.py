@@ -163,9 +163,9 @@ def degenerate_reason(cases, pair=None, **settings) -> str | None:
 
 @dataclass(frozen=True)
 class Choice:
-    """A modelling choice the paper leaves open (issue 24, item 3): ``default`` is what the
-    checks use; ``values`` the admissible range (its ends, or a few points) the runner sweeps
-    when the principal reading fails, so that a ``fails`` is robust only if it persists across
+    """A modelling choice the paper leaves open (issue 24, item 3; issue 34): ``default`` is what the
+    checks use; ``values`` the admissible range (its ends, or a few points) the runner re-runs every
+    claim at, whatever its verdict, so that a verdict is the headline only if it persists across
     them. ``invented=True`` for a band or tolerance this project invents (the report names it
     as ours). Checks read the value in force with ``ctx.choice(name)``."""
 

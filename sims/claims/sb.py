@@ -1038,14 +1038,17 @@ register(
     interpretation="Rollback rate = tokens discarded by a rejection / (accepted + discarded) drafted tokens on the "
                    "speculation path (SpS: (γ − τ)/γ; a parallel rejection also discards the overlapped draft; "
                    "sibling branches and continuations H-RAD does not submit are not rollback — docs/sb.md). Each "
-                   "method at its own throughput-optimal γ ≤ 8 for c ∈ {2, 4, 8}, SpecBranch with H-RAD trained on the "
-                   "instance (k_max = 4, ε = 0.3); weakly aligned: easy/hard contexts (bimodal) and uniform mixing "
-                   "(mix), V = 6, order 1. Exact: the round chain's long-run rates. MC: kernel rates at c = 4, "
-                   "one-sided z-test of the difference. Strongly aligned pairs: reported (the paper states the "
-                   "ordering for weak alignment). Comparisons with SpecBranch are graded where its mechanism is "
-                   "active (scope); k_max, ε, the target's cost profile, H-RAD's feature noise and the rollback "
-                   "accounting are open choices, swept when the ordering fails. The smallest counterexample in scope "
-                   "(weakly aligned pairs V ≤ 4, best γ ≤ 3) is searched in the default tier.",
+                   "method at its own throughput-optimal γ ≤ max(8, c) for c ∈ {2, 4, 8, 16}, SpecBranch with H-RAD "
+                   "trained on the instance (k_max = 4, ε = 0.3); weakly aligned: easy/hard contexts (bimodal) and "
+                   "uniform mixing (mix), stationary acceptance 0.65 and 0.69, and two pairs in the paper's weak "
+                   "regime (α ≤ 0.5: 0.49 and 0.45), V = 6, order 1. Exact: the round chain's long-run rates. MC: "
+                   "kernel rates at c = 4, one-sided z-test of the difference. Strongly aligned pairs: reported (the "
+                   "paper states the ordering for weak alignment). Comparisons with SpecBranch are graded where it "
+                   "forks (scope; a constant H-RAD is still SpecBranch as deployed); k_max, ε, the target's cost "
+                   "profile, H-RAD's feature noise, the rollback accounting, its denominator (per speculated or per "
+                   "drafted token) and the draft-length policy (each at its own best γ, or a common γ) are open "
+                   "choices, swept like every claim's. The smallest counterexample in scope (weakly aligned pairs "
+                   "V ≤ 4, best γ ≤ 3) is searched in the default tier.",
     parts=(Part("weak.sb-below-sps", "For weakly aligned pairs, SpecBranch's rollback rate is below SpS's.", relation="<"),
            Part("weak.sps-below-pearl", "For weakly aligned pairs, SpS's rollback rate is below PEARL's.", relation="<"),
            Part("strong", "The ordering for strongly aligned pairs.", relation="ordering", checkable=False,
@@ -1165,16 +1168,18 @@ register(
     id="sb.speedup", paper=(PAPER, "liu2025"), reference="Sec. 5, main results and ablation",
     statement="SpecBranch ≥ PEARL ≥ SpS in the pipeline cost model across alignment levels; H-RAD matters most for weak "
               "alignment, branching for strong alignment (ablation).",
-    interpretation="Throughput (tokens per unit time) of each method at its own optimal γ ≤ 8, for c ∈ {2, 4, 8}, flat "
-                   "target cost c, on weakly and strongly aligned pairs of two kinds (easy/hard contexts; uniform "
-                   "mixing; V = 6, order 1); SpecBranch with k_max = 4, ε = 0.3 and H-RAD trained on the instance. "
+    interpretation="Throughput (tokens per unit time) of each method at its own optimal γ ≤ max(8, c), for c ∈ {2, 4, 8, "
+                   "16}, flat target cost c, on weakly and strongly aligned pairs of two kinds (easy/hard contexts; "
+                   "uniform mixing; V = 6, order 1) and two weak-regime pairs (α ≤ 0.5); SpecBranch with k_max = 4, "
+                   "ε = 0.3 and H-RAD trained on the instance. "
                    "Exact: the round chain; MC: kernel throughput ratios at c = 4 (one-sided z-test). Ablation: "
                    "drop = 1 − throughput without the component / with it; 'H-RAD matters most for weak' reads "
                    "drop_weak(no H-RAD) > drop_strong(no H-RAD), 'branching for strong' reads drop_strong(no branches) "
                    "> drop_weak(no branches), per instance kind and c. A target cost growing with the submitted "
                    "tokens, c(1 + 0.1(n − 1)), is reported (and an open choice). Comparisons with SpecBranch are graded "
-                   "where its mechanism is active (scope); k_max, ε, the target's cost profile and H-RAD's feature "
-                   "noise are open choices, swept when the principal reading fails. The smallest counterexample of "
+                   "where it forks (scope; the ablation of H-RAD also needs a non-constant H-RAD); k_max, ε, the "
+                   "target's cost profile, H-RAD's feature noise and the draft-length policy (each at its own best "
+                   "γ, or a common γ) are open choices, swept like every claim's. The smallest counterexample of "
                    "SpecBranch ≥ PEARL in scope (weakly aligned pairs V ≤ 4, best γ ≤ 3) is searched in the default "
                    "tier.",
     parts=(Part("sb-ge-pearl", "SpecBranch is at least as fast as PEARL at every alignment level.", relation="ordering"),
