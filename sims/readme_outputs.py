@@ -41,7 +41,8 @@ _BLOCK = re.compile(r"(<!-- output: (?P<name>[\w-]+) -->\n```text\n)(?P<body>.*?
 def summary_rows(report: dict) -> dict:
     """What the README's table shows of a report (and what the slow tier compares), with every
     reading's verdict (what docs/readings.md quotes, :mod:`sims.readings`) and the real pair's."""
-    from .report import controls_cell, finding, readings_differ, real_pair_text
+    from .report import (claim_class, controls_cell, degenerate_text, finding, readings_differ, real_pair_text,
+                         slack_over_choices_text)
     run = report["run"]
     from .report import verdict_counts
     return {"run": {"seed": run["seed"], "quick": run["quick"], "duration_s": run["duration_s"],
@@ -49,10 +50,13 @@ def summary_rows(report: dict) -> dict:
                     "schema": report.get("schema")},
             "caption": verdict_counts(report),
             "claims": [{"id": c["id"], "relation": c.get("relation"), "verdict": c["verdict"],
-                        "summary": c.get("summary") or c["verdict"], "finding": finding(c),
+                        "summary": c.get("summary") or c["verdict"], "class": claim_class(c), "finding": finding(c),
                         "controls": controls_cell(c),
                         "readings": [{"id": r["id"], "role": r["role"], "verdict": r["verdict"],
                                       "summary": r.get("summary") or r["verdict"]} for r in c.get("readings") or []],
+                        "choices": [{"name": ch["name"], "default": ch["default"], "verdicts": ch.get("verdicts") or {}}
+                                    for ch in c.get("choices") or []],
+                        "least_slack_over_choices": slack_over_choices_text(c), "degenerate": degenerate_text(c),
                         "differ": readings_differ(c), "real": real_pair_text(c)} for c in report["claims"]]}
 
 

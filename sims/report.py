@@ -27,11 +27,16 @@ LEGEND = (
                  "bound; ordering a ranking of methods; monotone in a parameter; scaling a growth rate; exists "
                  "some setting achieves it (a multi-part claim lists its parts' relations, `/`-joined)"),
     ("verdict", "the principal reading's (the paper's words, quoted in the report): holds / fails / inconclusive / "
-                "not-checkable from its parts (any part fails → fails; `fails (1 of 3 parts)` says how many); "
-                "`depends on k_max: ...` when it fails at the default of a choice the paper leaves open but not at "
-                "every value; `fails by equality (tie)` when a strict inequality is only met with equality; "
-                "`holds (identity)` when it rests on proved identities; after `·`, every other reading with its own "
-                "verdict, and the real pair's (logits) verdict, never folded into the headline"),
+                "not-checkable from its parts (any part fails → fails; `fails (1 of 3 parts)` says how many), "
+                "persisting at every value of every choice the paper leaves open (each re-run, whatever the verdict "
+                "at the defaults); `depends on k_max: holds at 2, fails at 4 (default)` when two values of a choice "
+                "give different verdicts, in either direction; `inconclusive over σ: ...` when a value decides "
+                "nothing; `fails by equality (tie)` when a strict inequality is only met with equality; "
+                "`holds (identity)` when it rests on proved identities of the paper's algebra and `holds in the "
+                "reconstructed model` on a model or formula this project reconstructed — neither counts as support "
+                "for the paper; after `·`, every other reading with its own verdict, ties on degenerate instances "
+                "(outside the scope by the non-degeneracy rule), and the real pair's (logits) verdict, never folded "
+                "into the headline"),
     ("what was found", "the verdict in the relation's terms: for a bound its least slack (≥ 0 while it holds) "
                        "and where; for an equality or law the largest exact deviation or the smallest Monte Carlo "
                        "p-value; for a failure the claimed and measured numbers where it fails"),
@@ -244,7 +249,9 @@ def finding(claim: dict) -> str:
     for v in ("fails", "inconclusive", "holds", "not-checkable"):
         p = next((p for p in parts if p["verdict"] == v), None)
         if p is not None:
-            return (f"{p['id']}: " if len(parts) > 1 else "") + part_phrase(claim, p)
+            text = (f"{p['id']}: " if len(parts) > 1 else "") + part_phrase(claim, p)
+            slack = slack_over_choices_text(claim) if claim.get("verdict") == "holds" else ""
+            return text + (f"; {slack}" if slack else "")
     return claim["verdict"]
 
 
@@ -293,12 +300,27 @@ def real_pair_text(claim) -> str:
     return f"real pair: {v} (n {n:,}; {need:,} needed{tail})"
 
 
+def degenerate_text(claim) -> str:
+    """``tie at q = p outside the scope (degenerate: markov1-V3-equal)``: the ties found on degenerate
+    instances (the non-degeneracy rule keeps them out of the headline), '' when there are none."""
+    ties = [d for d in claim.get("degenerate") or [] if d.get("tie")]
+    if not ties:
+        return ""
+    cases: dict = {}
+    for d in ties:
+        cases.setdefault(d["case"], []).append(str(d.get("instance") or "").split(" ")[0])
+    bits = [f"{case} ({', '.join(dict.fromkeys(x for x in names if x)) or 'an instance'})"
+            for case, names in cases.items()]
+    return "tie outside the scope, degenerate: " + "; ".join(bits)
+
+
 def beside(claim) -> list[str]:
     """What is shown beside the headline: each other reading with its verdict (``integer:
-    fails``), then the real pair's verdict."""
+    fails``), the ties on degenerate instances, then the real pair's verdict."""
     out = [f"{r['id']}: {r.get('summary') or r['verdict']}" for r in alternatives(claim)]
+    deg = degenerate_text(claim)
     real = real_pair_text(claim)
-    return out + ([real] if real else [])
+    return out + ([deg] if deg else []) + ([real] if real else [])
 
 
 def verdict_text(claim) -> str:
@@ -326,10 +348,23 @@ def _cite_short(claim) -> str:
     return f"{lead} {r['year']}" + (" +" if len(recs) > 1 else "")
 
 
+def claim_class(claim) -> str:
+    """What a claim's headline rests on: ``evidence``, ``identity`` or ``reconstructed`` (reports
+    before issue 34 have no class: ``holds (identity)`` summaries read as identities)."""
+    if claim.get("class"):
+        return claim["class"]
+    return "identity" if claim["verdict"] == "holds" and "(identity" in (claim.get("summary") or "") else "evidence"
+
+
 def verdict_counts(report) -> str:
+    """``46 claims: 22 hold, 4 hold as identities, 3 hold in the reconstructed model, 14 fail, ...``:
+    holds that cannot fail are counted apart (never as support for the paper)."""
     from collections import Counter
-    n = Counter(c["verdict"] for c in report["claims"])
-    words = [f"{n[v]} {w}" for v, w in (("holds", "hold"), ("fails", "fail"), ("depends", "depend on a choice"),
+    n = Counter(c["verdict"] if c["verdict"] != "holds" or claim_class(c) == "evidence"
+                else f"holds:{claim_class(c)}" for c in report["claims"])
+    words = [f"{n[v]} {w}" for v, w in (("holds", "hold"), ("holds:identity", "hold as identities"),
+                                          ("holds:reconstructed", "hold in the reconstructed model"),
+                                          ("fails", "fail"), ("depends", "depend on a choice"),
                                           ("inconclusive", "inconclusive"), ("not-checkable", "not checkable"))
              if n[v]]
     ctl = [k for c in report["claims"] for k in c.get("controls") or []]
@@ -594,15 +629,31 @@ def claim_text(c: dict, width: int = 100) -> str:
 
 
 def part_verdict_text(p: dict) -> str:
-    """A part's verdict with its kind: ``fails by equality (tie)``, ``holds: identity (proved)``."""
+    """A part's verdict with its kind: ``fails by equality (tie)``, ``holds: identity (proved for B = 3)``,
+    ``holds in the reconstructed model``."""
     v = p["verdict"]
     if v == "fails" and p.get("failure") == "tie":
         v = "fails by equality (tie)"
+    if p.get("class") == "reconstructed":
+        v = f"{v} in the reconstructed model"
     if p.get("identity"):
-        v = f"{v}: identity ({'proved' if p['verdict'] == 'holds' else 'proof ' + p['verdict']})"
+        proved = "proved" + (f" for {p['proved_for']}" if p.get("proved_for") else "")
+        v = f"{v}: identity ({proved if p['verdict'] == 'holds' else 'proof ' + p['verdict']})"
         if p.get("implementation_test"):
             v += f"; implementation test {p['implementation_test']}"
     return v
+
+
+def slack_over_choices_text(c: dict) -> str:
+    """``least slack over the choices: accuracy 0.01723 at accuracy margin = 0.01 (mix-weak-V6 γ=4)``: a
+    hold's least slack over the defaults and every choice value, per inequality part, '' when none."""
+    bits = []
+    multi = len(_parts(c)) > 1
+    for pid, rec in (c.get("least_slack_over_choices") or {}).items():
+        at = "the defaults" if rec.get("choice") is None else f"{rec['choice']} = {_value_text(rec['choice_value'])}"
+        bits.append((f"{pid} " if multi else "") + f"{short_fmt(rec['value'])} at {at}"
+                    + (f" ({rec['instance']})" if rec.get("instance") else ""))
+    return ("least slack over the choices: " + "; ".join(bits)) if bits else ""
 
 
 def readings_lines(c: dict) -> list[str]:
@@ -635,8 +686,9 @@ def scope_lines(c: dict) -> list[str]:
 
 
 def choices_lines(c: dict) -> list[str]:
-    """The open choices (invented ones marked) and, when the principal reading failed, its verdict
-    at each value swept."""
+    """The open choices (invented ones marked), the principal reading's verdict at each value swept
+    (every claim's, whatever its verdict at the defaults), whether the headline persists, and a
+    hold's least slack over them."""
     out = []
     for ch in c.get("choices") or []:
         vals = ", ".join(str(v) for v in ch["values"])
@@ -644,9 +696,13 @@ def choices_lines(c: dict) -> list[str]:
             if ch.get("verdicts") else ""
         out.append(f"- Choice `{ch['name']}`{' (invented by this project)' if ch.get('invented') else ''}: default "
                    f"{ch['default']}, values {vals}. {ch.get('why', '')}{swept}")
-    if c.get("robust") is not None:
-        out.append("- The principal reading's failure is robust: it fails at every value of every open choice."
-                   if c["robust"] else f"- The principal reading's failure {_summary(c)}.")
+    if c.get("choices") and c.get("robust") is not None:
+        out.append(f"- The headline persists: {c['verdict']} at every value of every open choice."
+                   if c["robust"] else f"- The headline does not persist across the choices: {_summary(c)}.")
+    slack = slack_over_choices_text(c)
+    if slack:
+        out.append(f"- {slack[0].upper()}{slack[1:]}; recompute: "
+                   + "; ".join(f"`{r['call']}`" for r in c["least_slack_over_choices"].values() if r.get("call")))
     return (["**Open choices.**", ""] + out + [""]) if out else []
 
 

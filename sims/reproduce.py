@@ -1,6 +1,7 @@
 """Every printed number is recomputed by the call printed beside it (issue 24, item 5).
 
-A report prints, beside each counterexample, least-slack record and out-of-scope finding, one line
+A report prints, beside each counterexample, least-slack record (a part's, and a hold's least slack over
+its open choices) and out-of-scope finding, one line
 of Python (``call``) that recomputes its numbers. :func:`mismatches` runs every such call of a
 report with :func:`sims.shrink.recompute` and compares what it returns with the printed numbers at
 the precision the report prints them (a counterexample's claimed and measured: 6 significant
@@ -52,6 +53,8 @@ def printed_calls(report: dict, controls: bool = True) -> list[dict]:
             cex(c["id"], f"control {k['name']}", k.get("counterexample"))
             for pid, rec in (k.get("least_slack") or {}).items():
                 slack(c["id"], f"control {k['name']} part {pid}", rec)
+        for pid, rec in (c.get("least_slack_over_choices") or {}).items():
+            slack(c["id"], f"part {pid} over the choices", rec)
         for f in (c.get("scope") or {}).get("out_of_scope") or []:
             if f.get("call"):
                 out.append({"claim": c["id"], "where": f"outside the scope ({f.get('part')})",
