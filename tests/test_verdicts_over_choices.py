@@ -269,7 +269,7 @@ def test_a_property_of_the_reconstructed_model_is_its_own_class(empty_registry):
     assert c["summary"] == "holds in the reconstructed model (2 of 2 parts)"
     assert part_verdict_text(c["parts"][0]) == "holds in the reconstructed model"
     assert c["parts"][0]["reconstructed"] == "the formula is lost; derived here"
-    assert verdict_counts(rep) == "1 claims: 1 hold in the reconstructed model; negative controls rejected: 1 of 1"
+    assert verdict_counts(rep) == "1 claim: 1 hold in the reconstructed model; negative controls rejected: 1 of 1"
 
 
 def test_evidence_beside_identities_and_reconstructions_is_counted_as_evidence(empty_registry):
@@ -281,7 +281,7 @@ def test_evidence_beside_identities_and_reconstructions_is_counted_as_evidence(e
     assert c["summary"] == "holds (3 of 3 parts; 1 identity, 1 in the reconstructed model)"
     assert part_verdict_text(next(p for p in c["parts"] if p["id"] == "id")) == ("holds: identity (proved for B = 3); "
                                                                                     "implementation test holds")
-    assert verdict_counts(rep).startswith("1 claims: 1 hold;")
+    assert verdict_counts(rep).startswith("1 claim: 1 hold;")
 
 
 def test_identities_alone_are_counted_apart(empty_registry):
