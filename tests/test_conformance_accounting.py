@@ -17,10 +17,10 @@ import pytest
 
 import spectheory.conformance
 from spectheory import conformance as sc
-from spectheory.conformance import multidraft as md
+from spectheory.conformance.kinds import multidraft as md
 from spectheory.conformance.compiled import compiled_in
 from spectheory.conformance.forced import CountingGenerator, ForcedUniforms, smallest_uniform
-from spectheory.conformance.multidraft_api import check_multidraft_verifier
+from spectheory.conformance import check_multidraft_verifier
 
 SMALL = dict(instances=("markov1-V3-mix0.4",), gammas=(2,), n=1000, controls=False)
 _CACHE: list = []

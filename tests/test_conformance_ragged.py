@@ -120,7 +120,7 @@ def _api(fn, **kw):
 
 
 def _reference(bonus="given"):
-    from spectheory.conformance.ragged import from_block
+    from spectheory.conformance.kinds.ragged import from_block
     from spectheory.conformance.references import reference_verifier
     return from_block(reference_verifier, bonus, name="reference")
 
@@ -155,7 +155,7 @@ def test_seeded_and_deterministic():
 def test_layout_seen_by_the_sampler():
     """What fn receives: drafts flattened in request order, cu the cumulative lengths, rows at the
     drafted positions (given bonus) or γ_b + 1 rows per request (bonus inside); γ_b = 0 included."""
-    from spectheory.conformance.ragged import RaggedSampler, Request
+    from spectheory.conformance.kinds.ragged import RaggedSampler, Request
     seen = {}
 
     def spy(ids, cu, q, p, bonus, rng):
@@ -189,7 +189,7 @@ def test_layout_seen_by_the_sampler():
 ])
 def test_invalid_outputs_are_named(out, msg):
     from spectheory.conformance import VerifierOutputError
-    from spectheory.conformance.ragged import rows_of
+    from spectheory.conformance.kinds.ragged import rows_of
     with pytest.raises(VerifierOutputError, match=msg.replace("(", r"\(").replace(")", r"\)")):
         rows_of(np.array(out), [1, 0], 3)
 
@@ -198,7 +198,7 @@ def test_independence_check_rejects_dependence_and_holds_on_independence():
     """cross_request_independence on synthetic traces: neighbours' first tokens drawn
     independently (holds, powered at n = 20,000) and equal half of the time (fails)."""
     from spectheory import instances as inst
-    from spectheory.conformance.ragged import RaggedTrace, cross_request_independence
+    from spectheory.conformance.kinds.ragged import RaggedTrace, cross_request_independence
     pair = inst.get("iid-V3-equal")
     rng = np.random.default_rng(5)
     n = 20_000

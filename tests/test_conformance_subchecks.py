@@ -25,13 +25,15 @@ import pytest
 
 from spectheory import instances as inst
 from spectheory.conformance import checks as C
-from spectheory.conformance import multidraft as MD
+from spectheory.conformance.kinds import multidraft as MD
 from spectheory.conformance import references as R
 from spectheory.conformance.adapters import BlockVerifier
-from spectheory.conformance.api import (INSTANCES, Plan, check_block_verifier, check_decoding_step, run_sequential,
-                                        step_from_block_verifier)
-from spectheory.conformance.driver import BlockRunner, Trace
-from spectheory.conformance.probes import base_probes, run_probes, zero_mass_probes
+from spectheory.conformance import INSTANCES, check_block_verifier, check_decoding_step, step_from_block_verifier
+from spectheory.conformance.driver import Plan, run_sequential
+from spectheory.conformance.kind import Block
+from spectheory.conformance.kinds.block import BlockKind, BlockRuns
+from spectheory.conformance.probes import base_probes, probe_list, run_probes, zero_mass_probes
+from spectheory.conformance.runs import Trace
 from spectheory.conformance.sequential import design
 
 FIX = Path(__file__).parent / "conformance_fixtures"
@@ -686,7 +688,7 @@ MULTI_N_OF = {("first_tokens", 0): "runs", ("token_law_by_state", 0): "tokens", 
 
 @pytest.mark.parametrize("K,tree", [(2, None), (1, (2, 2))])
 def test_multidraft_report_sizes_on_every_default_instance(K, tree):
-    from spectheory.conformance.multidraft_api import check_multidraft_verifier
+    from spectheory.conformance import check_multidraft_verifier
     fn = MD.multiround_drafts() if tree is None else MD.multiround_tree()
     stub = Counting(fn)
     n = 200

@@ -185,9 +185,15 @@ class CountingGenerator(np.random.Generator, DrawCounter):
                 object.__setattr__(self, "extremes", self.extremes + 1)
                 return self._moved(v, bits)
             return v
-        if v.size and (v.min() == 0 or v.max() == np.asarray(top, dtype=v.dtype)):
-            n = int((v == 0).sum() + (v == np.asarray(top, dtype=v.dtype)).sum())
-            object.__setattr__(self, "extremes", self.extremes + n)
+        n = v.size
+        if n <= 8:  # a few values: cheaper in Python than two reductions
+            vals = v.ravel().tolist() if n != 1 else [v.item()]
+            hit = sum(1 for x in vals if x == 0.0 or x == top)
+        else:
+            hit = int((v == 0).sum() + (v == np.asarray(top, dtype=v.dtype)).sum()) \
+                if v.min() == 0 or v.max() == np.asarray(top, dtype=v.dtype) else 0
+        if hit:
+            object.__setattr__(self, "extremes", self.extremes + hit)
             return self._moved(v, bits)
         return v
 
@@ -195,9 +201,14 @@ class CountingGenerator(np.random.Generator, DrawCounter):
         return v
 
     def random(self, size=None, dtype=np.float64, out=None):
-        self._count(_size_of(size))
+        if not self._inside:
+            k = 1 if size is None else (size if type(size) is int else _size_of(size))
+            kind = self._kind or "uniform"
+            self.by_kind[kind] += k
+            if kind == "exponential" and k == 1:
+                object.__setattr__(self, "scalar_exponentials", self.scalar_exponentials + 1)
         v = super().random(size, dtype=dtype, out=out)
-        return self._extreme(v, 24 if np.dtype(dtype) == _F32 else 53)
+        return self._extreme(v, 53 if dtype is np.float64 or np.dtype(dtype) != _F32 else 24)
 
     def uniform(self, low=0.0, high=1.0, size=None):
         u = self.random(size)  # the same stream as Generator.uniform: low + (high − low)·next_double

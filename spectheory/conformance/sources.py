@@ -59,17 +59,29 @@ def _uniform_array(rng, shape, np_dtype):
     return uniform_values(rng, shape, "float32" if np.dtype(np_dtype) == np.float32 else "float64")
 
 
+def _frozen(x):
+    """A hashable, comparable copy of a generator state (arrays as bytes: repr of a 624-word
+    Mersenne state costs milliseconds)."""
+    if isinstance(x, dict):
+        return tuple((k, _frozen(v)) for k, v in x.items())
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, (list, tuple)):
+        return tuple(_frozen(v) for v in x)
+    return x
+
+
 def _state(obj):
     """A comparable snapshot of a generator's state (None: not a generator we know)."""
     if isinstance(obj, _BitGenerator):
-        return ("bit", repr(obj.state))
+        return ("bit", _frozen(obj.state))
     if isinstance(obj, ForcedUniforms):
         return ("forced", obj.draws)
     if isinstance(obj, np.random.Generator):
-        return ("np", repr(obj.bit_generator.state))
+        return ("np", _frozen(obj.bit_generator.state))
     if isinstance(obj, np.random.RandomState):
         st = obj.get_state(legacy=False)
-        return ("rs", repr(st))
+        return ("rs", _frozen(st))
     if isinstance(obj, _pyrandom.Random):
         try:
             return ("py", obj.getstate())
@@ -631,6 +643,26 @@ class _Missing:
 
 
 _MISSING = _Missing()
+
+
+@contextlib.contextmanager
+def fixed_globals(seed: int):
+    """torch's, NumPy's and Python's global generators at a fixed state inside the block (their
+    states restored after): a probe whose draws escape the routing then makes the same draws in
+    every report, whatever the run's seed."""
+    torch = sys.modules.get("torch")
+    saved = (np.random.get_state(), _pyrandom.getstate(), torch.random.get_rng_state() if torch is not None else None)
+    np.random.seed(seed)
+    _pyrandom.seed(seed)
+    if torch is not None:
+        torch.random.manual_seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(saved[0])
+        _pyrandom.setstate(saved[1])
+        if torch is not None:
+            torch.random.set_rng_state(saved[2])
 
 
 def torch_uniforms(rng):
