@@ -104,13 +104,13 @@ def conformance(
 ):
     """Test a speculative-sampling implementation for losslessness against the exact theory."""
     from spectheory import conformance as sc
-    from spectheory.conformance.kinds import KINDS, get_kind
+    from spectheory.conformance.kinds import KINDS, get_kind, spelled
 
     from sims.report import to_markdown
     from spectheory.judge.format import write_json
     fn = load_target(target)
     if kind not in KINDS:
-        raise typer.BadParameter("kind must be " + ", ".join(f"'{k}'" for k in KINDS), param_hint="--kind")
+        raise typer.BadParameter(f"kind must be {spelled()}", param_hint="--kind")
     defaults = get_kind(kind)
     g = _ints(gammas, "--gammas") or defaults.GAMMAS
     inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or defaults.INSTANCES

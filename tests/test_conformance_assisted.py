@@ -142,8 +142,14 @@ def test_reference_stack_holds_with_power_and_every_control_fails():
     assert r["verdicts"]["standard"]["verdict"] == "not-checkable"
     for c in r["claims"]:
         assert all(e["outcome"] == "pass" and e["detectable"] <= e["tolerance"] for e in c["evidence"]), c["evidence"]
-        assert {k["name"]: k["verdict"] for k in c["controls"]} == {
-            "target-unprocessed": "fails", "cache-not-cropped": "fails", "residual=norm(p)": "fails"}
+        ctl = {k["name"]: k["verdict"] for k in c["controls"]}
+        # top-k 2 of 3 tokens: the processed target has zeros, which both wiring bugs emit (a proof, at once);
+        # the law checks are failed by the wrong residual (the wiring bugs' law effect beyond the impossible
+        # tokens is small at control_n = 1,500 calls)
+        must = ("target-unprocessed", "cache-not-cropped") if c["id"] == "conformance.impossible_tokens" else \
+            ("residual=norm(p)",)
+        assert all(ctl[m] == "fails" for m in must), (c["id"], ctl)
+        assert c["verdict"] == "holds" and not c["notes"], c
     assert r["warnings"] == []
 
 

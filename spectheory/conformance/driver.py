@@ -145,6 +145,8 @@ def run_subject(kind, plan: Plan, seed: int, bar=None):
                                             decided_at=at)
         for cid, e in ev.items():
             subject[cid].extend(e)
+        if hasattr(runner, "finalize"):
+            runner.finalize()
         if crash is not None:
             crashes.append({"instance": block.label if block.setting is not None else block.instance,
                             "gamma": block.gamma, **crash.to_json()})

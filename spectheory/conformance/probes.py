@@ -25,8 +25,9 @@ A probe is **applied** only if its forced values decided every step of the call
 draft with 0 < p(x) < q(x); a decision at p(x) = 0 (reject) or p(x) ≥ q(x) (accept) needs none,
 so a sampler that makes it without a draw is graded on its output — were matched by as many
 uniforms from the forced source, and every last token whose law has two or more possible tokens by
-one value more; no draw escaped during the call; the statistical runs did not show the sampler
-reusing uniforms across calls; no compiled code that bypasses the routing was found. Otherwise both
+one value more; the call drew at least one value from the forced source; no draw escaped during the
+call; the statistical runs did not show the sampler reusing uniforms across calls; no compiled code
+that bypasses the routing was found. Otherwise both
 rows are ``info`` ("not applied", with the reason), never a pass; a violation found anyway (a p = 0
 token emitted, a crash) still fails.
 
@@ -281,9 +282,10 @@ def accounting(rng, needed: tuple[int, int] | None, escaped=(), blocked=()) -> l
     reasons = list(blocked)
     if escaped:
         reasons.append("draws escaped the forced source: " + ", ".join(escaped))
+    if rng.total() == 0:  # no forced value reached the call: nothing of it was decided by them
+        reasons.append("the sampler drew nothing from the forced source")
+        return reasons
     if needed is None:
-        if rng.draws == 0:
-            reasons.append("the sampler drew no uniform from the forced source")
         return reasons
     d, total_needed = needed
     u, total = rng.decision_values(), rng.total()

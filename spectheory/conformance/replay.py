@@ -268,7 +268,7 @@ def attach(kind, claims: list, crashes: list, blocks: list, findings: list, *, t
             if f is not None:
                 c["counterexample"] = {"instance": f["instance"], "gamma": f["gamma"], "context": f["context"],
                                        "inputs": f["inputs"], "output": f["output"], "call": f["call_line"]}
-            continue
+                continue  # else (a kind whose calls cannot be rerun alone): the check replayed from the seed
         block = next((b for b in blocks if e0["instance"] == b.get("label")
                       or e0["instance"].startswith(str(b.get("label")) + " ")), None)
         if block is None:

@@ -268,7 +268,7 @@ class Runs:
         self._args = (sampler, pair, gamma, n_tokens, seed, name)
         self._capture_call: int | None = None  # a replay stops before this call, keeping its inputs
         self.captured: dict | None = None
-        draft_ss, verifier_ss, completion_ss = spawn(seed, 3)
+        draft_ss, verifier_ss, completion_ss = self.streams(seed)
         # plain constructors: a replay (inputs_of_call) builds a runner inside the routing block,
         # where default_rng is routed
         self.draft_rng = np.random.Generator(np.random.PCG64(draft_ss))
@@ -290,12 +290,17 @@ class Runs:
         self.impossible = 0
         #: look for what triggered a failure (off for the negative controls: only their verdicts count)
         self.trace_failures = True
+        self._pending: list = []  # impossible-token calls whose trigger finalize() looks for
         self._replayed: dict = {}
         #: (exception type, location) → the event that triggered such a crash (found once per block)
         self._events: dict = {}
         self.setup()
 
     # --- what a kind implements ------------------------------------------------------------------
+    def streams(self, seed) -> tuple:
+        """The seeds of the drafting stream, the sampler's generator and the completion draws."""
+        return tuple(spawn(seed, 3))
+
     def setup(self) -> None:
         """Per-runner preparation (tables, represented rows)."""
 
@@ -466,17 +471,30 @@ class Runs:
                 **(trigger or {"event": None, "probability": None}), **(extra or {})}
 
     def _impossible(self, prepared, out, s, bad, x0):
+        """An impossible token: counted now, its trigger looked for after the runs (:meth:`finalize`:
+        a replay calls the sampler, which must not touch the runs of a sampler that keeps state)."""
         self.impossible += 1
-        if not self.trace_failures or len([f for f in self.findings if f["what"] == "impossible token"]) >= MAX_TRACED:
-            return
+        if self.trace_failures and len(self._pending) < MAX_TRACED and self._capture_call is None:
+            self._pending.append((self.calls, self.n_runs, prepared, out, s, bad, self.rng.extremes > x0))
+
+    def finalize(self) -> None:
+        """Look for what triggered the impossible tokens seen (at most :data:`MAX_TRACED` per
+        block): the replay of each call from the seed, with its extremes moved inside."""
         V, S = self.pair.V, self.pair.n_states
-        trig = self.trigger(prepared, lambda o: o is None or bool(impossible_positions(self.p_list, s, o, V, S)),
-                            self.rng.extremes > x0)
-        if trig is not None:
-            trig = {k: v for k, v in trig.items() if k != "output"}
-        i, t = bad[0]
-        self.findings.append(self._finding("impossible token", prepared, s, out, trig,
-                                           {"position": i, "token": t}))
+        pending, self._pending = self._pending, []
+        calls, runs = self.calls, self.n_runs
+        with self.sources.active(self.label()):
+            for call, run, prepared, out, s, bad, extremes in pending:
+                self.calls = call
+                trig = self.trigger(prepared, lambda o: o is None or bool(impossible_positions(self.p_list, s, o, V, S)),
+                                    extremes)
+                if trig is not None:
+                    trig = {k: v for k, v in trig.items() if k != "output"}
+                i, t = bad[0]
+                f = self._finding("impossible token", prepared, s, out, trig, {"position": i, "token": t})
+                f["context"] = f"call {call}, run {run + 1}, {self.context_of(prepared, s)}"
+                self.findings.append(f)
+        self.calls = calls
 
     def _crashed(self, err, prepared, s, x0, depth: int = 0):
         """A call that raised (or returned an invalid block). When an extreme uniform triggered it

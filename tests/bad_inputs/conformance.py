@@ -244,7 +244,7 @@ ROWS = [
     bad("conformance.replay_check unknown check", sc.replay_check, TARGET, check="nope", instance="iid-V1", gamma=1,
         runs=10, alpha=0.01, match="unknown check 'nope'"),
     bad("conformance.replay_check bad kind", sc.replay_check, TARGET, check="conformance.first_tokens",
-        instance="iid-V1", gamma=1, runs=10, alpha=0.01, kind="tree", match="kind must be 'block', 'multidraft', 'assisted' or 'ragged'"),
+        instance="iid-V1", gamma=1, runs=10, alpha=0.01, kind="tree", match="kind must be 'block', 'step', 'multidraft', 'assisted' or 'ragged'"),
     bad("testing.assert_lossless bad kind", lambda: __import__("spectheory.testing").testing.assert_lossless(
         REF, kind="tree"), match="kind must be one of"),
     bad("testing.assert_lossless not callable", lambda: __import__("spectheory.testing").testing.assert_lossless(

@@ -31,9 +31,12 @@ from ..trial import SANITY_CALLS, SANITY_DRAFT, SANITY_TOKEN, SANITY_V, adapter_
 SPARSE = "iid-V4096-sparse4"
 
 
-def _has_zero(name: str) -> bool:
+def floor_shows(name: str) -> bool:
+    """Whether the impossible-token control (a floor of 1e-5 on every token) shows on an instance: a
+    large vocabulary with tokens of probability 0, where the floor's mass ~V·1e-5 is seen at once."""
     from ... import instances as inst
-    return bool((inst.get(name).target.table <= 0).any())
+    pair = inst.get(name)
+    return pair.V >= 1000 and bool((pair.target.table <= 0).any())
 
 
 #: on iid-V3-disjoint every call emits one token, its correction drawn from p, whatever γ (the first
@@ -168,7 +171,7 @@ class BlockKind(Kind):
         from ..references import CONTROLS
         roles = {"accept-u≤ratio": ("support probes",), "unguarded-residual": ("support probes",),
                  "lossless:accept=p(x)": ("checks", "standard probes")}
-        return [Control(c, f, d, roles.get(c, ("checks",)), applies=(lambda b: _has_zero(b.instance))
+        return [Control(c, f, d, roles.get(c, ("checks",)), applies=(lambda b: floor_shows(b.instance))
                         if c == "residual-clamped-1e-5" else None) for c, f, d in CONTROLS]
 
     def control_sampler(self, control, for_probes=False):

@@ -61,7 +61,7 @@ from ..probes import ProbeRequest, probe_list
 from ..runs import Runs, Trace, rows_json
 from ..trial import (SANITY_CALLS, SANITY_DRAFT, SANITY_TOKEN, SANITY_V, adapter_choices, check_arity, cli_flags,
                      sanity_rows)
-from .block import SPARSE, block_plan, _has_zero, residual_zero_mass
+from .block import SPARSE, block_plan, floor_shows, residual_zero_mass
 
 __all__ = ["MultiDraftKind", "MultiDraftVerifier", "check_multidraft_verifier", "specinfer_drafts_law",
            "specinfer_tree_law", "tree_size", "check_tree"]
@@ -572,7 +572,7 @@ class MultiDraftKind(Kind):
             if layout != v.layout or (v.tree is None and v.K < min_k):
                 continue
             roles = ("support probes",) if role == "probes" else ("checks",)
-            out.append(Control(cname, fn, desc, roles, applies=(lambda b: _has_zero(b.instance))
+            out.append(Control(cname, fn, desc, roles, applies=(lambda b: floor_shows(b.instance))
                                if role == "impossible" else None))
         return out
 

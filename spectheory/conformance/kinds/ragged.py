@@ -58,7 +58,7 @@ from ..probes import ProbeRequest, probe_list
 from ..runs import CallLedger, Recorder, Trace, VerifierCrash, crash_from, impossible_positions, rows_json, spawn
 from ..trial import (SANITY_CALLS, SANITY_DRAFT, SANITY_V, ConformanceUsageError, check_arity, cli_flags,
                      torch_available)
-from .block import SPARSE, block_plan, BlockKind, _has_zero
+from .block import SPARSE, block_plan, BlockKind, floor_shows
 
 OFFSETS = ("cu", "counts")
 BONUS = ("given", "inside")
@@ -837,7 +837,7 @@ class RaggedKind(Kind):
         names = {c for chk in self.checks() for c in chk.controls}
         roles = {"accept-u≤ratio": ("support probes",), "unguarded-residual": ("support probes",),
                  "lossless:accept=p(x)": ("checks", "standard probes")}
-        return [Control(c, f, d, roles.get(c, ("checks",)), applies=(lambda b: _has_zero(b.instance))
+        return [Control(c, f, d, roles.get(c, ("checks",)), applies=(lambda b: floor_shows(b.instance))
                         if c == "residual-clamped-1e-5" else None)
                 for c, f, d in controls(self.sampler.bonus) if c in names or c in roles]
 

@@ -62,6 +62,11 @@ class StepRuns(Runs):
     def _kwargs(self) -> dict:
         return {"sources": self.sources, "models": self._models}
 
+    def streams(self, seed) -> tuple:
+        from ..runs import spawn
+        step_ss, completion_ss = spawn(seed, 2)  # a step drafts by itself: no drafting stream of ours
+        return step_ss, step_ss, completion_ss
+
     def setup(self):
         self.prefix = [0] * max(self.pair.target.order, 1)
         target_lm, draft_lm = self._models if self._models is not None else self.sampler.models(self.pair)
@@ -147,8 +152,8 @@ class StepKind(Kind):
 
     def controls(self):
         from ..references import CONTROLS
-        from .block import _has_zero
-        return [Control(c, f, d, applies=(lambda b: _has_zero(b.instance)) if c == "residual-clamped-1e-5" else None)
+        from .block import floor_shows
+        return [Control(c, f, d, applies=(lambda b: floor_shows(b.instance)) if c == "residual-clamped-1e-5" else None)
                 for c, f, d in CONTROLS if any(c in k.controls for k in self.checks())]
 
     def control_sampler(self, control, for_probes=False):
