@@ -382,3 +382,58 @@ def test_a_ragged_sampler_reusing_its_decision_uniform_for_the_correction_fails_
     r = sc.check_ragged_sampler(_fx("ragged_bugs.py", "reused_uniform"), framework="torch", n=2000,
                                 instances=("markov1-V4-topk2",), controls=False, probes=False)
     assert _lossless(r) == ("fails", "law")
+
+
+# --- the defaults, a law bug that drew an extreme, escaped draws made again --------------------------
+
+def test_the_defaults_include_a_large_sparse_vocabulary_for_the_impossible_token_check():
+    from spectheory.conformance.kinds.block import BlockKind, block_plan
+    from spectheory.conformance.kinds.multidraft import MultiDraftKind
+    from spectheory.conformance.kinds.ragged import RaggedKind
+    from spectheory.conformance.checks import CHECKS, IMPOSSIBLE_ID
+    for kind in (BlockKind, MultiDraftKind, RaggedKind):
+        assert SPARSE[0] in kind.INSTANCES, kind
+    plan = block_plan(CHECKS, BlockKind.INSTANCES, (1, 3))
+    sparse = [b for b in plan if b.instance == SPARSE[0]]
+    assert [(b.gamma, b.checks) for b in sparse] == [(3, (IMPOSSIBLE_ID,))]
+
+
+def _always_impossible_with_many_uniforms(p, q, draft, rng):
+    """A law bug (token 0, p = 0 on the sparse instance, every call) that also draws four million
+    float32 uniforms a call, so exact zeros are drawn: the zeros are not its trigger."""
+    rng.random(2 ** 22, dtype=np.float32)
+    return [0]
+
+
+def test_a_law_bug_that_also_drew_an_extreme_is_still_law():
+    """The nudged replay of an impossible-token call still emits the impossible token: the extremes
+    drawn in the run (about ten in 40 calls) did not trigger it, so the failure is law (a proof)."""
+    from spectheory.conformance.kinds.block import BlockKind
+    kind = BlockKind(_always_impossible_with_many_uniforms)
+    runs = kind.runner(kind.sampler, kind.replay_block(SPARSE[0], 1), 5)
+    runs.extend(40)
+    runs.finalize()
+    assert runs.rng.extremes > 0 and runs.impossible == runs.calls == 40
+    assert len(runs.findings) == 3 and all(f["event"] is None for f in runs.findings), runs.findings
+
+
+def _escaped_poisson(p, q, draft, rng):
+    """Alg. 1, but when an unrouted draw from torch's global generator (torch.poisson) comes out 5 it
+    accepts the drafted token whatever p says."""
+    import torch
+    if int(torch.poisson(torch.tensor(4.0))) == 5:
+        return [int(draft[0])] + [sc.inverse_cdf(np.asarray(p)[1], rng.random())]
+    return sc.reference_verifier(p, q, draft, rng)
+
+
+def test_a_probe_whose_draws_escape_is_made_again_from_fixed_states():
+    """Torch's generator at the fixed states of the probes gives poisson draws 3, 5, …: the first call
+    of the u = 0 probe is valid, the second accepts the p = 0 token — found, in every report alike."""
+    pytest.importorskip("torch")
+    from spectheory.conformance.kinds.block import BlockKind
+    from spectheory.conformance.probes import run_probe
+    kind = BlockKind(_escaped_poisson)
+    probe = next(pr for pr in kind.probes(kind.sampler) if pr.name == "p=0 drafted token, u=0")
+    support, _, result = run_probe(kind, kind.sampler, probe)
+    assert support.outcome == "fail" and "emitted token 0 has p = 0" in support.note
+    assert "torch's global generator" in support.note  # not applied, and a violation all the same
