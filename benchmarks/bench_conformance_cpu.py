@@ -9,6 +9,10 @@ is in wall seconds and is given beside it, with the load average and the verdict
 
     .venv/bin/python benchmarks/bench_conformance_cpu.py --json /tmp/cpu.json            # every target
     .venv/bin/python benchmarks/bench_conformance_cpu.py --only torch_sd --repeat 2
+    .venv/bin/python benchmarks/bench_conformance_cpu.py --before /path/to/old/checkout   # back to back
+
+``--before DIR``: each target runs twice in a row, first with ``PYTHONPATH=DIR`` (the code of
+another checkout, same interpreter and packages), then with this one, so both see the same load.
 
 Summary lines: median and max CPU seconds of the NumPy and of the torch block verifiers.
 """
@@ -41,14 +45,18 @@ TARGETS = [
 ]
 
 
-def run_one(target: str, options: list[str]) -> dict:
+def run_one(target: str, options: list[str], report_only: bool = True, pythonpath: str = "") -> dict:
+    """One child run of ``spectheory conformance TARGET OPTIONS``: its CPU and wall seconds, exit
+    status, the report's split and verdicts (``report_only=False``: the exit status is the
+    failure kind's, 1 law, 3 boundary, 4 crash)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
         cmd = [sys.executable, "-m", "spectheory_cli.main", "conformance", target, *options, "--no-progress",
-               "--report-only", "--json", str(out), "--markdown", str(Path(tmp) / "r.md")]
+               *(["--report-only"] if report_only else []), "--json", str(out), "--markdown", str(Path(tmp) / "r.md")]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         load0, t0 = os.getloadavg()[0], time.perf_counter()
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        env = dict(os.environ, PYTHONPATH=pythonpath) if pythonpath else None
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -62,7 +70,8 @@ def run_one(target: str, options: list[str]) -> dict:
                        runs=sum(b.get("runs", 0) for b in run.get("blocks", [])),
                        lossless=rep["verdicts"]["lossless"]["verdict"],
                        severity=rep["verdicts"]["lossless"].get("severity"),
-                       standard=rep["verdicts"]["standard"]["verdict"])
+                       standard=rep["verdicts"]["standard"]["verdict"],
+                       top_line=proc.stdout.lstrip().splitlines()[0][:300] if proc.stdout.strip() else "")
         else:
             row["stderr"] = proc.stderr[-2000:]
         return row
@@ -73,6 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="comma-separated target names")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", default="")
+    ap.add_argument("--before", default="", help="an old checkout: run it back to back with this one")
     args = ap.parse_args(argv)
     only = {s for s in args.only.split(",") if s}
     rows = []
@@ -80,13 +90,16 @@ def main(argv=None) -> int:
         if only and name not in only:
             continue
         for k in range(args.repeat):
-            row = {"name": name, "framework": fw, "repeat": k, **run_one(target, opts)}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    for fw in ("numpy", "torch"):
-        cpu = [r["cpu_s"] for r in rows if r["framework"] == fw]
-        if cpu:
-            print(f"{fw}: {len(cpu)} runs, CPU s median {statistics.median(cpu):.1f}, max {max(cpu):.1f}")
+            for code in (["before", "after"] if args.before else ["this"]):
+                row = {"name": name, "framework": fw, "repeat": k, "code": code,
+                       **run_one(target, opts, pythonpath=args.before if code == "before" else "")}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    for code in dict.fromkeys(r["code"] for r in rows):
+        for fw in ("numpy", "torch"):
+            cpu = [r["cpu_s"] for r in rows if r["framework"] == fw and r["code"] == code]
+            if cpu:
+                print(f"{code} {fw}: {len(cpu)} runs, CPU s median {statistics.median(cpu):.1f}, max {max(cpu):.1f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

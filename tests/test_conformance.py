@@ -102,7 +102,8 @@ def test_broken_rules_fail_every_relevant_check(python_report):
     """Every check lists its relevant negative controls, and each came out `fails`."""
     for check in sc.CHECKS:
         ctl = {k["name"]: k["verdict"] for k in _claim(python_report, check.id.split(".")[1])["controls"]}
-        assert set(ctl) == set(check.controls)
+        # the clamp control of the impossible-token check runs on the sparse instance only (not in SMALL)
+        assert set(ctl) == (set() if check.id == "conformance.impossible_tokens" else set(check.controls))
         assert all(v == "fails" for v in ctl.values()), (check.id, ctl)
     # the lossless verifier with another rule must be told apart by every standard check but the
     # bonus law (its bonus is drawn from p too)
@@ -429,12 +430,12 @@ def greedy_sampler(p, q, draft, rng):
 
 def test_probes_not_applied_to_a_sampler_that_draws_nothing():
     """A sampler that draws no uniform at all never sees a forced value: every probe whose output
-    needed a random value is `info` (not applied: it drew nothing), and the probe claims are not
-    shown; only the one-token vocabulary, where nothing is random, is graded on its output."""
+    needed a random value is `info` (not applied: it drew nothing), and so is the one-token
+    vocabulary, where nothing is random (no forced value decided anything: never `pass`)."""
     r = sc.check_block_verifier(greedy_sampler, instances=(), controls=False, trial=False)
     rows = [e for c in r["claims"] for e in c["evidence"]]
     assert rows and all(e["outcome"] != "pass" or e["instance"].startswith("one-token") for e in rows)
-    assert all("it drew nothing from the forced source" in e["note"] for e in rows if e["outcome"] == "info")
+    assert all("drew nothing from the forced source" in e["note"] for e in rows if e["outcome"] == "info")
     assert {c["verdict"] for c in r["claims"]} == {"inconclusive"} and r["warnings"] == []
 
 

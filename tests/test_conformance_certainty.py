@@ -437,3 +437,26 @@ def test_a_probe_whose_draws_escape_is_made_again_from_fixed_states():
     support, _, result = run_probe(kind, kind.sampler, probe)
     assert support.outcome == "fail" and "emitted token 0 has p = 0" in support.note
     assert "torch's global generator" in support.note  # not applied, and a violation all the same
+
+
+# --- the judged bug classes at seeds 0–4, default settings (slow tier) ------------------------------
+
+def _judged():
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from conformance_judged_seeds import JUDGED
+    return JUDGED
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _judged(), ids=[c[0] for c in _judged()])
+def test_each_judged_bug_class_gets_the_same_verdict_and_kind_at_seeds_0_to_4(case):
+    """Each fixture of a judged class through ``spectheory conformance`` with its defaults at seeds
+    0–4: the same lossless verdict, the same kind (law / boundary / crash) and exit status at every
+    seed (the fast tier runs one seed of each on fewer instances)."""
+    pytest.importorskip("torch")
+    from bench_conformance_cpu import run_one
+    name, target, opts, lossless, severity, status = case
+    for seed in range(5):
+        row = run_one(target, [*opts, "--seed", str(seed)], report_only=False)
+        assert (row.get("lossless"), row.get("severity"), row["exit"]) == (lossless, severity, status), (seed, row)

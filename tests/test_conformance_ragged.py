@@ -1,7 +1,7 @@
 """The ragged kind (`spectheory conformance FILE:FN --kind ragged`): batched rejection samplers in
 the serving layout — drafts flattened, cumulative offsets, bonus tokens given or drawn inside,
 output (B, max γ_b + 1) padded with −1 — run through the block kind's checks, controls and probes
-(spectheory/conformance/ragged.py).
+(spectheory/conformance/kinds/ragged.py).
 
 Statistics as everywhere in conformance: family-wise α = 0.01 per verdict (Bonferroni over checks ×
 instances × γ, spent over the looks of the sequential design), every test powered (0.9) for its

@@ -24,8 +24,6 @@ from .checks import GROUPS
 from .sequential import annotate, decided, design as sequential_design
 
 SCHEMA = "spectheory.report/1"
-SUPPORT_PROBES_ID = "conformance.support_probes"
-STANDARD_PROBES_ID = "conformance.standard_probes"
 
 
 class Plan:
@@ -267,7 +265,7 @@ def run(kind, *, n: int | None = None, gammas=None, instances=None, seed: int = 
         controls: bool = True, control_n: int | None = None, probes: bool = True, progress: bool = False,
         trial: bool = True) -> dict:
     """The conformance report of ``kind``'s sampler (see the module docstring)."""
-    from . import report as rp
+    from .report import assemble, probe_claims, run_info, verdicts as verdicts_of, warnings_of
     from .compiled import compiled_in
     from .probes import run_probes
     n = check_run_args(kind.DEFAULT_N if n is None else n, alpha, seed, control_n)
@@ -297,17 +295,17 @@ def run(kind, *, n: int | None = None, gammas=None, instances=None, seed: int = 
     finally:
         if bar:
             bar.stop()
-    probe_claims = rp.probe_claims(kind, sp, controls) if sp is not None else []
-    warnings = rp.warnings_of(sources, trial_info, compiled if compiled_matters(compiled, sources, sp) else (), reuse)
-    claims = rp.assemble(kind, plan, subject, ctl, probe_claims)
+    pclaims = probe_claims(kind, sp, controls) if sp is not None else []
+    warnings = warnings_of(sources, trial_info, compiled if compiled_matters(compiled, sources, sp) else (), reuse)
+    claims = assemble(kind, plan, subject, ctl, pclaims)
     target = target_name(kind.target, sampler.fn)
     from .replay import attach
     attach(kind, claims, crashes, blocks, findings, target=target, seed=seed, probes=probes)
     settings = {**kind.settings(), "n": n, "control_n": cn if controls else None, "gammas": list(gammas),
                 "instances": list(instances), "seed": seed}
-    report = {"schema": SCHEMA, "verdicts": rp.verdicts(claims, crashes, warnings, kind.titles(), findings),
+    report = {"schema": SCHEMA, "verdicts": verdicts_of(claims, crashes, warnings, kind.titles(), findings),
               "warnings": warnings, "crashes": crashes, "findings": findings, "claims": claims,
-              "run": rp.run_info(kind.title, sampler.name, settings, plan, started, t0, cpu0, blocks, trial_info,
+              "run": run_info(kind.title, sampler.name, settings, plan, started, t0, cpu0, blocks, trial_info,
                                  sources)}
     kind.finish(report, runners)
     return report

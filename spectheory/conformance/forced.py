@@ -15,7 +15,7 @@ Three sources stand in for ``numpy.random.Generator`` (subclasses, so code that 
 
 **Each routed transform keeps the real library's output domain** (:data:`TRANSFORMS`, tested
 against the libraries themselves by driving their generators into chosen states:
-``tests/test_conformance_forcing.py``): a stand-in never returns a value the library cannot, and
+``tests/test_conformance_certainty.py``): a stand-in never returns a value the library cannot, and
 returns each extreme with the library's probability. Uniforms of torch's CPU kernels are
 ``k·2⁻²⁴`` (float32, k the low 24 bits of a 32-bit draw) or ``k·2⁻⁵³`` (float64); float16 and
 bfloat16 are the float32 value rounded to nearest, 1.0 wrapping to 0; an exponential is

@@ -16,6 +16,9 @@ from ..judge.format import fmt
 from ..judge.stats import POWER
 from .checks import GROUPS
 
+SUPPORT_PROBES_ID = "conformance.support_probes"
+STANDARD_PROBES_ID = "conformance.standard_probes"
+
 COLOUR = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim"}
 
 SUPPORT_STATEMENT = ("At the extremes of its random source (u = 0, u = 1−ulp, exact ratio ties) the verifier "
@@ -165,7 +168,6 @@ def probe_claim(claim_id, group, statement, evidence, control_probes):
 def probe_claims(kind, sp, controls: bool) -> list:
     """The probe claims: support (lossless), and standard where the kind grades Alg. 1's probes;
     each with its probe controls run through the same probes."""
-    from .driver import STANDARD_PROBES_ID, SUPPORT_PROBES_ID
     from .probes import run_probes
     support, standard, results = sp
     ctl = []

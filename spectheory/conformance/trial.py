@@ -146,32 +146,34 @@ def run_trial(kind, sampler, gamma: int) -> Result:
     sampler.sources.own(drng, rng)
     calls, t0 = 0, time.perf_counter()
     first_bad, done, wrong = None, 0, []
-    with sampler.sources.active("trial"):
-        sampler.sources.current = rng
-        for _ in range(3):
-            res, bad = guard(lambda: kind.trial_call(sampler, pair, drng, rng, gamma),
-                             lambda: kind.trial_describe(sampler, gamma, pair.V))
+
+    def attempts(n, call, what):
+        """``n`` guarded calls: (output, None) or (None, a failure that ends the trial); an
+        exception is kept (the first) and the next call made."""
+        nonlocal calls, done, first_bad
+        for _ in range(n):
+            res, bad = guard(call, what)
             calls += 1
-            if bad is not None:
-                if bad.kind != "exception":
-                    return bad
+            if bad is not None and bad.kind == "exception":
                 first_bad = first_bad or bad
                 continue
-            done += 1
+            done += bad is None
+            yield res, bad
+
+    with sampler.sources.active("trial"):
+        sampler.sources.current = rng
+        for res, bad in attempts(3, lambda: kind.trial_call(sampler, pair, drng, rng, gamma),
+                                 lambda: kind.trial_describe(sampler, gamma, pair.V)):
+            if bad is not None:
+                return bad
             for out, g in zip(*res):
                 if not 1 <= len(out) <= g + 1 or min(out) < 0 or max(out) >= pair.V:
                     return Result("output", f"a call returned {list(out)}: {OUTPUT_CONTRACT}, 1..γ+1 = 1..{g + 1} "
                                             f"ids in [0, {pair.V}) ({kind.trial_describe(sampler, gamma, pair.V)})")
-        for _ in range(SANITY_CALLS):
-            res, bad = guard(lambda: kind.trial_point_mass(sampler, rng, gamma),
-                             lambda: kind.trial_describe(sampler, gamma, SANITY_V))
-            calls += 1
+        for res, bad in attempts(SANITY_CALLS, lambda: kind.trial_point_mass(sampler, rng, gamma),
+                                 lambda: kind.trial_describe(sampler, gamma, SANITY_V)):
             if bad is not None:
-                if bad.kind != "exception":
-                    return bad
-                first_bad = first_bad or bad
-                continue
-            done += 1
+                return bad
             outs, expected = res
             if any(not o or o[0] != k for o, k in zip(outs, expected)):
                 wrong.append(outs)

@@ -53,7 +53,7 @@ def _cds(**kw):
 
 
 ROWS = [
-    # --- check_block_verifier / check_decoding_step (spectheory.conformance.api) ---
+    # --- check_block_verifier / check_decoding_step (spectheory.conformance.kinds.block, .step) ---
     bad("conformance.block n=10", _cbv, n=10, match="n must be ≥ 50"),
     bad("conformance.block n=100.5", _cbv, n=100.5, match="n must be an integer"),
     bad("conformance.block gamma=0", _cbv, gammas=(0,), match="gamma must be ≥ 1"),

@@ -32,7 +32,7 @@ check is a goodness-of-fit test against it:
   :mod:`.sequential` at the Bonferroni level of the report (every test over every block
   (instance, setting, γ));
 * one *run* is one call of the stack from the prompt ``[0] * max(order, 1)`` (state 0), in the
-  runner of decoding steps (:class:`.driver.StepRunner`): the checker's random source is routed
+  runner of decoding steps (:class:`.step.StepRuns`): the checker's random source is routed
   into torch's, NumPy's and Python's global generators for the call (:mod:`.sources`), so a run
   is reproducible from ``seed`` and a draw that escapes is reported;
 * negative controls (:data:`CONTROLS`) are generation stacks with the bugs that live where draft

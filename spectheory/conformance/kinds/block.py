@@ -47,6 +47,19 @@ def floor_shows(name: str) -> bool:
 ONE_TOKEN_CALLS = "iid-V3-disjoint"
 
 
+def draft_chain(q_cdf, last, V: int, S: int, s: int, u, gamma: int):
+    """(states, drafted tokens) of ``gamma`` tokens drafted along the chain from state ``s``, token
+    i the inverse CDF of q's row (``q_cdf``, as lists) at ``u[i]``, never past the row's last
+    token of positive mass (``last``)."""
+    states, draft, st = [s], [], s
+    for i in range(gamma):
+        x = min(bisect.bisect_right(q_cdf[st], u[i]), last[st])
+        draft.append(x)
+        st = (st * V + x) % S
+        states.append(st)
+    return states, draft
+
+
 def block_plan(checks, instances, gammas) -> list[Block]:
     """The blocks of the block layouts (block verifiers, decoding steps, multi-draft, ragged): every
     (instance, γ) with every check, but the sparse instance (the impossible-token check only, at the
@@ -84,14 +97,7 @@ class BlockRuns(Runs):
 
     def prepare(self, s, context):
         gamma, V, S = self.gamma, self.pair.V, self.pair.n_states
-        u = self.draft_rng.random(gamma).tolist()
-        states, draft, st = [s], [], s
-        for i in range(gamma):
-            x = min(bisect.bisect_right(self.q_cdf[st], u[i]), self.last[st])
-            draft.append(x)
-            st = (st * V + x) % S
-            states.append(st)
-        return states, draft
+        return draft_chain(self.q_cdf, self.last, V, S, s, self.draft_rng.random(gamma).tolist(), gamma)
 
     def invoke(self, prepared, rng):
         states, draft = prepared

@@ -38,7 +38,6 @@ inputs (a sampler whose requests share uniforms, or read each other's rows, is n
 """
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 from typing import Any, Callable  # noqa: F401  (annotations of the inherited BlockVerifier fields)
 from time import perf_counter
@@ -58,7 +57,7 @@ from ..probes import ProbeRequest, probe_list
 from ..runs import CallLedger, Recorder, Trace, VerifierCrash, crash_from, impossible_positions, rows_json, spawn
 from ..trial import (SANITY_CALLS, SANITY_DRAFT, SANITY_V, ConformanceUsageError, check_arity, cli_flags,
                      torch_available)
-from .block import SPARSE, block_plan, BlockKind, floor_shows
+from .block import SPARSE, BlockKind, block_plan, draft_chain, floor_shows
 
 OFFSETS = ("cu", "counts")
 BONUS = ("given", "inside")
@@ -422,16 +421,6 @@ class RaggedEngine:
             while self.crash is None and self.runs(g) < n_runs:
                 self._call()
 
-    def _draft(self, s, g, u):
-        V, S = self.V, self.pair.n_states
-        states, draft, st = [s], [], s
-        for i in range(g):
-            x = min(bisect.bisect_right(self.q_cdf[st], u[i]), self.last_q[st])
-            draft.append(x)
-            st = (st * V + x) % S
-            states.append(st)
-        return states, draft
-
     def _call(self):
         V, S = self.V, self.pair.n_states
         order = self.draft_rng.permutation(len(self.lanes))
@@ -439,7 +428,7 @@ class RaggedEngine:
         reqs, meta = [], []
         for b, lane_i in enumerate(order.tolist()):
             lane, g = self.lanes[lane_i], self.lane_gamma[lane_i]
-            states, draft = self._draft(lane["s"], g, u_all[b])
+            states, draft = draft_chain(self.q_cdf, self.last_q, V, S, lane["s"], u_all[b], g)
             bonus = None
             if self.sampler.bonus == "given":
                 st = states[-1]
