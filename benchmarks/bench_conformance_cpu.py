@@ -11,8 +11,9 @@ is in wall seconds and is given beside it, with the load average and the verdict
     .venv/bin/python benchmarks/bench_conformance_cpu.py --only torch_sd --repeat 2
     .venv/bin/python benchmarks/bench_conformance_cpu.py --before /path/to/old/checkout   # back to back
 
-``--before DIR``: each target runs twice in a row, first with ``PYTHONPATH=DIR`` (the code of
-another checkout, same interpreter and packages), then with this one, so both see the same load.
+``--before DIR``: each target runs twice in a row, first from DIR (the code of another checkout,
+run in its own tree with the same interpreter and packages), then with this one, so both see the
+same load.
 
 Summary lines: median and max CPU seconds of the NumPy and of the torch block verifiers.
 """
@@ -56,7 +57,8 @@ def run_one(target: str, options: list[str], report_only: bool = True, pythonpat
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         load0, t0 = os.getloadavg()[0], time.perf_counter()
         env = dict(os.environ, PYTHONPATH=pythonpath) if pythonpath else None
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+        # python -m puts the working directory first on sys.path: the old checkout runs from its own tree
+        proc = subprocess.run(cmd, cwd=pythonpath or ROOT, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

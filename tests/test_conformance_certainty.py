@@ -89,6 +89,8 @@ def test_a_crash_at_u_zero_is_a_boundary_failure_wherever_it_is_seen(seed, seen_
     r = sc.check_block_verifier(load(target), instances=SPARSE, gammas=(3,), controls=False, seed=seed, name=target,
                                 **TORCH)
     assert _lossless(r) == ("fails", "boundary") and r["crashes"] == []
+    # the block ran to its decision past the event (a fresh call): the impossible-token check holds with power
+    assert next(c for c in r["claims"] if c["id"] == "conformance.impossible_tokens")["verdict"] == "holds"
     fails = r["verdicts"]["lossless"]["failures"]
     assert all(f["kind"] == "boundary" and f["probability"] == 2.0 ** -24 for f in fails)
     in_runs = [f for f in r["findings"] if f["what"] == "crash"]
@@ -303,7 +305,7 @@ def test_torchscript_kept_as_a_module_attribute_is_named(fn, where):
     assert all(e["outcome"] != "pass" for e in _support_rows(r).values() if "one-token" not in e["instance"])
 
 
-def test_compiled_code_is_found_in_class_attributes_containers_and_ctypes(tmp_path):
+def test_compiled_code_is_found_in_class_attributes_containers_ctypes_and_torch_compile(tmp_path):
     torch = pytest.importorskip("torch")
     import ctypes
     from spectheory.conformance.compiled import compiled_in
@@ -334,6 +336,61 @@ def test_compiled_code_is_found_in_class_attributes_containers_and_ctypes(tmp_pa
     assert any("class attribute Holder.fn" in f for f in compiled_in(Holder().verify))
     assert any("attribute parts['fns'][0]" in f for f in compiled_in(Deep()))
     assert any("ctypes" in f and "rand" in f for f in compiled_in(uses_libc))
+
+    # torch.compile: a compiled function in a closure, a compiled module as an attribute (nothing is
+    # compiled until called: finding them needs no compiler)
+    compiled = torch.compile(race)
+
+    def closes_over(p, q, draft, rng):
+        return [compiled(p[-1])]
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = torch.compile(torch.nn.Identity())
+
+        def forward(self, p, q, draft, rng):
+            return [int(self.inner(p[-1]).argmax())]
+
+    assert any(f.startswith("torch.compile") for f in compiled_in(closes_over)), compiled_in(closes_over)
+    assert any(f.startswith("torch.compile") and "inner" in f for f in compiled_in(Wrapper())), compiled_in(Wrapper())
+
+
+class _Hidden:
+    def __init__(self):
+        self.streams = {"last": np.random.default_rng(99)}  # out of the routing's reach
+
+
+_HIDDEN = _Hidden()
+
+
+def _last_token_hidden(p, q, draft, rng):
+    """Alg. 1 with the acceptance uniforms from ``rng`` and the correction/bonus from a hidden
+    generator, unless its row has one possible token: the one-token probes are decided by the
+    forced values, the others are not."""
+    p, q = np.asarray(p, np.float64), np.asarray(q, np.float64)
+
+    def last(w):
+        nz = np.flatnonzero(w > 0)
+        return int(nz[0]) if nz.size == 1 else int(_HIDDEN.streams["last"].choice(len(w), p=w / w.sum()))
+    for i, x in enumerate(draft):
+        x = int(x)
+        if rng.random() < min(1.0, p[i, x] / q[i, x]):
+            continue
+        r = np.maximum(p[i] - q[i], 0.0)
+        return list(draft[:i]) + [last(r if r.sum() > 0 else p[i])]
+    return list(draft) + [last(p[-1])]
+
+
+def test_a_probe_claim_with_some_probes_not_applied_is_not_a_pass():
+    """Some probes applied and passed, the others not applied (their last token came from a hidden
+    generator): the probe claims are inconclusive, not holds, and so is lossless."""
+    r = sc.check_block_verifier(_last_token_hidden, instances=("iid-V1",), gammas=(1,), n=200, controls=False)
+    rows = list(_support_rows(r).values())
+    assert any(e["outcome"] == "pass" for e in rows) and any(e["outcome"] == "info" for e in rows)
+    claims = {c["id"]: c["verdict"] for c in r["claims"]}
+    assert claims["conformance.support_probes"] == claims["conformance.standard_probes"] == "inconclusive", claims
+    assert r["verdicts"]["lossless"]["verdict"] == "inconclusive"
 
 
 # --- one rerunnable call per distinct bug; assertions --------------------------------------------------
@@ -396,6 +453,13 @@ def test_the_defaults_include_a_large_sparse_vocabulary_for_the_impossible_token
     plan = block_plan(CHECKS, BlockKind.INSTANCES, (1, 3))
     sparse = [b for b in plan if b.instance == SPARSE[0]]
     assert [(b.gamma, b.checks) for b in sparse] == [(3, (IMPOSSIBLE_ID,))]
+    # a call on iid-V3-disjoint emits one token: no first_tokens there, at any γ; the α split the docs state
+    # (18 lossless tests at 0.01/18, 50 standard at 0.01/50; iid-V1 and the exact checks take no share)
+    from spectheory.conformance import driver, sequential
+    disjoint = [b for b in plan if b.instance == "iid-V3-disjoint"]
+    assert len(disjoint) == 2 and not any(b.runs("conformance.first_tokens") for b in disjoint)
+    p = driver.Plan(CHECKS, plan, 0.01, sequential.design(10_000))
+    assert p.n_tests == {"lossless": 18, "standard": 50}
 
 
 def _always_impossible_with_many_uniforms(p, q, draft, rng):
