@@ -107,28 +107,23 @@ def conformance(
 ):
     """Test a speculative-sampling implementation for losslessness against the exact theory."""
     from spectheory import conformance as sc
-    from spectheory.conformance import multidraft as md
-    from spectheory.conformance.multidraft_api import check_multidraft_verifier
+    from spectheory.conformance.kinds import KINDS, get_kind, spelled
 
     from sims.report import to_markdown
     from spectheory.judge.format import write_json
-    from spectheory.conformance import assisted as ag
     fn = load_target(target)
-    from spectheory.conformance import ragged as rg
-    if kind not in ("block", "step", "multidraft", "assisted", "ragged"):
-        raise typer.BadParameter("kind must be 'block', 'step', 'multidraft', 'assisted' or 'ragged'",
-                                 param_hint="--kind")
-    g = _ints(gammas, "--gammas") or {"multidraft": md.GAMMAS, "assisted": ag.GAMMAS, "ragged": rg.GAMMAS}.get(
-        kind, sc.GAMMAS)
-    inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or \
-        {"multidraft": md.INSTANCES, "assisted": ag.INSTANCES}.get(kind, sc.INSTANCES)
+    if kind not in KINDS:
+        raise typer.BadParameter(f"kind must be {spelled()}", param_hint="--kind")
+    defaults = get_kind(kind)
+    g = _ints(gammas, "--gammas") or defaults.GAMMAS
+    inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or defaults.INSTANCES
     if n is None:
-        n = ag.DEFAULT_N if kind == "assisted" else 10_000
+        n = defaults.DEFAULT_N
     try:
         if kind == "assisted":
             report = sc.check_assisted_generation(
                 fn, lm=lm or "hf", dtype=dtype, n=n, gammas=g, instances=inst,
-                settings=tuple(x.strip() for x in settings.split(";") if x.strip()) or ag.SETTINGS,
+                settings=tuple(x.strip() for x in settings.split(";") if x.strip()) or defaults.SETTINGS,
                 max_new_tokens=max_new_tokens, seed=seed, alpha=alpha, controls=controls, progress=progress,
                 name=target)
         elif kind == "block":
@@ -146,7 +141,7 @@ def conformance(
                                              alpha=alpha, controls=controls, probes=probes, progress=progress,
                                              name=target)
         else:
-            report = check_multidraft_verifier(
+            report = sc.check_multidraft_verifier(
                 fn, K=k_drafts, tree=_ints(tree, "--tree") or None, rule=rule or None, adapter=adapter, dtype=dtype,
                 batched=batched, framework=framework, n=n, gammas=g, instances=inst, seed=seed, alpha=alpha,
                 controls=controls, probes=probes, progress=progress, name=target)
