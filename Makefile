@@ -50,13 +50,13 @@ mutants: $(STAMP)
 ## regenerate what the docs quote: the claim catalog (docs/claims.md) and the README's outputs
 ## (reruns the default verify, about a minute)
 docs: $(STAMP)
-	$(BIN)/python -m sims.catalog
-	$(BIN)/python -m sims.readme_outputs
+	$(BIN)/python -m spectheory.sims.catalog
+	$(BIN)/python -m spectheory.sims.readme_outputs
 
 ## API reference pages from the docstrings (docs/api/, not committed; tests/test_api_docs.py builds them);
 ## sets up pdoc alone, without torch
 apidocs: $(DOCS)
-	$(BIN)/python -m spectheory_cli.apidocs docs/api
+	$(BIN)/python -m spectheory.cli.apidocs docs/api
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sd_throughput.py $(ARGS)

@@ -1,6 +1,6 @@
 """CPU seconds of default ``spectheory conformance`` runs on the repository's block-verifier fixtures.
 
-Each target runs as its own child process (``python -m spectheory_cli.main conformance TARGET
+Each target runs as its own child process (``python -m spectheory.cli.main conformance TARGET
 ... --report-only``), one at a time; the CPU time of the child (user + system, from
 ``resource.getrusage(RUSAGE_CHILDREN)``, Python's start and imports included) is the number to
 compare: the machine is shared, so wall time depends on its load and CPU time much less. The
@@ -52,7 +52,7 @@ def run_one(target: str, options: list[str], report_only: bool = True, pythonpat
     failure kind's, 1 law, 3 boundary, 4 crash)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
-        cmd = [sys.executable, "-m", "spectheory_cli.main", "conformance", target, *options, "--no-progress",
+        cmd = [sys.executable, "-m", "spectheory.cli.main", "conformance", target, *options, "--no-progress",
                *(["--report-only"] if report_only else []), "--json", str(out), "--markdown", str(Path(tmp) / "r.md")]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         load0, t0 = os.getloadavg()[0], time.perf_counter()

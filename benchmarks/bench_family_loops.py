@@ -1,11 +1,11 @@
-"""Throughput of each family's real decoding loop (validate.loops): one prompt at a time against
+"""Throughput of each family's real decoding loop (spectheory.validate.loops): one prompt at a time against
 the batched loop, same prompts, same process, one run.
 
     .venv/bin/python benchmarks/bench_family_loops.py --n 2 --tokens 32 --batch 4 --json benchmarks/results_family_loops.json
     .venv/bin/python benchmarks/bench_family_loops.py --pair tiny          # the code path only, seconds
 
 Work: the first ``--n`` HumanEval and ``--n`` MT-Bench prompts (chat template), ``--tokens`` tokens
-each, temperature 1, seed 0, each loop with its defaults (validate.loops.LOOPS). For each loop and
+each, temperature 1, seed 0, each loop with its defaults (spectheory.validate.loops.LOOPS). For each loop and
 each batch size (1: one prompt at a time, the loop as the default run used it before batching
 paid; ``--batch``: that many prompts decoded at once) the same prompts and seeds are run, and
 reported: the trials of the loop's graded logits test (what its power statement counts: ERSD
@@ -35,8 +35,8 @@ def _pair(which, n):
         t, d = tiny_model(), tiny_model(seed=1, noise=0.06)
         ids = [[1, 4, 10 + i, 11, 12, 2, 1, 5] for i in range(2 * n)]
         return t, d, ids, [2], ["code" if i % 2 else "chat" for i in range(2 * n)], "tiny random-weight Qwen2 pair"
-    from validate.models import install_default_pair, load_pair, stop_ids
-    from validate.prompts import load_prompts, render
+    from spectheory.validate.models import install_default_pair, load_pair, stop_ids
+    from spectheory.validate.prompts import load_prompts, render
     tdir, ddir = install_default_pair(log=lambda *a: None)
     tm, dm, tok = load_pair(str(tdir), str(ddir), dtype="bfloat16")
     ps = load_prompts("human-eval", n) + load_prompts("mt-bench", n)
@@ -46,7 +46,7 @@ def _pair(which, n):
 
 def trials(name, runs) -> int:
     """Trials of the loop's first graded logits test (its power statement's n)."""
-    from validate.replay_loops import loop_tests
+    from spectheory.validate.replay_loops import loop_tests
     return int(loop_tests(name, runs, alpha=1e-3)[1][0].n_had)
 
 
@@ -62,7 +62,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import torch
 
-    from validate.loops import run_loop
+    from spectheory.validate.loops import run_loop
     torch.set_num_threads(args.threads)
     tm, dm, ids, stops, cats, pair = _pair(args.pair, args.n)
     rows = []

@@ -1,5 +1,5 @@
 """Throughput of real speculative decoding and capture: today's one-prompt path against the
-batched path (validate.batch), by weights (float32, bfloat16, int8 dynamic), on the real pair.
+batched path (spectheory.validate.batch), by weights (float32, bfloat16, int8 dynamic), on the real pair.
 
 One configuration per process (so an outside timer can time whole processes):
 
@@ -68,8 +68,8 @@ def one(args) -> dict:
         tm, dm, ids, stops, cats = _tiny_pair(args.dtype)
         ids, cats = ids[:2 * args.n], cats[:2 * args.n]
     else:
-        from validate.models import install_default_pair, load_pair, stop_ids
-        from validate.prompts import load_prompts, render
+        from spectheory.validate.models import install_default_pair, load_pair, stop_ids
+        from spectheory.validate.prompts import load_prompts, render
         tdir, ddir = install_default_pair(log=lambda *a: None)
         tm, dm, tok = load_pair(str(tdir), str(ddir), dtype=args.dtype)
         ps = load_prompts("human-eval", args.n) + load_prompts("mt-bench", args.n)
@@ -80,7 +80,7 @@ def one(args) -> dict:
     prof: dict = {}
     t1 = time.perf_counter()
     if args.capture:
-        from validate.capture import capture_batch, capture_trace
+        from spectheory.validate.capture import capture_batch, capture_trace
         if args.path == "single":
             res = [capture_trace(tm, dm, p, args.tokens, 1.0, seed=i, stop_ids=stops) for i, p in enumerate(ids)]
         else:
@@ -91,7 +91,7 @@ def one(args) -> dict:
         prefill = float(sum(r.meta["prefill_target_s"] + r.meta["prefill_draft_s"] for r in res))
         emitted = positions
     else:
-        from validate.specdec import speculative_decode, speculative_decode_batch
+        from spectheory.validate.specdec import speculative_decode, speculative_decode_batch
         if args.path == "single":
             res = [speculative_decode(tm, dm, p, args.gamma, args.tokens, 1.0, seed=i, stop_ids=stops,
                                       probe_every=4, profile=prof) for i, p in enumerate(ids)]

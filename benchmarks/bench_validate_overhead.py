@@ -146,7 +146,7 @@ def table(title, rows, unit):
 
 
 def bench_capture(pair, args):
-    from validate.capture import capture_trace
+    from spectheory.validate.capture import capture_trace
     rows = []
     for r in range(args.repeats):
         tr, wall, d = profiled(lambda: capture_trace(
@@ -157,7 +157,7 @@ def bench_capture(pair, args):
 
 
 def bench_sd(pair, args, gamma):
-    from validate.specdec import speculative_decode
+    from spectheory.validate.specdec import speculative_decode
     rows = []
     for r in range(args.repeats):
         run, wall, d = profiled(lambda: speculative_decode(
@@ -170,7 +170,7 @@ def bench_sd(pair, args, gamma):
 
 def bench_direct(args):
     from spectheory.verifiers.sd import speculative_verify
-    from validate.trace import sampling_probs, sufficient_statistics
+    from spectheory.validate.trace import sampling_probs, sufficient_statistics
     V = args.vocab
     rng = np.random.default_rng(0)
     zt = (3 * rng.standard_normal(V)).astype(np.float32)

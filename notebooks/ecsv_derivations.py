@@ -230,7 +230,7 @@ print("(e) sequential accounting: SD-1 = 1 exactly, so any R_used ≥ 1 is over 
 #   `d = k − R_used` (derivation (e)); an allowance of k is not.
 
 # %%
-from sims.claims import ecsv as claims_ecsv
+from spectheory.sims.claims import ecsv as claims_ecsv
 
 for name, (ok, detail) in {"map uniform-prior": claims_ecsv._proof_map_uniform(),
                            "majority s1-share": claims_ecsv._proof_share(),

@@ -47,7 +47,7 @@ e = sp.Symbol("e", positive=True)
 # `P(x wins both) = ∫ e^{−e} Π_y e^{−e m_y} de = 1/(1 + Σ_{y≠x} m_y) = 1/Σ_y m_y` (m_x = 1).
 #
 # This is an identity of the race, not a finding: the registry marks the part `formula` of
-# `ersd.lemma3_1` `identity=True` with the same proof (`sims.claims.ersd.prove_race_formula`, which
+# `ersd.lemma3_1` `identity=True` with the same proof (`spectheory.sims.claims.ersd.prove_race_formula`, which
 # also rejects a wrong closed form such as 1/S).
 
 # %%

@@ -30,7 +30,7 @@
 import numpy as np
 import sympy as sp
 
-from sims.claims import multidraft as md
+from spectheory.sims.claims import multidraft as md
 from spectheory import instances as inst
 from spectheory.closed_forms import multidraft as cf
 from spectheory.pairs import random_pair
@@ -45,7 +45,7 @@ K = sp.Symbol("K", integer=True, positive=True)
 #
 # `p[1 − (1 − m)^1] = p·m`, which is `t·p = q = min(p, q)` for `t ≤ 1` and `p = min(p, q)` for
 # `t ≥ 1`. The registry's proof (`spectr_gbv.remark5_2` part `k1`,
-# `sims.claims.multidraft.bound_k1_identity`) is this derivation; a wrong exponent is rejected.
+# `spectheory.sims.claims.multidraft.bound_k1_identity`) is this derivation; a wrong exponent is rejected.
 
 # %%
 term = lambda mm, e=1: p * (1 - (1 - mm) ** e)  # noqa: E731

@@ -125,7 +125,7 @@ for C in (1.0, 2.0, 5.0, 40.0):
 # the latency is the α → 1 limit of Theorem 1's renewal-reward form (part c below),
 # `[max(γ, c) + γ(1 − α^γ)]/S_γ(α) → max(γ, c)/γ` since `S_γ(α) → γ`; the gain peaks at γ = c (the
 # derivative signs above); its peak is `2c/(c + 1) = 2 − 2/(c + 1) < 2`, tending to 2. The claim
-# registration proves each with the same sympy expressions (`sims.claims.sb.prove_ideal_latency`,
+# registration proves each with the same sympy expressions (`spectheory.sims.claims.sb.prove_ideal_latency`,
 # `prove_gain_at_c`, `prove_two_x`, shown as evidence mode `proof`); the engines' numbers stay as an
 # implementation test. A wrong identity is rejected: the best gain is not exactly 2 at finite c.
 
@@ -135,7 +135,7 @@ T_renewal = (M_ + g * (1 - a ** g)) / ((1 - a ** g) / (1 - a))
 assert sp.simplify(sp.limit(T_renewal, a, 1) - M_ / g) == 0
 assert sp.simplify(best - (2 - 2 / (c + 1))) == 0
 assert sp.simplify(best - 2) != 0        # 2× only in the limit
-from sims.claims import sb as sb_claims  # noqa: E402  (the registered proofs: the same expressions)
+from spectheory.sims.claims import sb as sb_claims  # noqa: E402  (the registered proofs: the same expressions)
 
 for prove in (sb_claims.prove_ideal_latency, sb_claims.prove_gain_at_c, sb_claims.prove_two_x):
     holds, detail = prove()

@@ -222,7 +222,7 @@ assert abs(cf.alternating_speedup_iid(0.3, 0.6, 1, 1, 0.0) - 1.3) < 1e-14
 # Each proof takes the claimed right-hand side as an argument: a wrong one is rejected.
 
 # %%
-from sims.claims import se as claims_se
+from spectheory.sims.claims import se as claims_se
 
 PROOFS = {
     "se.acceptance main": claims_se.acceptance_proof,

@@ -19,7 +19,7 @@ import numpy as np
 from _figure import Z95, mc, pick, plt, title
 from matplotlib.lines import Line2D
 
-from sims import sweep as sw
+from spectheory.sims import sweep as sw
 
 SOURCE = "markov1-V50-weak"
 #: job strategy → legend label

@@ -7,7 +7,7 @@ that grid; everything else is here:
 * :func:`figure_main` — the command line (``--out``, ``--quick``, ``--seed``; where the grid runs:
   ``--jobs N`` local worker processes, ``--scheduler ADDRESS`` a Dask cluster, ``--table PATH``
   a resumable JSONL table; default: in this process), running the grid as one sweep
-  (:mod:`sims.sweep`: each point's seed derives from (``--seed``, job kind, parameters), so the
+  (:mod:`spectheory.sims.sweep`: each point's seed derives from (``--seed``, job kind, parameters), so the
   figure is the same whichever executor runs it), the house style, and saving the PNG to
   ``paper_figs/out/<script>.png``.
 * reading the sweep's rows: :func:`pick`, :func:`value`, :func:`points` (95% normal intervals);
@@ -19,7 +19,7 @@ A script::
 
     from _figure import figure_main, mc, plt, points, title
 
-    def jobs(tokens):                         # the grid (sims.sweep.grid), sized by the settings
+    def jobs(tokens):                         # the grid (spectheory.sims.sweep.grid), sized by the settings
         return sw.grid("se.mc", ..., tokens_per_stream=tokens)
 
     def draw(rows, tokens):                   # the figure from the rows; optionally lines to print
@@ -48,8 +48,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from sims import sweep as sw  # noqa: E402
-from sims.papers import PAPERS  # noqa: E402
+from spectheory.sims import sweep as sw  # noqa: E402
+from spectheory.sims.papers import PAPERS  # noqa: E402
 
 __all__ = ["figure_main", "pick", "value", "points", "mc", "title", "finding", "plt", "Z95"]
 
@@ -77,7 +77,7 @@ def _parser(doc: str, default_out: Path, full: dict, quick: dict) -> argparse.Ar
                                                                    "in paper_figs/out)")
     ap.add_argument("--quick", action="store_true", help=quick_help)
     ap.add_argument("--seed", type=int, default=0, help="Monte Carlo seed")
-    grid = ap.add_argument_group("where the figure's grid runs (sims.sweep)")
+    grid = ap.add_argument_group("where the figure's grid runs (spectheory.sims.sweep)")
     where = grid.add_mutually_exclusive_group()
     where.add_argument("--jobs", "-j", "--workers", dest="workers", type=_positive, default=1, metavar="N",
                        help="local worker processes (default 1: in this process)")
@@ -173,7 +173,7 @@ def mc(ax, x, y, half, *, color, label=None, marker="o", ms=4.0, dx=0.0, **kw):
 
 def title(target, paper: str | tuple, text: str, **kw):
     """Title ``target`` (a figure: suptitle; an axis: title) with the paper named by its
-    authors and year (``sims.papers``), then ``text``."""
+    authors and year (``spectheory.sims.papers``), then ``text``."""
     keys = (paper,) if isinstance(paper, str) else tuple(paper)
     who = "; ".join(_authors_year(PAPERS[k]) for k in keys)
     full = f"{who}: {text}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from _figure import Z95, figure_main, finding, mc, pick, plt, title
 
-from sims import sweep as sw
+from spectheory.sims import sweep as sw
 
 SOURCE = "medium"
 METHODS = ("SD-1", "SD-multi", "Vote-unif", "Oracle-Top1", "ECSV-lite", "ECSV-spot(R=1)", "ECSV-spot(R=2)", "ECSV-soft")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from _figure import Z95, figure_main, finding, mc, pick, plt, title, value
 
-from sims import sweep as sw
+from spectheory.sims import sweep as sw
 
 K_BE = 2
 GAMMA_K = 2

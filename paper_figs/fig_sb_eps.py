@@ -12,7 +12,7 @@ from _figure import figure_main, finding, mc, plt, points, title, value
 
 import numpy as np
 
-from sims import sweep as sw
+from spectheory.sims import sweep as sw
 
 PAIRS = ("bimodal-weak-V6", "bimodal-strong-V6", "mix-weak-V6", "mix-strong-V6")
 EPS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from _figure import figure_main, mc, plt, points, title
 
-from sims import sweep as sw
+from spectheory.sims import sweep as sw
 from spectheory.closed_forms import sb as cf
 
 ALPHAS = (0.5, 0.8, 0.95)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from _figure import Z95, figure_main, finding, plt, title, value
 
-from sims import sweep as sw
+from spectheory.sims import sweep as sw
 
 PAIRS = ("bimodal-weak-V6", "mix-weak-V6", "bimodal-strong-V6", "mix-strong-V6")
 METHODS = ("sps", "psd", "pearl", "specbranch", "specbranch:no-branch", "specbranch:no-hrad")

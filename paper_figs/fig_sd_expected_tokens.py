@@ -5,7 +5,7 @@ for draft lengths γ ∈ {1, 2, 4, 8}. Curves: the closed form (1 − α^{γ+1})
 (claim ``sd.expected_tokens``). Points: Monte Carlo means of i.i.d. iterations
 (``spectheory.montecarlo.sd.simulate``, ``restart=True``) on order-0 pairs built so that
 Σ_x min(p(x), q(x)) = α exactly (p = (1 − α/2, α/2), q = (α/2, 1 − α/2)), with 95% normal
-confidence intervals. The grid (α × γ) runs as a sweep (``sims.sweep``, job kind ``sd.mc``):
+confidence intervals. The grid (α × γ) runs as a sweep (``spectheory.sims.sweep``, job kind ``sd.mc``):
 in this process by default, on local worker processes with ``--jobs N``, or on a Dask
 cluster with ``--scheduler ADDRESS``; each point's seed derives from (seed, α, γ, n), so the
 figure is the same whichever runs it. (Right) Walltime improvement over autoregressive decoding,
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from _figure import figure_main, finding, mc, plt, points, title
 
-from sims import sweep as sw
+from spectheory.sims import sweep as sw
 from spectheory.closed_forms import sd as cf
 from spectheory.divergences import overlap
 from spectheory.pairs import pair_from_tables

@@ -5,15 +5,15 @@ settings as in Fig. 6: (a) WE λ = 0.5, comparable models (c = 0.8); (b) CD μ =
 small proposer (c = 0.15); (c) CD μ = 0.1, T = 1 (c = 0.15). Solid: exact long-run speedup
 of the alternating process (renewal–reward, closed_forms.se.alternating_speedup_iid); dashed:
 the Thm 3.6 formula; points: Numba Monte Carlo, mean over streams ± 95% CI; the setting × γ
-grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
+grid runs as a sweep of ``se.mc`` jobs (``spectheory.sims.sweep``, ``sims/jobs/se.py``).
 """
 from __future__ import annotations
 
 import numpy as np
 from _figure import figure_main, finding, mc, plt, points, title
 
-from sims import sweep as sw
-from sims.jobs import se as se_jobs
+from spectheory.sims import sweep as sw
+from spectheory.sims.jobs import se as se_jobs
 from spectheory.closed_forms import se as cf
 
 GAMMAS = tuple(range(1, 9))

@@ -7,15 +7,15 @@ Solid curves: the exact long-run speedup of the alternating process over the van
 (closed_forms.se.alternating_speedup_iid, renewal–reward over the alternation's three
 configurations). Dashed: the paper's Thm 3.6 one-cycle formula (q first, α = α_q). Points:
 Numba Monte Carlo (montecarlo.se.simulate_streams), mean over independent streams ± 95% CI;
-the λ × proposer grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
+the λ × proposer grid runs as a sweep of ``se.mc`` jobs (``spectheory.sims.sweep``, ``sims/jobs/se.py``).
 """
 from __future__ import annotations
 
 import numpy as np
 from _figure import figure_main, finding, mc, plt, points, title
 
-from sims import sweep as sw
-from sims.jobs import se as se_jobs
+from spectheory.sims import sweep as sw
+from spectheory.sims.jobs import se as se_jobs
 from spectheory.closed_forms import se as cf
 
 C = 0.8

@@ -7,15 +7,15 @@ closed_forms.se.alternating_speedup_iid); dotted: SD on the ensemble (q proposes
 ensemble verifies with a bonus from r; one call of each member per iteration); dashed: the
 Thm 3.6 formula; thin: SE with γq = γp = 1 (never slower, Cor 3.7; at T = 0 the proposer's
 acceptance is low and γq = 5 is slower than the vanilla ensemble). Points: Numba Monte Carlo of SE, mean over streams ± 95% CI;
-the μ × T grid runs as a sweep of ``se.mc`` jobs (``sims.sweep``, ``sims/jobs/se.py``).
+the μ × T grid runs as a sweep of ``se.mc`` jobs (``spectheory.sims.sweep``, ``sims/jobs/se.py``).
 """
 from __future__ import annotations
 
 import numpy as np
 from _figure import figure_main, finding, mc, plt, points, title
 
-from sims import sweep as sw
-from sims.jobs import se as se_jobs
+from spectheory.sims import sweep as sw
+from spectheory.sims.jobs import se as se_jobs
 from spectheory.closed_forms import sd as cf_sd
 from spectheory.closed_forms import se as cf
 

@@ -1,11 +1,11 @@
 """The claim catalog, generated from the registry: ``docs/claims.md``.
 
-One source of truth: every claim's id, paper (cited from :mod:`sims.papers`), where in the
+One source of truth: every claim's id, paper (cited from :mod:`spectheory.sims.papers`), where in the
 paper, statement, parts (relation and statement each), reading, evidence modes, negative
 controls, and whether it runs on your own pairs. Regenerate it after changing a registration::
 
-    python -m sims.catalog            # writes docs/claims.md
-    python -m sims.catalog --check    # exit 1 if docs/claims.md is stale (what the tests run)
+    python -m spectheory.sims.catalog            # writes docs/claims.md
+    python -m spectheory.sims.catalog --check    # exit 1 if docs/claims.md is stale (what the tests run)
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .registry import RELATIONS, load_all
 
 #: where the catalog lives in a checkout
 CATALOG = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
-COMMAND = "python -m sims.catalog"
+COMMAND = "python -m spectheory.sims.catalog"
 
 
 def _family(claim) -> str:

@@ -85,7 +85,7 @@ def keys_of(paper) -> tuple[str, ...]:
     keys = (paper,) if isinstance(paper, str) else tuple(paper)
     unknown = [k for k in keys if k not in PAPERS]
     if not keys or unknown:
-        raise UnknownPaperError(f"unknown paper key(s) {unknown or keys!r}; add the paper with sims.papers.add(Paper(...)) "
+        raise UnknownPaperError(f"unknown paper key(s) {unknown or keys!r}; add the paper with spectheory.sims.papers.add(Paper(...)) "
                                 f"(known: {', '.join(PAPERS)})")
     return keys
 

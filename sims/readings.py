@@ -5,11 +5,11 @@ rests on and why it is the principal one, the scope an instance must satisfy, th
 choices with their admissible values (the ones this project invents marked), and every other
 reading with its own verdict. Readings, scope and choices come from the registrations
 (``sims/claims/*.py``); verdicts need a run, so they are taken from the stored default run
-``docs/outputs/verify-default.json`` (written by ``python -m sims.readme_outputs``, which also
+``docs/outputs/verify-default.json`` (written by ``python -m spectheory.sims.readme_outputs``, which also
 rewrites this page), and the page says which run that was::
 
-    python -m sims.readings            # writes docs/readings.md
-    python -m sims.readings --check    # exit 1 if docs/readings.md is stale (what the tests run)
+    python -m spectheory.sims.readings            # writes docs/readings.md
+    python -m spectheory.sims.readings --check    # exit 1 if docs/readings.md is stale (what the tests run)
 """
 from __future__ import annotations
 
@@ -26,20 +26,20 @@ from .registry import load_all
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "readings.md"
 STORED = ROOT / "docs" / "outputs" / "verify-default.json"
-COMMAND = "python -m sims.readings"
+COMMAND = "python -m spectheory.sims.readings"
 
 
 def _stored(path: Path = STORED) -> tuple[dict, str]:
     """The stored run's rows by claim id, and a sentence saying which run it was."""
     if not path.exists():
-        return {}, "no stored run: the verdicts column is empty until `python -m sims.readme_outputs` runs"
+        return {}, "no stored run: the verdicts column is empty until `python -m spectheory.sims.readme_outputs` runs"
     rows = json.loads(path.read_text())
     run = rows.get("run", {})
     when = f", {run['started_at']}" if run.get("started_at") else ""
     ver = (run.get("versions") or {}).get("spectheory")
     name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     which = (f"`{name}` ({'quick' if run.get('quick') else 'default'} tier, seed {run.get('seed')}"
-             f"{when}{f', spectheory {ver}' if ver else ''}; written by `python -m sims.readme_outputs`)")
+             f"{when}{f', spectheory {ver}' if ver else ''}; written by `python -m spectheory.sims.readme_outputs`)")
     return {c["id"]: c for c in rows.get("claims", [])}, which
 
 
@@ -50,7 +50,7 @@ def _verdict(row: dict | None, reading_id: str) -> str:
     for r in row.get("readings") or []:
         if r["id"] == reading_id:
             return f"**{_esc(r.get('summary') or r['verdict'])}**"
-    return "*(not in the stored run: rerun `python -m sims.readme_outputs`)*"
+    return "*(not in the stored run: rerun `python -m spectheory.sims.readme_outputs`)*"
 
 
 def _value(v) -> str:

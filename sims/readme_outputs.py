@@ -1,8 +1,8 @@
 """Regenerate the outputs the README quotes, so they cannot drift from what the commands print.
 
-    python -m sims.readme_outputs            # run the commands, store their outputs, rewrite README.md
-    python -m sims.readme_outputs --check    # exit 1 if README.md differs from the stored outputs
-    python -m sims.readme_outputs --only library-example
+    python -m spectheory.sims.readme_outputs            # run the commands, store their outputs, rewrite README.md
+    python -m spectheory.sims.readme_outputs --check    # exit 1 if README.md differs from the stored outputs
+    python -m spectheory.sims.readme_outputs --only library-example
 
 Each quoted output sits in README.md as a ``text`` block right after a marker
 ``<!-- output: NAME -->``:
@@ -12,7 +12,7 @@ Each quoted output sits in README.md as a ``text`` block right after a marker
   in ``docs/outputs/verify-default.json`` and the table is rendered from them; the fast tests
   check that README.md matches that file and that it lists the registry's claims; the slow tier
   reruns the verify and compares the rows.
-  Rerunning also rewrites ``docs/readings.md`` (:mod:`sims.readings`), whose reading verdicts
+  Rerunning also rewrites ``docs/readings.md`` (:mod:`spectheory.sims.readings`), whose reading verdicts
   come from the stored rows.
 * ``library-example``: what the README's library example (the ``python`` block before the
   marker) prints; the fast tests run it and compare.
@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 STORED = ROOT / "docs" / "outputs" / "verify-default.json"
-COMMAND = "python -m sims.readme_outputs"
+COMMAND = "python -m spectheory.sims.readme_outputs"
 #: terminal width the quoted table is rendered at
 WIDTH = 132
 _BLOCK = re.compile(r"(<!-- output: (?P<name>[\w-]+) -->\n```text\n)(?P<body>.*?)(\n```)", re.S)
@@ -40,7 +40,7 @@ _BLOCK = re.compile(r"(<!-- output: (?P<name>[\w-]+) -->\n```text\n)(?P<body>.*?
 
 def summary_rows(report: dict) -> dict:
     """What the README's table shows of a report (and what the slow tier compares), with every
-    reading's verdict (what docs/readings.md quotes, :mod:`sims.readings`) and the real pair's."""
+    reading's verdict (what docs/readings.md quotes, :mod:`spectheory.sims.readings`) and the real pair's."""
     from .report import (claim_class, controls_cell, degenerate_text, finding, readings_differ, real_pair_text,
                          slack_over_choices_text)
     run = report["run"]
@@ -74,7 +74,7 @@ def run_verify() -> dict:
 
 
 def verify_table(rows: dict) -> str:
-    """The table exactly as `spectheory verify` prints it (:func:`sims.report.summary_table`: the
+    """The table exactly as `spectheory verify` prints it (:func:`spectheory.sims.report.summary_table`: the
     same columns, title and caption; without colour, at :data:`WIDTH` columns; the legend lines it
     prints below are left out)."""
     from rich.console import Console

@@ -2,7 +2,7 @@
 tests it (docs/architecture.md).
 
 A claim module (``sims/claims/<family>.py``) registers each claim with :func:`register`: the
-paper (a key of :mod:`sims.papers`) and where in it, the statement, our reading of it, its
+paper (a key of :mod:`spectheory.sims.papers`) and where in it, the statement, our reading of it, its
 **parts** (:class:`Part`: what the claim says, one relation each), the algorithm under test
 (``subject``), the deliberately broken variants the same check must reject (``controls``, each
 naming the parts it must fail), and how many Monte Carlo tests one run of its check performs
@@ -355,8 +355,8 @@ def register(**kwargs) -> Claim:
     issue 15, parts): the claim lists the evidence ``modes`` its check grades; every (checkable
     part, mode) pair (``logits`` excepted: real logits have no broken twin to replay) must be
     covered by at least one negative control that is expected to fail there; a claim with Monte
-    Carlo evidence declares ``mc_tests`` > 0; ``paper`` names known papers (:mod:`sims.papers`).
-    The runner then checks each control per part and per mode (:func:`sims.runner.control_verdict`).
+    Carlo evidence declares ``mc_tests`` > 0; ``paper`` names known papers (:mod:`spectheory.sims.papers`).
+    The runner then checks each control per part and per mode (:func:`spectheory.sims.runner.control_verdict`).
     """
     unknown = [k for k in kwargs if k not in REGISTER_KEYWORDS]
     if unknown:  # named before anything else: `relaton=` must not read as a missing relation
@@ -727,7 +727,7 @@ class Context:
         return PartTag(part_id)
 
     def least_slack(self, part_id: str, record) -> None:
-        """Attach a least-slack record (:class:`sims.slack.LeastSlack` or its dict) to an
+        """Attach a least-slack record (:class:`spectheory.sims.slack.LeastSlack` or its dict) to an
         inequality-type part (relation ≤ ≥ < > ordering monotone)."""
         part = self._known_part(part_id)
         if part is not None and part.relation not in INEQUALITIES:

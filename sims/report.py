@@ -1,6 +1,6 @@
 """Render a report (schema ``spectheory.report/3``; older ``/2`` reports render too) for people: the terminal table (rich), the
 Markdown report and its evidence file, and the words every rendering shares (relations,
-findings, counterexample lines). The HTML report is :mod:`sims.report_html`; the JSON is written
+findings, counterexample lines). The HTML report is :mod:`spectheory.sims.report_html`; the JSON is written
 by :func:`spectheory.judge.format.write_json`. Also renders conformance reports, which have no
 parts.
 
@@ -399,7 +399,7 @@ def verdict_cell(verdict: str, summary: str, beside_: list[str]) -> str:
 
 def summary_table(rows, title: str, caption: str):
     """The rich Table ``spectheory verify`` prints: rows of (claim, relation, verdict cell,
-    finding, controls); the README quotes the same table (:mod:`sims.readme_outputs`)."""
+    finding, controls); the README quotes the same table (:mod:`spectheory.sims.readme_outputs`)."""
     from rich.table import Table
     t = Table(title=title, caption=caption, show_lines=False)
     t.add_column("claim", no_wrap=True)

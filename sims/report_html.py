@@ -1,11 +1,11 @@
 """The HTML report: one self-contained file (inline CSS, plots as inline PNG, no script, no
-network), the same summary and sections as the Markdown report (:mod:`sims.report`), a plot
+network), the same summary and sections as the Markdown report (:mod:`spectheory.sims.report`), a plot
 for every claim whose evidence is a curve, grid, sweep or set of comparisons, and every
 evidence table folded under its claim.
 
 Plots (matplotlib, drawn off screen):
 
-* **sweeps** (evidence with ``points``, :func:`sims.shapes.sweep`): the claimed value (dashed
+* **sweeps** (evidence with ``points``, :func:`spectheory.sims.shapes.sweep`): the claimed value (dashed
   line) and the measured one (markers) against the sweep's numeric setting (γ, c, k, V, ...),
   one colour per instance, sweeps of one part over the same setting in one panel; a second
   varying setting becomes one line per value; failing points are red crosses;
@@ -84,7 +84,7 @@ def _beside(c: dict) -> str:
 
 
 def _md_inline(text: str) -> str:
-    """The Markdown lines :mod:`sims.report` writes, as HTML (bold, code, list items)."""
+    """The Markdown lines :mod:`spectheory.sims.report` writes, as HTML (bold, code, list items)."""
     import re
     t = _e(text)
     t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
@@ -185,7 +185,7 @@ def _hashable(v):
 
 def focus_parts(claim: dict) -> list[str]:
     """The parts behind a ``fails`` or ``depends`` headline: the principal reading's failing parts,
-    in the order the summary names them (its first is the part :func:`sims.report.finding` shows);
+    in the order the summary names them (its first is the part :func:`spectheory.sims.report.finding` shows);
     their evidence is drawn first, in panels that name them."""
     if claim.get("verdict") not in ("fails", "depends"):
         return []
@@ -733,7 +733,7 @@ def _scoped(css: str, scope: str) -> str:
 
 def summary_html(report: dict) -> str:
     """The report's verdict counts and summary table as an HTML fragment with its own scoped
-    style (a notebook's display of a :class:`spectheory_cli.Report`)."""
+    style (a notebook's display of a :class:`spectheory.cli.Report`)."""
     return (f"<div class=spectheory><style>{_scoped(CSS, '.spectheory')}</style>"
             f"<p><b>{_e(verdict_counts(report))}.</b></p>{_summary_table(report, links=False)}</div>")
 
@@ -741,7 +741,7 @@ def summary_html(report: dict) -> str:
 def claim_html(claim: dict, *, plot: bool = True) -> str:
     """One claim as an HTML fragment with its own scoped style: headline and every reading's
     verdict, statement, parts, counterexample with the call that recomputes both numbers, the
-    plot, key evidence, controls (a notebook's display of a :class:`spectheory_cli.ClaimResult`)."""
+    plot, key evidence, controls (a notebook's display of a :class:`spectheory.cli.ClaimResult`)."""
     return (f"<div class=spectheory><style>{_scoped(CSS, '.spectheory')}</style>"
             f"{_section(claim, plot)}</div>")
 

@@ -3,13 +3,13 @@
 A report prints, beside each counterexample, least-slack record (a part's, and a hold's least slack over
 its open choices) and out-of-scope finding, one line
 of Python (``call``) that recomputes its numbers. :func:`mismatches` runs every such call of a
-report with :func:`sims.shrink.recompute` and compares what it returns with the printed numbers at
+report with :func:`spectheory.sims.shrink.recompute` and compares what it returns with the printed numbers at
 the precision the report prints them (a counterexample's claimed and measured: 6 significant
-digits, :func:`spectheory.judge.format.fmt`; a least slack: 4, :func:`sims.report.short_fmt`). A
+digits, :func:`spectheory.judge.format.fmt`; a least slack: 4, :func:`spectheory.sims.report.short_fmt`). A
 counterexample's call returns both numbers, ``(claimed, measured, ...)``, as the report's "Recompute
 both numbers" says (a call returning the measured value alone does not reproduce it)::
 
-    python -m sims.reproduce reports/verify.json     # exit 1 and list the calls that do not reproduce
+    python -m spectheory.sims.reproduce reports/verify.json     # exit 1 and list the calls that do not reproduce
 """
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def mismatches(report: dict, controls: bool = True) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sims.reproduce", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m spectheory.sims.reproduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("report", help="a report JSON (spectheory verify --json)")
     ap.add_argument("--no-controls", action="store_true", help="only the claims' own calls (not the controls')")
     args = ap.parse_args(argv)

@@ -3,7 +3,7 @@ docs/report_schema.md; the JSON Schema is ``sims/schemas/report-3.json``).
 
 The headline of a claim is its principal reading's verdict; every other reading gets its own
 verdict beside it (issue 24, item 1). When the principal reading fails, the subject is re-run at
-every other value of each open choice (:class:`sims.registry.Choice`, one at a time, the others at
+every other value of each open choice (:class:`spectheory.sims.registry.Choice`, one at a time, the others at
 their defaults, same seeds; controls stay at the defaults): the failure is robust if it persists
 at every value, else the headline is ``depends`` (item 3). Identity parts get their verdict from
 their symbolic proof (evidence mode ``proof``); their numerical check is an implementation test
@@ -26,7 +26,7 @@ from .registry import INEQUALITIES, TIE_THERE, Claim, Context, select, total_mc_
 
 SCHEMA = "spectheory.report/3"
 #: how an info evidence's note starts when a check reports an instance outside the claim's scope
-#: without :meth:`sims.registry.Context.outside` (the report lists both the same way)
+#: without :meth:`spectheory.sims.registry.Context.outside` (the report lists both the same way)
 OUTSIDE = "outside the claim's scope"
 
 
@@ -117,7 +117,7 @@ def evidence_list(returned, claim: Claim, who: str) -> list:
     """What a check returned, as a list of Evidence; :class:`CheckReturnError` naming what it
     returned instead (a float, None from a missing ``return``, a tuple of numbers, ...)."""
     what = f"{claim.id} ({who}): its check {getattr(claim.check, '__qualname__', claim.check)!s}"
-    want = "a check returns a list of Evidence (sims.shapes builds them: each, sweep, mc_law, ...)"
+    want = "a check returns a list of Evidence (spectheory.sims.shapes builds them: each, sweep, mc_law, ...)"
     if isinstance(returned, Evidence):
         raise CheckReturnError(f"{what} returned one Evidence, not a list of them; {want}: return [evidence]")
     if returned is None or isinstance(returned, (str, bytes, dict)) or not hasattr(returned, "__iter__"):
@@ -256,9 +256,9 @@ def _sweep_choices(claim: Claim, res: Result, seed: int, quick: bool, alpha: flo
 def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha: float,
               user: dict | None = None, mc_total: int | None = None, sources: tuple = ()):
     """One (claim, control) check by name, so a worker process can run it. ``sources``: the
-    user's claim modules (:mod:`sims.user_claims`) a worker imports before looking the claim up.
+    user's claim modules (:mod:`spectheory.sims.user_claims`) a worker imports before looking the claim up.
     A user claim whose check raises, or breaks a registry rule at run time, raises
-    :class:`sims.user_claims.UserClaimsError` naming the claim (a usage error, not a crash)."""
+    :class:`spectheory.sims.user_claims.UserClaimsError` naming the claim (a usage error, not a crash)."""
     from . import user_claims
     from .registry import load_all
     user_claims.load_many(sources)
@@ -293,7 +293,7 @@ def _run_group(items, seed: int, quick: bool, alpha: float, user: dict | None = 
 
 
 def family_of(claim: Claim) -> str:
-    """The family of a claim: the claim module that registered it (``sims.claims.ersd`` → ``ersd``)."""
+    """The family of a claim: the claim module that registered it (``spectheory.sims.claims.ersd`` → ``ersd``)."""
     return claim.check.__module__.rsplit(".", 1)[-1]
 
 
@@ -301,8 +301,8 @@ def family_of(claim: Claim) -> str:
 #: 2 cores): the longest go to the workers first (longest-processing-time order), so the run does not
 #: wait at the end for a family whose kernels compile longest (cold --quick: 101 s in order of size,
 #: 74 s in this order). Only the order of the work depends on it, never a verdict.
-COLD_SECONDS = {"sims.claims.ecsv": 30, "sims.claims.sb": 25, "sims.claims.ersd": 20, "sims.claims.se": 16,
-                "sims.claims.multidraft": 12, "sims.claims.sd": 6}
+COLD_SECONDS = {"spectheory.sims.claims.ecsv": 30, "spectheory.sims.claims.sb": 25, "spectheory.sims.claims.ersd": 20, "spectheory.sims.claims.se": 16,
+                "spectheory.sims.claims.multidraft": 12, "spectheory.sims.claims.sd": 6}
 
 
 def _family_groups(tasks) -> list[list[tuple[str, str | None]]]:
@@ -377,7 +377,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
                pairs_source: str | None = None, claims_from=(), builtin: bool = True) -> dict:
     """Run every claim matching ``pattern`` and its negative controls; return the report.
     ``jobs`` > 1 (or an ``executor``) runs the checks in parallel (a local process pool,
-    :mod:`sims.sweep`), each family's checks in one worker so its kernels compile once;
+    :mod:`spectheory.sims.sweep`), each family's checks in one worker so its kernels compile once;
     ``jobs=0`` means one worker per CPU (serial on one CPU). Every check is seeded from (seed,
     claim, subject), so the report is the one the serial run gives (timings aside).
 
@@ -391,17 +391,17 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
     one (the claim's ``sources.real``; it never enters the headline). extra_source: where it came from (the report's
     ``run.logits_run``).
 
-    pairs: the user's own pairs (``{name: MarkovPair}``, :mod:`sims.instances_file`): only the
+    pairs: the user's own pairs (``{name: MarkovPair}``, :mod:`spectheory.sims.instances_file`): only the
     claims that take pairs (registered with ``user_pairs=``) run, each on these pairs instead of
     its built-in instances (docs/instances.md); pairs_source: where they came from (the report's
     ``run.instances``).
 
     claims_from: the user's claim modules (``.py`` paths, module names, or ``"entry-points"``;
-    :mod:`sims.user_claims`, docs/your_claims.md), loaded before ``pattern`` is matched; with
+    :mod:`spectheory.sims.user_claims`, docs/your_claims.md), loaded before ``pattern`` is matched; with
     ``builtin=False`` only their claims run ("instead of" the built-in registry) and the
     Bonferroni split counts only their Monte Carlo tests; with ``builtin=True`` they run beside the
     built-in claims ``pattern`` selects. A declaration problem raises
-    :class:`sims.user_claims.UserClaimsError` before any report exists."""
+    :class:`spectheory.sims.user_claims.UserClaimsError` before any report exists."""
     from spectheory.checks import check_int, check_real
 
     from . import user_claims
@@ -645,7 +645,7 @@ def least_slack_over_choices(claim: Claim, res: Result, part_v: dict, seed: int,
         choices = {} if ch is None else {ch: v}
         out[pid] = {"value": value, "choice": ch, "choice_value": _json_value(v) if ch is not None else None,
                     "instance": rec["instance"], "source": rec["source"],
-                    "call": f"import sims.runner; sims.runner.slack_at({claim.id!r}, {pid!r}, {choices!r}, "
+                    "call": f"import spectheory.sims.runner; spectheory.sims.runner.slack_at({claim.id!r}, {pid!r}, {choices!r}, "
                             f"quick={bool(quick)}, seed={int(seed)})"}
     return out
 

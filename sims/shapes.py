@@ -14,10 +14,10 @@ the same ones (the runner calls the same check with each):
   against the exact or claimed value, at the report's per-test level, counted for the
   Bonferroni split (``ctx.mc``);
 * :func:`least_slack`: a bound checked where it is tightest: the shared search of
-  :mod:`sims.slack` finds the instance of least slack, the part records it, and the instance is
+  :mod:`spectheory.sims.slack` finds the instance of least slack, the part records it, and the instance is
   graded (so a wrong constant fails there);
 * :func:`shrinker`: the claim's ``shrink`` from its measure: the smallest failing instance
-  (:mod:`sims.shrink`), with only the settings that apply and the one-line call that
+  (:mod:`spectheory.sims.shrink`), with only the settings that apply and the one-line call that
   recomputes it.
 
 Every helper takes ``part=`` to tag its evidence with a part of the claim (or use
@@ -251,8 +251,8 @@ def mc_per_state(ctx, instance: str, attempts, accepts, beta, *, tolerance: floa
 
 def least_slack(ctx, part: str, search: Callable[[], LeastSlack], *, instance: str = "least-slack instance",
                 what: str = "slack of the bound", tol: float = stats.EXACT_TOL) -> Evidence:
-    """Run ``search()`` (a :mod:`sims.slack` search, e.g. ``lambda: slack.search_pairs(f, space)``),
-    record its :class:`~sims.slack.LeastSlack` on ``part`` and grade the instance it found: the
+    """Run ``search()`` (a :mod:`spectheory.sims.slack` search, e.g. ``lambda: slack.search_pairs(f, space)``),
+    record its :class:`~spectheory.sims.slack.LeastSlack` on ``part`` and grade the instance it found: the
     least slack must be ≥ 0 (exact, ``tol``). A bound with a wrong constant or term (a control)
     fails on the instance where the correct one is tightest."""
     rec = search()
@@ -282,10 +282,10 @@ def shrinker(measure: Callable, *, fails: Callable[[float, float], bool] = diffe
     function (the counterexample's ``call`` names it); ``settings`` are the algorithm settings
     that apply (of gamma, K and the ``extra`` axes). ``fails(claimed, measured)`` decides a
     failure. ``applies``: the settings reported (and the only ones that may vary); ``search``:
-    the grid of :func:`sims.shrink.smallest_counterexample` (V_values, orders, gammas,
+    the grid of :func:`spectheory.sims.shrink.smallest_counterexample` (V_values, orders, gammas,
     K_values, seeds, extra, pair_factory). ``modules``: where to look for the subject's name in
     the call (besides the measure's module and the subject's own). ``scope``: the claim's
-    :class:`sims.registry.Scope` (or any ``guard(pair, **settings)``); candidates outside it are
+    :class:`spectheory.sims.registry.Scope` (or any ``guard(pair, **settings)``); candidates outside it are
     skipped, never returned as counterexamples (issue 24, item 2)."""
     guard = getattr(scope, "why_out", scope)
 

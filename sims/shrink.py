@@ -45,7 +45,7 @@ def smallest_counterexample(fails: Callable, *, V_values=(2, 3, 4), orders=(0, 1
     (gamma, K, extra axes). ``outside(pair, gamma, K, **extra_values) -> reason | None``: the
     claim's scope (issue 24, item 2): a candidate outside it is never returned; the first one
     that fails is appended to ``found_outside`` (the same entry, with ``reason``), so the report
-    can say "outside the claim's scope". ``scope``: the claim's :class:`sims.registry.Scope` (or a
+    can say "outside the claim's scope". ``scope``: the claim's :class:`spectheory.sims.registry.Scope` (or a
     ``guard(pair, **settings)``), called with gamma, K and the extra axes, in place of ``outside``."""
     if scope is not None:
         if outside is not None:

@@ -11,7 +11,7 @@ the smaller, the tighter) this module finds the instance with the least slack:
   by default) inside a stated budget of slack evaluations.
 
 Both return a :class:`LeastSlack`: the value, the instance (a description from which it is
-rebuilt), the one-line Python call that recomputes the value (:func:`sims.shrink.recompute`
+rebuilt), the one-line Python call that recomputes the value (:func:`spectheory.sims.shrink.recompute`
 runs it) and how it was searched. Seeded: the same call gives the same record.
 """
 from __future__ import annotations
@@ -134,7 +134,7 @@ def search_pairs(slack: Callable[..., float], space: PairSpace, *, budget: int =
     (lo, hi) by a logistic function; e.g. an ensemble weight or a cost ratio); the instance and
     the call give the values found. Returns the least slack found (an upper bound on the true
     least slack: a heuristic search, stated as such in ``search``). ``scope``: the claim's
-    :class:`sims.registry.Scope` (or a ``guard(pair, **settings)``): pairs outside it score +inf,
+    :class:`spectheory.sims.registry.Scope` (or a ``guard(pair, **settings)``): pairs outside it score +inf,
     so the least slack found is in scope (issue 24, item 2)."""
     from scipy import optimize
     guard = getattr(scope, "why_out", scope)

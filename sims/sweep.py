@@ -332,7 +332,7 @@ def run_sweep(jobs: list[Job], out=None, *, executor: cf.Executor | None = None,
     finish (so an interrupted sweep resumes), then the file is rewritten in grid order."""
     base_seed = check_int(base_seed, "base_seed", min=0)
     if not all(isinstance(j, Job) for j in jobs):
-        raise TypeError("jobs must be a list of sims.sweep.Job (build it with grid())")
+        raise TypeError("jobs must be a list of spectheory.sims.sweep.Job (build it with grid())")
     ids = [j.job_id for j in jobs]
     if len(set(ids)) != len(ids):
         raise ValueError("the grid lists the same job twice")

@@ -1,7 +1,7 @@
 """Claims a researcher writes outside the package (docs/your_claims.md): a Python file or an
-importable module that calls :func:`sims.registry.register` with the same vocabulary the built-in
+importable module that calls :func:`spectheory.sims.registry.register` with the same vocabulary the built-in
 families use, run by ``spectheory verify --claims-from PATH_OR_MODULE`` (or
-``sims.runner.run_claims(..., claims_from=[...])``) with the same budgets, levels, shrinking,
+``spectheory.sims.runner.run_claims(..., claims_from=[...])``) with the same budgets, levels, shrinking,
 least slack and report.
 
 Where claims come from (``spec``):
@@ -80,7 +80,7 @@ def _callable_named(name: str, err: BaseException):
     for fr in reversed(frames):
         spaces += [fr.f_locals, fr.f_globals]
     head, *rest = name.split(".")
-    mods = ("sims.registry", "sims.shapes", "sims.slack", "sims.shrink", "sims.papers")
+    mods = ("spectheory.sims.registry", "spectheory.sims.shapes", "spectheory.sims.slack", "spectheory.sims.shrink", "spectheory.sims.papers")
     spaces += [vars(sys.modules[m]) for m in mods if m in sys.modules]
     for ns in spaces:
         obj = ns.get(head)
@@ -151,7 +151,7 @@ def _resolve(spec: str) -> tuple[str, str]:
         if folder not in sys.path:
             sys.path.insert(0, folder)
         return name, str(path)
-    if spec == "sims.claims" or spec.startswith("sims.claims."):
+    if spec == "spectheory.sims.claims" or spec.startswith("spectheory.sims.claims."):
         raise UserClaimsError(f"--claims-from {spec}: a built-in claim module; select built-in claims with --claims")
     importlib.invalidate_caches()  # a module written since this process started (a notebook's new file)
     try:
@@ -218,7 +218,7 @@ def load(spec) -> tuple[str, ...]:
         for cid in [cid for cid, c in registry.REGISTRY.items() if c.check.__module__ == name]:
             del registry.REGISTRY[cid]          # import it afresh so that its register(...) calls run here
     before = set(registry.REGISTRY)
-    builtin = {cid for cid, c in registry.REGISTRY.items() if c.check.__module__.startswith("sims.claims.")}
+    builtin = {cid for cid, c in registry.REGISTRY.items() if c.check.__module__.startswith("spectheory.sims.claims.")}
     try:
         module = _import(spec, name, origin)
     except UserClaimsError as err:
@@ -233,7 +233,7 @@ def load(spec) -> tuple[str, ...]:
         raise
     new = tuple(cid for cid in registry.REGISTRY if cid not in before)
     if not new:
-        raise UserClaimsError(f"{spec}: registers no claim (call sims.registry.register(...) at module level; "
+        raise UserClaimsError(f"{spec}: registers no claim (call spectheory.sims.registry.register(...) at module level; "
                               "docs/your_claims.md)")
     LOADED[key] = new
     file = getattr(module, "__file__", None)
@@ -244,7 +244,7 @@ def load(spec) -> tuple[str, ...]:
 def describe(spec) -> dict:
     """Where a loaded spec's claims came from, for the report (``run.claims_files``): ``{"spec",
     "module", "path", "claims"}``; ``path`` is the resolved file (None for entry points), so a
-    report read back elsewhere can import it again (:meth:`spectheory_cli.Report` recompute)."""
+    report read back elsewhere can import it again (:meth:`spectheory.cli.Report` recompute)."""
     key = _key(os.fspath(spec).strip() if isinstance(spec, (str, os.PathLike)) else spec)
     if key not in LOADED:
         load(spec)
@@ -277,7 +277,7 @@ def unload_all() -> None:
 
 
 def is_user_claim(claim_id: str) -> bool:
-    """Whether a registered claim came from a user's module (not ``sims.claims``)."""
+    """Whether a registered claim came from a user's module (not ``spectheory.sims.claims``)."""
     return any(claim_id in ids for ids in LOADED.values())
 
 

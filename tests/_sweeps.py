@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sims import sweep as sw
+from spectheory.sims import sweep as sw
 
 
 def assert_dask_gives_the_serial_table(jobs, tmp_path) -> list[dict]:

@@ -3,7 +3,7 @@ broken control, a check) and ``TOY`` (one claim, ``toy.zero``, that holds)."""
 
 HEADER = '''
 import numpy as np
-from sims.registry import Control, Part, register
+from spectheory.sims.registry import Control, Part, register
 from spectheory.judge.evidence import Evidence
 
 

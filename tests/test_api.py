@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from spectheory_cli import Report, load_report, verify
+from spectheory.cli import Report, load_report, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -188,10 +188,10 @@ def test_the_reports_methods_check_their_arguments(sd_report):
 
 
 def test_a_claim_file_given_as_a_path_object_runs(tmp_path):
-    from sims import user_claims
+    from spectheory.sims import user_claims
     path = tmp_path / "pathclaims.py"
     path.write_text(
-        "from sims.registry import Control, register\nfrom spectheory.judge.evidence import Evidence\n"
+        "from spectheory.sims.registry import Control, register\nfrom spectheory.judge.evidence import Evidence\n"
         "def check(ctx, s):\n    return [Evidence('exact', 't', 0.0, float(s(0)), outcome='pass' if s(0) == 0 else 'fail')]\n"
         "register(id='pth.zero', relation='=', paper='leviathan2023', reference='t', statement='f(0) = 0.',\n"
         "         check=check, subject=lambda x: x, modes=('exact',), controls=(Control('p1', lambda x: x + 1, 'f'),))\n")

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("pdoc")
 
-from spectheory_cli import apidocs  # noqa: E402
+from spectheory.cli import apidocs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ class NotInstalled(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 sys.meta_path.insert(0, NotInstalled())
 from pathlib import Path
-from spectheory_cli import apidocs
+from spectheory.cli import apidocs
 out = Path(sys.argv[1])
 pages = apidocs.build(out, strict=True)
 print(json.dumps([p.relative_to(out).as_posix() for p in pages]))
@@ -43,27 +43,27 @@ def reference(tmp_path_factory):
 
 def test_api_reference_builds_without_torch_and_without_warnings(reference):
     out, names = reference
-    for page in ("spectheory_cli.html", "spectheory.html", "sims/registry.html", "sims/shapes.html",
-                 "sims/slack.html", "spectheory/judge.html", "spectheory/markov.html", "spectheory/conformance.html",
-                 "validate.html"):
+    for page in ("spectheory/cli.html", "spectheory.html", "spectheory/sims/registry.html",
+                 "spectheory/sims/shapes.html", "spectheory/sims/slack.html", "spectheory/judge.html",
+                 "spectheory/markov.html", "spectheory/conformance.html", "spectheory/validate.html"):
         assert page in names, page
     assert not any("_kernels" in n for n in names), "private kernels are not part of the reference"
-    assert not any(n.startswith("spectheory_cli/cmd_") for n in names), "the command line's modules are not API"
+    assert not any(n.startswith("spectheory/cli/cmd_") for n in names), "the command line's modules are not API"
     assert "spectheory/conformance/hf_models.html" not in names  # it imports torch at its top
-    registry = (out / "sims/registry.html").read_text()
+    registry = (out / "spectheory/sims/registry.html").read_text()
     for name in ("register", "Part", "Control", "Reading", "Scope", "Choice"):
         assert f'id="{name}"' in registry, name
 
 
 def test_the_reference_documents_the_notebook_api(reference):
     out, _ = reference
-    page = (out / "spectheory_cli.html").read_text()
+    page = (out / "spectheory/cli.html").read_text()
     for name in ("verify", "load_report", "Report", "ClaimResult", "EvidenceTable", "Report.to_frame",
                  "Report.records", "Report.write", "ClaimResult.recompute", "ClaimResult.to_frame",
                  "ClaimResult.plot", "EvidenceTable.to_frame"):
         assert f'id="{name}"' in page, name
     index = (out / "index.html").read_text()
-    assert "spectheory_cli" in index
+    assert "spectheory.cli" in index
 
 
 def test_the_torch_module_is_documented_where_torch_is_installed(tmp_path, monkeypatch):

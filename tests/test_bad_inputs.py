@@ -19,8 +19,8 @@ import bad_inputs
 from bad_inputs import CLIError, bad, run_cli
 from spectheory.judge import stats
 from spectheory.judge.evidence import Evidence
-from sims.registry import UnknownClaimError
-from sims.runner import run_claims
+from spectheory.sims.registry import UnknownClaimError
+from spectheory.sims.runner import run_claims
 from spectheory.closed_forms import sd as cf
 from spectheory.distributions import DistributionError, check_distribution, softmax
 from spectheory.exact import sd as ex

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from sims import catalog, papers
-from sims.registry import load_all
+from spectheory.sims import catalog, papers
+from spectheory.sims.registry import load_all
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ FORBIDDEN = {
 #: the tree a user reads: the README, docs, notebooks, figure scripts, and every shipped module
 #: (docstrings are what `help()`, `spectheory list` and `show` print)
 USER_FACING = ("README.md", "docs/**/*.md", "notebooks/**/*.py", "notebooks/**/*.ipynb", "paper_figs/**/*.py",
-               "spectheory/**/*.py", "sims/**/*.py", "spectheory_cli/**/*.py", "validate/**/*.py",
+               "spectheory/**/*.py", "sims/**/*.py", "cli/**/*.py", "validate/**/*.py",
                "data/**/*.md", "benchmarks/**/*.py", "benchmarks/**/*.md", "Makefile", "pyproject.toml")
 
 
@@ -42,7 +42,7 @@ def _scan(text: str, where: str) -> list[str]:
 
 
 def test_checked_in_catalog_is_the_registry():
-    """docs/claims.md is what `python -m sims.catalog` writes from the registry."""
+    """docs/claims.md is what `python -m spectheory.sims.catalog` writes from the registry."""
     current = catalog.CATALOG.read_text() if catalog.CATALOG.exists() else ""
     assert current == catalog.render(), (
         f"{catalog.CATALOG.relative_to(ROOT)} is stale: regenerate it with `{catalog.COMMAND}` and commit it")
@@ -64,14 +64,14 @@ def test_catalog_has_every_claim_with_its_citation_parts_and_reading():
 
 def test_catalog_check_command(tmp_path):
     out = tmp_path / "claims.md"
-    run = lambda *a: subprocess.run([sys.executable, "-m", "sims.catalog", "--out", str(out), *a],  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "spectheory.sims.catalog", "--out", str(out), *a],  # noqa: E731
                                     capture_output=True, text=True, cwd=ROOT)
     assert run("--check").returncode == 1  # missing
     assert run().returncode == 0 and out.read_text() == catalog.render()
     assert run("--check").returncode == 0
     out.write_text(out.read_text() + "edited by hand\n")
     res = run("--check")
-    assert res.returncode == 1 and "python -m sims.catalog" in res.stderr
+    assert res.returncode == 1 and "python -m spectheory.sims.catalog" in res.stderr
 
 
 def test_no_paper_file_names_or_outside_paths_in_what_users_read():
@@ -85,7 +85,7 @@ def test_no_paper_file_names_or_outside_paths_in_what_users_read():
 
 
 def test_no_paper_file_names_in_cli_help_list_and_reports():
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     texts = {}
     runner = CliRunner()
     for args in (["--help"], ["verify", "--help"], ["list", "--help"], ["show", "--help"], ["sweep", "--help"],
@@ -110,9 +110,9 @@ def test_the_scan_catches_what_it_must():
 
 
 def test_readings_page_is_current():
-    """docs/readings.md is what `python -m sims.readings` writes from the registry and the stored run
+    """docs/readings.md is what `python -m spectheory.sims.readings` writes from the registry and the stored run
     (issue 24 item 6): every claim with its principal reading, scope, choices and other readings."""
-    from sims import readings
+    from spectheory.sims import readings
     text = readings.render()
     assert (ROOT / "docs" / "readings.md").read_text() == text, (
         f"docs/readings.md is stale: regenerate it with `{readings.COMMAND}`")
@@ -125,8 +125,8 @@ def test_readings_page_lists_every_reading_with_its_stored_verdict(tmp_path, mon
     invented one marked) and the other reading with the stored run's verdict; a stored run without
     that reading says so instead of inventing a verdict."""
     import json
-    from sims import readings, registry
-    from sims.registry import Choice, Control, Part, Reading, Scope
+    from spectheory.sims import readings, registry
+    from spectheory.sims.registry import Choice, Control, Part, Reading, Scope
     monkeypatch.setattr(registry, "REGISTRY", {})
     registry.register(id="toy.read", paper="leviathan2023", reference="§1", statement="S.", modes=("exact",),
                       check=lambda ctx, s: [], controls=(Control("bad", "bad", "broken"),),

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sims import jobs
-from sims import instances_file
-from sims.registry import load_all
-from sims.runner import family_of
-from spectheory_cli.main import app
+from spectheory.sims import jobs
+from spectheory.sims import instances_file
+from spectheory.sims.registry import load_all
+from spectheory.sims.runner import family_of
+from spectheory.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[1]
 

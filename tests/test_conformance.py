@@ -116,7 +116,7 @@ def test_broken_rules_fail_every_relevant_check(python_report):
 
 
 def test_report_schema_and_json(python_report, tmp_path):
-    from sims.report import to_markdown
+    from spectheory.sims.report import to_markdown
     from spectheory.judge.format import write_json
     assert python_report["schema"] == "spectheory.report/1"
     path = write_json(python_report, tmp_path / "r.json")
@@ -367,7 +367,7 @@ def test_fake_lm_logits():
 def test_cli_conformance(tmp_path):
     from typer.testing import CliRunner
 
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     mod = tmp_path / "mysampler.py"
     mod.write_text("from spectheory.conformance import reference_verifier as verify\n")
     res = CliRunner().invoke(app, ["conformance", f"{mod}:verify", "--n", "300", "--gammas", "1",

@@ -189,7 +189,7 @@ def test_a_stack_returning_the_wrong_length_is_a_crash_and_bad_signatures_a_usag
 
 def test_command_line_kind_assisted_exit_status(tmp_path):
     from typer.testing import CliRunner
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     res = CliRunner().invoke(app, ["conformance", "spectheory.conformance.kinds.assisted:target_unprocessed_stack",
                                    "--kind", "assisted", "--settings", "T=0.7,top_k=2", "--gammas", "1", "--n", "1000",
                                    "--no-controls", "--no-progress", "--json", str(tmp_path / "r.json"),

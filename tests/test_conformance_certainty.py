@@ -97,7 +97,7 @@ def test_a_crash_at_u_zero_is_a_boundary_failure_wherever_it_is_seen(seed, seen_
     assert bool(in_runs) == seen_in_runs
     if seen_in_runs:
         assert "0.0 exactly" in in_runs[0]["event"] and in_runs[0]["call_line"]
-    from spectheory_cli.cmd_conformance import exit_status
+    from spectheory.cli.cmd_conformance import exit_status
     assert exit_status(r["verdicts"]) == sc.EXIT_CODES["boundary"] == 3
 
 

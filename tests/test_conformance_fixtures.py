@@ -80,7 +80,7 @@ USAGE = [
 def _run(tmp_path, target, opts):
     from typer.testing import CliRunner
 
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     out = tmp_path / "r.json"
     res = CliRunner().invoke(app, ["conformance", str(FIX / target.split(":")[0]) + ":" + target.split(":")[1],
                                    *opts, "--no-progress", "--json", str(out), "--markdown", str(tmp_path / "r.md")])

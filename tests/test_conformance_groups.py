@@ -152,7 +152,7 @@ def test_token_law_by_state_catches_a_wrong_bonus_row_and_a_wrong_residual():
 def test_cli_strict_answers_lossless_and_strict_standard_both(tmp_path):
     from typer.testing import CliRunner
 
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     args = ["--n", "8000", "--gammas", "1", "--instances", "iid-V3-equal", "--no-progress", "--no-controls",
             "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md")]
     ok = CliRunner().invoke(app, ["conformance", "spectheory.conformance:accept_p_verifier", "--strict", *args])

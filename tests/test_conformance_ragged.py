@@ -31,7 +31,7 @@ TORCH = ["--kind", "ragged", "--framework", "torch"]
 def _run(tmp_path, target, opts):
     from typer.testing import CliRunner
 
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     out = tmp_path / "r.json"
     file, fn = target.split(":")
     res = CliRunner().invoke(app, ["conformance", f"{FIX / file}:{fn}", *opts, "--no-progress", "--json", str(out),

@@ -113,7 +113,7 @@ def test_a_lossy_sampler_is_not_a_usage_error():
 def test_cli_usage_error_exits_2_with_the_hint(tmp_path):
     from typer.testing import CliRunner
 
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     mod = tmp_path / "mine.py"
     mod.write_text("import numpy as np\n"
                    "from spectheory.conformance import reference_verifier\n"
@@ -135,7 +135,7 @@ def test_cli_crash_exits_4_unless_report_only(tmp_path):
     (issue 26: a failure is not 0), 0 with --report-only."""
     from typer.testing import CliRunner
 
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     args = ["conformance", "tests/test_conformance_trial.py:crash_on_token_zero", "--no-progress", "--n", "300",
             "--instances", "markov1-V3-mix0.4", "--gammas", "1", "--no-controls", "--json", str(tmp_path / "r.json"),
             "--markdown", str(tmp_path / "r.md")]

@@ -7,11 +7,11 @@ instance is reported beside the headline, never graded."""
 import numpy as np
 import pytest
 
-from sims import registry
-from sims.registry import Control, Part, Scope, degenerate_reason, load_all
-from sims.report import beside
-from sims.runner import run_claims
-from sims.shapes import in_scope
+from spectheory.sims import registry
+from spectheory.sims.registry import Control, Part, Scope, degenerate_reason, load_all
+from spectheory.sims.report import beside
+from spectheory.sims.runner import run_claims
+from spectheory.sims.shapes import in_scope
 from spectheory import instances as inst
 from spectheory.judge import degeneracy as D
 from spectheory.judge import stats
@@ -54,7 +54,7 @@ def _point_mass_pair(V=3):
 def _instances():
     """Every built-in instance and every family's own: the sb and ersd families' builders, the ecsv
     family's sources (V = 3, V = 8, the drafting sources)."""
-    from sims.claims import ecsv, ersd, sb
+    from spectheory.sims.claims import ecsv, ersd, sb
     out = {n: inst.get(n) for n in inst.names()}
     out.update({n: sb.pair(n) for n in sb._BUILDERS})
     out.update({n: ersd.get(n) for n in ersd._LOCAL if "V50" not in n})
@@ -138,7 +138,7 @@ def test_a_tie_on_a_degenerate_instance_is_reported_beside_and_not_graded(empty_
 def test_rule_only_scoping_keeps_a_controls_instances_graded(empty_registry):
     """``in_scope(..., rule_only=True)`` applies the rule alone: an instance the claim's own guard would
     exclude stays graded (a negative control's sources), a degenerate one does not."""
-    from sims.registry import Context
+    from spectheory.sims.registry import Context
     ctx = Context(claim_id="toy", scope=Scope("x", guard=lambda pair, **_: "the guard says no", degenerate=("q = p",)))
     kept = in_scope(ctx, random_pair(3, 1, seed=2), stats.exact_equal("a", 1, 1), rule_only=True)
     dropped = in_scope(ctx, _equal_pair(), stats.exact_equal("b", 1, 1), rule_only=True)
@@ -151,7 +151,7 @@ def test_rule_only_scoping_keeps_a_controls_instances_graded(empty_registry):
 def test_the_rule_speaks_of_strict_parts_only():
     """A non-strict part (a law, an equality) keeps its degenerate instances: q = p is in scope for
     'lossless', outside it for 'rises strictly'; a guard's own degenerate reason is dropped likewise."""
-    from sims.registry import Context
+    from spectheory.sims.registry import Context
     guard = lambda pair, **_: D.degenerate("saturation", "at its cap")  # noqa: E731
     scope = Scope("x", guard=guard, degenerate=("q = p",))
     ctx = Context(claim_id="toy", scope=scope,

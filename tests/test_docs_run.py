@@ -148,7 +148,7 @@ MODELS = [b for b in RUN if b["kind"] == "models"]
 def test_model_blocks_run(block, sandbox):
     if os.environ.get("SPECTHEORY_DOCS_MODELS") != "1":
         pytest.skip("set SPECTHEORY_DOCS_MODELS=1 to run the blocks that load the real model pair (≈10 GB RAM)")
-    from validate.models import default_pair_installed
+    from spectheory.validate.models import default_pair_installed
     if not default_pair_installed():
         pytest.skip("the default model pair is not installed (spectheory validate install)")
     res = run_block(block, sandbox, timeout=4 * 3600)
@@ -158,11 +158,11 @@ def test_model_blocks_run(block, sandbox):
 # --- quoted outputs ------------------------------------------------------------------------------
 
 def test_readme_quotes_the_current_outputs():
-    """The README's quoted outputs are what `python -m sims.readme_outputs` writes: the library
+    """The README's quoted outputs are what `python -m spectheory.sims.readme_outputs` writes: the library
     example's output is recomputed; the verify table is rendered from its stored rows, which
     must list the registry's claims with their relations (`--check` says how to regenerate)."""
-    from sims import readme_outputs as ro
-    from sims.registry import load_all
+    from spectheory.sims import readme_outputs as ro
+    from spectheory.sims.registry import load_all
     have = ro.quoted()
     assert set(have) == {"verify-table", "library-example"}, sorted(have)
     fresh = ro.outputs(rerun=False)
@@ -179,7 +179,7 @@ def test_readme_quotes_the_current_outputs():
 @pytest.mark.slow
 def test_readme_verify_table_is_what_verify_prints_now():
     """The slow tier reruns the default verify and compares the README's rows (timing aside)."""
-    from sims import readme_outputs as ro
+    from spectheory.sims import readme_outputs as ro
     rows = ro.run_verify()
     stored = json.loads(ro.STORED.read_text())
     assert rows["claims"] == stored["claims"], f"the verify table changed: rerun `{ro.COMMAND}`"

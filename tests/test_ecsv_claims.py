@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from _figures import render_quick
-from sims import sweep as sw
-from sims.runner import run_claims
-from sims.shrink import recompute
+from spectheory.sims import sweep as sw
+from spectheory.sims.runner import run_claims
+from spectheory.sims.shrink import recompute
 
 EXPECTED = {
     "ecsv.map": {"uniform-prior": "holds", "printed": "fails"},
@@ -135,8 +135,8 @@ def test_fig_ecsv_harness_quick(tmp_path):
 def test_logits_replay_on_the_shipped_run():
     from pathlib import Path
 
-    from validate import replay_ecsv as rp
-    from validate.experiment import load_run
+    from spectheory.validate import replay_ecsv as rp
+    from spectheory.validate.experiment import load_run
     run = load_run(Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1")
     ev = rp.logits_evidence(run, 1e-3, Bs=(2, 4), ks=(2, 4), n_mc=16)
     rule1 = [e for e in ev["ecsv.falsification"] if e.part == "rule1" and e.outcome != "info"]
@@ -156,7 +156,7 @@ def test_replay_fusion_matches_the_exact_fusion_on_shared_rows():
     from spectheory.exact import ecsv as ex
     from spectheory.pairs import pair_from_tables
     from spectheory.rules import ecsv as R
-    from validate import replay_ecsv as rp
+    from spectheory.validate import replay_ecsv as rp
     p, q = np.array([0.5, 0.3, 0.2]), np.array([0.3, 0.3, 0.4])
     pair = pair_from_tables(p, q)
     for meth, var in ((R.VOTE_UNIF, rp.Variant("v")), (R.ECSV_LITE, rp.Variant("l", gamma=1.0))):
@@ -173,7 +173,7 @@ def test_replay_fusion_matches_the_exact_fusion_on_shared_rows():
 def test_exact_decisions_need_both_metrics():
     """Exact rule 1: improving accepted length without lowering cross-entropy (or the reverse)
     does not count; both on ≥ 2 sources does."""
-    from sims.claims import ecsv as C
+    from spectheory.sims.claims import ecsv as C
 
     def row(src, meth, acc, ce, B=2):
         return {"source": src, "drafter": "clean", "B": B, "k": 2, "method": meth, "accepted_length": acc,
@@ -196,7 +196,7 @@ def test_exact_decisions_need_both_metrics():
 def test_vote_correct_splits_ties():
     """A tie between the branches' tokens is broken uniformly: each tied token is right with
     probability 1/|tie set| (the Rao–Blackwellised indicator the MC accuracy tests average)."""
-    from sims.claims import ecsv as C
+    from spectheory.sims.claims import ecsv as C
     obs = np.array([[0, 1], [0, 0], [2, 1]])
     y = np.array([0, 0, 1])
     got = C.vote_correct(np.ones(2), 3, y, obs)
@@ -207,7 +207,7 @@ def test_vote_correct_splits_ties():
 def test_replay_numbers_by_hand():
     """SD-1's replayed accepted length is Σ_j Π_{i<j} β (no bonus token), and a fused leftover
     pseudo-token counts as a miss (a lower bound)."""
-    from validate import replay_ecsv as rp
+    from spectheory.validate import replay_ecsv as rp
     beta = np.array([0.5, 0.8, 0.9, 0.1])
     pos = np.array([[0, 1], [1, 2], [2, 3]])
     np.testing.assert_allclose(rp.sd1_accepted(beta, pos), [0.5 + 0.4, 0.8 + 0.72, 0.9 + 0.09])

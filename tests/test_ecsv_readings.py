@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from sims.claims import ecsv as C
-from sims.registry import load_all
+from spectheory.sims.claims import ecsv as C
+from spectheory.sims.registry import load_all
 
 PRINCIPAL = {"ecsv.map": ("printed", ("printed",)),
              "ecsv.majority": ("majority-bound", ("s1-share", "s1-prob", "s2-independent", "drafting")),

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from sims.registry import INEQUALITIES, load_all
-from sims.runner import run_claims
-from sims.shrink import recompute
+from spectheory.sims.registry import INEQUALITIES, load_all
+from spectheory.sims.runner import run_claims
+from spectheory.sims.shrink import recompute
 
 IDS = ("ersd.lossless", "ersd.lemma3_1", "ersd.batch_crossover", "opt_tree.greedy", "tunstall.thm4_1",
        "tunstall.lemma4_2", "entropy.kl_lower", "entropy.upper", "zero_order.underestimates",

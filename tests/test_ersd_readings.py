@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sims.claims import ersd as E
-from sims.registry import load_all
-from sims.shrink import recompute
+from spectheory.sims.claims import ersd as E
+from spectheory.sims.registry import load_all
+from spectheory.sims.shrink import recompute
 from spectheory import trees as T
 from spectheory.exact import ersd as ex
 from spectheory.pairs import pair_from_tables
@@ -55,8 +55,8 @@ def test_substantive_failure_stays_in_the_principal_reading():
     """entropy.kl_lower: the transfer of eq. 6 to the SD index is the principal reading (it fails)."""
     c = load_all()["entropy.kl_lower"]
     assert c.reading_of("distinct").role == "principal"
-    D, H = recompute("import sims.claims.ersd, spectheory.pairs; sims.claims.ersd.kl_lower_worst("
-                     "spectheory.pairs.random_pair(V=2, order=0, concentration=1, seed=0), sims.claims.ersd.KL_LOWER)")
+    D, H = recompute("import spectheory.sims.claims.ersd, spectheory.pairs; spectheory.sims.claims.ersd.kl_lower_worst("
+                     "spectheory.pairs.random_pair(V=2, order=0, concentration=1, seed=0), spectheory.sims.claims.ersd.KL_LOWER)")
     assert H < D - 0.05
 
 

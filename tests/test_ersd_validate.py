@@ -1,4 +1,4 @@
-"""validate.replay_ersd on synthetic logit traces (no torch): exact acceptance, bound, fitted
+"""spectheory.validate.replay_ersd on synthetic logit traces (no torch): exact acceptance, bound, fitted
 acceptance-index distribution and the tree it implies, as ``logits`` evidence."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 from spectheory.closed_forms import ersd as cf
 from spectheory.distributions import softmax
-from validate import LogitTrace
-from validate.replay_ersd import evidence_ersd, race_indices, replay_ersd
+from spectheory.validate import LogitTrace
+from spectheory.validate.replay_ersd import evidence_ersd, race_indices, replay_ersd
 
 
 def regime_trace(T=120, V=30, seed=0) -> LogitTrace:
@@ -61,8 +61,8 @@ def test_trace_replay_enters_the_report(tmp_path, monkeypatch):
     """$SPECTHEORY_TRACE adds logits evidence to ersd.lemma3_1 (graded, not needed by controls):
     the command line replays the trace (``sims`` never imports ``validate``) and the runner
     grades it with the claim's own evidence."""
-    from sims.runner import run_claims
-    from spectheory_cli import cmd_verify
+    from spectheory.sims.runner import run_claims
+    from spectheory.cli import cmd_verify
     path = regime_trace(T=80, V=20, seed=5).save(tmp_path / "trace.npz")
     monkeypatch.setenv(cmd_verify.TRACE_ENV, str(path))
     assert cmd_verify.real_logits_evidence(None, 0.01, ["sd.lossless"]) == {}  # not replayed when not needed

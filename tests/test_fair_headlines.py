@@ -11,12 +11,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from sims import registry
-from sims.registry import Choice, Control, Part, Reading, Scope
-from sims.report import beside, print_table, to_markdown, verdict_text
-from sims.runner import run_claims
-from sims.shapes import each, least_slack, mark_ties, shrinker, strict_bound, sweep
-from sims.slack import PairSpace, exhaustive, search_pairs
+from spectheory.sims import registry
+from spectheory.sims.registry import Choice, Control, Part, Reading, Scope
+from spectheory.sims.report import beside, print_table, to_markdown, verdict_text
+from spectheory.sims.runner import run_claims
+from spectheory.sims.shapes import each, least_slack, mark_ties, shrinker, strict_bound, sweep
+from spectheory.sims.slack import PairSpace, exhaustive, search_pairs
 from spectheory.judge import stats, verdicts
 from spectheory.judge.evidence import Evidence
 
@@ -89,7 +89,7 @@ def test_principal_reading_decides_the_headline_and_others_are_beside_it(empty_r
     md = to_markdown(rep)
     assert "**holds** · integer: fails" in md and "Principal reading `as-printed`" in md
     assert "§3: 'the optimal γ is at most c'" in md
-    from sims.report_html import to_html
+    from spectheory.sims.report_html import to_html
     html = to_html(rep, plots=False)
     assert '<span class="beside">· integer: fails</span>' in html and "Principal reading <code>as-printed</code>" in html
     _validate(rep)
@@ -164,7 +164,7 @@ def test_out_of_scope_evidence_and_shrinker_findings_are_not_counterexamples(emp
 
 
 def test_a_shrinker_that_finds_only_out_of_scope_failures_returns_none_and_records_them():
-    from sims.registry import Context
+    from spectheory.sims.registry import Context
     ctx = Context(claim_id="toy", scope=SCOPE)
     shrink = shrinker(toy_measure, applies=("V", "gamma", "seed"), orders=(0,), gammas=(1,), seeds=(0,),
                       fails=lambda c, m: m > 0, scope=SCOPE)
@@ -424,7 +424,7 @@ def test_real_pair_verdict_needs_graded_logits_evidence():
 # --- item 6: the README table counts the other readings that differ -----------------------------------
 
 def test_readme_rows_carry_readings_and_the_table_counts_those_that_differ(empty_registry):
-    from sims.readme_outputs import differ_cell, summary_rows, verify_table
+    from spectheory.sims.readme_outputs import differ_cell, summary_rows, verify_table
     _register(parts=(Part("printed", "a", "≤"), Part("integer", "b", "≤")), readings=TWO, check=two_readings_check)
     rows = summary_rows(_report())
     row = rows["claims"][0]
@@ -441,8 +441,8 @@ def test_the_readme_table_is_the_table_verify_prints(empty_registry):
 
     from rich.console import Console
 
-    from sims.readme_outputs import WIDTH, summary_rows, verify_table
-    from sims.report import print_table
+    from spectheory.sims.readme_outputs import WIDTH, summary_rows, verify_table
+    from spectheory.sims.report import print_table
     _register(parts=(Part("printed", "a", "≤"), Part("integer", "b", "≤")), readings=TWO, check=two_readings_check)
     report = _report()
     console = Console(width=WIDTH, record=True, color_system=None, file=io.StringIO())
@@ -455,7 +455,7 @@ def test_the_readme_table_is_the_table_verify_prints(empty_registry):
 
 def test_list_shows_readings_scope_and_choices(empty_registry):
     from typer.testing import CliRunner
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     _register(parts=(Part("printed", "a", "≤"), Part("integer", "b", "≤")), readings=TWO, check=two_readings_check,
               scope=SCOPE, choices=(Choice("k_max", 4, (2, 4, 8), "open", invented=True),))
     out = CliRunner().invoke(app, ["list", "--claims", "toy.*"]).output
@@ -464,7 +464,7 @@ def test_list_shows_readings_scope_and_choices(empty_registry):
 
 
 def test_smallest_counterexample_honours_a_scope():
-    from sims.shrink import smallest_counterexample
+    from spectheory.sims.shrink import smallest_counterexample
 
     def fails(pair, gamma, K):
         return (pair.V * gamma == 2 or pair.V == 4, 0.0, 1.0)
@@ -478,7 +478,7 @@ def test_smallest_counterexample_honours_a_scope():
 def test_what_was_found_names_the_real_pair_apart_from_monte_carlo():
     """A part graded by Monte Carlo and by the real pair states each source's smallest p under its
     own name (a real-logits p once read as "Monte Carlo")."""
-    from sims.report import part_finding
+    from spectheory.sims.report import part_finding
     ev = [{"mode": "mc", "outcome": "pass", "p_value": 0.4, "claimed": 1, "measured": 1, "instance": "a", "part": "x"},
           {"mode": "logits", "outcome": "pass", "p_value": 3e-39, "claimed": 1, "measured": 1, "instance": "b",
            "part": "x"}]

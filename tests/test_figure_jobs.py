@@ -1,6 +1,6 @@
 """The figure families' sweep job kinds (sims/jobs/<family>.py): a tiny grid of each gives the
 same table in this process and on an in-process Dask cluster; the kinds resolve in a fresh
-process without the figure scripts (and `import sims.sweep` loads no Numba); bad parameters
+process without the figure scripts (and `import spectheory.sims.sweep` loads no Numba); bad parameters
 are clear errors."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from _sweeps import assert_dask_gives_the_serial_table
-from sims import sweep as sw
+from spectheory.sims import sweep as sw
 
 KINDS = ("se.mc", "ersd.tree", "ersd.bound", "multidraft.mc", "multidraft.exact")
 SE = dict(V=8, strength=0.3, pair_seed=4, gamma_q=2, gamma_p=1, c=0.5, n_streams=4, tokens_per_stream=200)
@@ -43,7 +43,7 @@ def test_each_family_kind_gives_the_serial_table_on_dask(tmp_path):
 
 
 def test_family_kinds_resolve_in_a_fresh_process():
-    code = ("import sys; from sims import sweep as sw; assert 'numba' not in sys.modules; "
+    code = ("import sys; from spectheory.sims import sweep as sw; assert 'numba' not in sys.modules; "
             f"[sw.resolve(k) for k in {KINDS!r}]; print(sorted(sw.JOBS))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

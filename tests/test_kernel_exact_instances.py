@@ -2,7 +2,7 @@
 item 2; the tie rules are stated in docs/engine.md, "What the engines share").
 
 ECSV's claims run the clean and the noisy drafter at three alignment levels (the exact harness's
-V = 3 sources ``sims.claims.ecsv.SMALL`` and the Monte Carlo harness's V = 8 sources). The noisy
+V = 3 sources ``spectheory.sims.claims.ecsv.SMALL`` and the Monte Carlo harness's V = 8 sources). The noisy
 drafter rounds log q to a 2-nat grid, so its rows hold exact ties: there the final tie-break of
 the fusion (smallest token id) decides many tuples. Deterministic: the kernel's fusion is compared
 with the exact engine's on every enumerated branch tuple.
@@ -25,12 +25,12 @@ FUSION_METHODS = (R.VOTE_UNIF, R.ECSV_LITE, R.ecsv_spot(1), R.ecsv_spot(2), R.EC
 
 
 def _small():
-    from sims.claims.ecsv import small_sources
+    from spectheory.sims.claims.ecsv import small_sources
     return small_sources()
 
 
 def _harness():
-    from sims.claims.ecsv import harness_sources
+    from spectheory.sims.claims.ecsv import harness_sources
     return harness_sources()
 
 

@@ -1,5 +1,5 @@
 """Replays that do only what was asked: ``verify --logits RUN --claims ...`` runs only the logits
-replays the selected claims need (validate.evidence.REPLAY_CLAIMS: which claims each replay feeds),
+replays the selected claims need (spectheory.validate.evidence.REPLAY_CLAIMS: which claims each replay feeds),
 and its progress lines name each replay, the claims it feeds and its ETA."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sims.registry import load_all
-from spectheory_cli import runs
-from validate import evidence as ev
-from validate.experiment import load_run
+from spectheory.sims.registry import load_all
+from spectheory.cli import runs
+from spectheory.validate import evidence as ev
+from spectheory.validate.experiment import load_run
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 

@@ -9,9 +9,9 @@ import gc
 import numpy as np
 import pytest
 
-from sims.claims import multidraft as md
-from sims.registry import REGISTRY, Context, load_all
-from sims.shrink import recompute
+from spectheory.sims.claims import multidraft as md
+from spectheory.sims.registry import REGISTRY, Context, load_all
+from spectheory.sims.shrink import recompute
 from spectheory import instances as inst
 from spectheory._kernels import multidraft as _k
 from spectheory.closed_forms import multidraft as cf

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from spectheory import instances as inst
-from sims.claims import multidraft as claims  # noqa: F401  (registration must succeed)
+from spectheory.sims.claims import multidraft as claims  # noqa: F401  (registration must succeed)
 from spectheory.closed_forms import multidraft as cf
 from spectheory.exact import multidraft as ex
 from spectheory.montecarlo import multidraft as mc

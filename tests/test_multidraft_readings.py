@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sims.claims import multidraft as md
-from sims.registry import REGISTRY, Context, load_all
-from sims.shrink import recompute
+from spectheory.sims.claims import multidraft as md
+from spectheory.sims.registry import REGISTRY, Context, load_all
+from spectheory.sims.shrink import recompute
 from spectheory import instances as inst
 from spectheory.judge.evidence import combine
 from spectheory.pairs import random_pair
@@ -75,15 +75,15 @@ def test_out_of_scope_violations_are_info_not_counterexamples():
     # the principal limit's shrinker, kept in scope, finds nothing; the literal one finds q = (1, 0)
     assert md.REMARK_SHRINK[1](_ctx(c.id), c.subject) is None
     lit_cex = md.REMARK_SHRINK[3](_ctx(c.id), c.subject)
-    assert lit_cex["part"] == "limit-any-draft" and lit_cex["source"] == "sims.claims.multidraft.edge_pair(2, 0, 1, 1)"
+    assert lit_cex["part"] == "limit-any-draft" and lit_cex["source"] == "spectheory.sims.claims.multidraft.edge_pair(2, 0, 1, 1)"
     assert md.REMARK_SCOPE.why_out(recompute_pair(lit_cex), gamma=1)
     out = recompute(lit_cex["call"])
     assert (out[0], out[1]) == (lit_cex["claimed"], lit_cex["measured"]) and out[1] == pytest.approx(0.7767, abs=1e-4)
 
 
 def recompute_pair(cex):
-    import sims.claims.multidraft  # noqa: F401  (the source names it)
-    return eval(cex["source"], {"sims": __import__("sims")})
+    import spectheory.sims.claims.multidraft  # noqa: F401  (the source names it)
+    return eval(cex["source"], {"spectheory": __import__("spectheory.sims")})
 
 
 @pytest.mark.parametrize("cid", ["spectr_gbv.lossless", "spectr_gbv.sub_block", "spectr_gbv.attains",

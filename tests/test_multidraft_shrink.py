@@ -2,7 +2,7 @@
 edge-case pair factories; the sd call form (three positional arguments) is unchanged."""
 from __future__ import annotations
 
-from sims.shrink import smallest_counterexample
+from spectheory.sims.shrink import smallest_counterexample
 from spectheory.pairs import pair_from_tables
 
 

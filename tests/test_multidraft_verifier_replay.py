@@ -12,8 +12,8 @@ from spectheory.distributions import DistributionError
 from spectheory.exact import multidraft as ex
 from spectheory.verifiers.multidraft import block_h, spectr_gbv_verify
 from tests.test_validate import synthetic_trace
-from validate.capture import LogitTrace
-from validate.replay_multidraft import replay_multidraft
+from spectheory.validate.capture import LogitTrace
+from spectheory.validate.replay_multidraft import replay_multidraft
 
 
 def _rows(tree, code, g):

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_command_line_loads_nothing_heavy_before_its_first_line():
-    code = ("import sys, spectheory_cli.main\n"
-            "print(sorted(m for m in ('numba', 'scipy', 'sims.registry', 'sims.claims', 'matplotlib', 'torch',"
+    code = ("import sys, spectheory.cli.main\n"
+            "print(sorted(m for m in ('numba', 'scipy', 'spectheory.sims.registry', 'spectheory.sims.claims', 'matplotlib', 'torch',"
             " 'validate') if m in sys.modules))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -26,8 +26,8 @@ def test_the_command_line_loads_nothing_heavy_before_its_first_line():
 def test_verify_says_what_it_does_before_selecting_anything(monkeypatch, tmp_path):
     """The first line is printed before the registry (numba, every claim module) is loaded: here
     the selection fails at once, and the line is there already."""
-    from spectheory_cli import api
-    from spectheory_cli.main import app
+    from spectheory.cli import api
+    from spectheory.cli.main import app
 
     def boom(*a, **k):
         raise RuntimeError("selection reached")
@@ -40,7 +40,7 @@ def test_verify_says_what_it_does_before_selecting_anything(monkeypatch, tmp_pat
 
 def test_the_run_announces_its_checks_before_the_first_family_ends():
     lines = []
-    from spectheory_cli.api import verify
+    from spectheory.cli.api import verify
     verify("sd.acceptance", quick=True, log=lines.append)
     assert lines[0] == ("checking 1 claim and 1 negative control (2 checks; family sd) on 1 worker: a line as each "
                         "family finishes")
@@ -53,7 +53,7 @@ def test_a_least_slack_search_with_out_of_scope_points_warns_nothing():
     between the progress lines. Here every pair the search meets is out of scope."""
     import pytest
 
-    from sims.slack import PairSpace, search_pairs
+    from spectheory.sims.slack import PairSpace, search_pairs
 
     def slack(pair):
         return float(pair.target.rows[0, 0]) - 0.2

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sims import registry
-from spectheory_cli.main import app
+from spectheory.sims import registry
+from spectheory.cli.main import app
 from spectheory.judge.evidence import Evidence, combine
-from sims.runner import SCHEMA, run_claims
-from sims.shrink import recompute
+from spectheory.sims.runner import SCHEMA, run_claims
+from spectheory.sims.shrink import recompute
 
 CLAIM_KEYS = {"id", "verdict", "statement", "evidence", "counterexample"}
 EVIDENCE_KEYS = {"mode", "instance", "claimed", "measured", "ci_low", "ci_high", "p_value", "n"}
@@ -150,7 +150,7 @@ def test_cli_checks_every_pattern_and_the_report_paths_before_running(tmp_path, 
     """A typo inside a list, or an unwritable report path, is refused before any check runs
     (the run is replaced by one that fails the test if called), with exit status 2 and a
     message, not a traceback."""
-    from sims import runner
+    from spectheory.sims import runner
     monkeypatch.setattr(runner, "run_claims", lambda *a, **k: pytest.fail("the run started"))
     (tmp_path / "file").write_text("")
     cases = [(["--claims", "sd.lossless,sd.acceptence"], "sd.acceptence"),
@@ -169,7 +169,7 @@ def test_cli_checks_every_pattern_and_the_report_paths_before_running(tmp_path, 
 def test_cli_strict_exit_status(tmp_path, monkeypatch):
     """--strict: exit 0 when every claim holds, 1 when one does not (the run is replaced by a
     canned report so the status logic is tested alone)."""
-    from sims import runner
+    from spectheory.sims import runner
     real = runner.run_claims("sd.acceptance", quick=True, progress=False)
     args = ["verify", "--strict", "--no-progress", "--claims", "sd.acceptance", "--json", str(tmp_path / "r.json"),
             "--markdown", str(tmp_path / "r.md")]
@@ -205,7 +205,7 @@ def test_cli_unknown_claim_is_a_clear_error(tmp_path):
 
 
 def test_primary_evidence_is_the_first_failure_else_the_first_monte_carlo():
-    from sims.report import primary_evidence
+    from spectheory.sims.report import primary_evidence
     ex_ok = Evidence("exact", "a", 0, 0, outcome="pass").to_json()
     mc_ok = Evidence("mc", "b", 0, 0, outcome="pass").to_json()
     mc_bad = Evidence("mc", "c", 0, 1, outcome="fail").to_json()
@@ -230,7 +230,7 @@ def test_verdict_combination():
 def test_mc_test_count_is_enforced(monkeypatch):
     claim = registry.REGISTRY["sd.walltime"]
     fake = registry.Claim(**{**claim.__dict__, "mc_tests": 3})
-    from sims import runner
+    from spectheory.sims import runner
     with pytest.raises(RuntimeError, match="mc_tests"):
         runner._run_subject(fake, fake.subject, "subject", 0, True, 0.01)
 
@@ -289,7 +289,7 @@ def test_a_control_caught_only_by_the_exact_engine_is_not_a_failing_control():
     """The hole the bug-seeding review found: a Monte Carlo check that always runs the correct
     rule still leaves the control 'fails' through its exact evidence alone. Per mode, it must
     not count."""
-    from sims.runner import control_verdict
+    from spectheory.sims.runner import control_verdict
     claim = registry.Claim(**_toy())
     ctl = claim.controls[0]
     exact_fail = Evidence("exact", "i", 0, 1, outcome="fail")
@@ -305,7 +305,7 @@ def test_a_control_is_graded_in_the_modes_it_is_registered_for():
     """A control registered for the exact mode only (another control covers mc) fails when its
     exact evidence fails, whatever its Monte Carlo evidence says; one registered for mc only
     needs the mc failure."""
-    from sims.runner import control_verdict
+    from spectheory.sims.runner import control_verdict
     exact_only = registry.Control("exact-only", None, "broken", modes=("exact",))
     mc_only = registry.Control("mc-only", None, "broken", modes=("mc",))
     claim = registry.Claim(**_toy(controls=(exact_only, mc_only)))

@@ -9,11 +9,11 @@ import jsonschema
 import numpy as np
 import pytest
 
-from sims import papers, registry
-from sims.registry import Control, Part
-from sims.report import to_markdown
-from sims.runner import run_claims
-from sims.shrink import recompute
+from spectheory.sims import papers, registry
+from spectheory.sims.registry import Control, Part
+from spectheory.sims.report import to_markdown
+from spectheory.sims.runner import run_claims
+from spectheory.sims.shrink import recompute
 from spectheory.judge import verdicts
 from spectheory.judge.evidence import Evidence
 
@@ -173,7 +173,7 @@ def test_a_control_graded_in_exact_only_may_skip_monte_carlo(empty_registry):
                     "bad-mc": (("mc",), False, True, False)}
     assert c["verdict"] == "holds" and [k["verdict"] for k in c["controls"]] == ["fails", "fails"]
     assert [e["mode"] for e in c["controls"][0]["evidence"]] == ["exact"]
-    from sims import runner
+    from spectheory.sims import runner
     claim = registry.REGISTRY["toy.claim"]
     skipping = registry.Claim(**{**claim.__dict__, "check": lambda ctx, s: [ok(part="a")]})
     with pytest.raises(RuntimeError, match="mc_tests"):  # the subject may not skip its Monte Carlo
@@ -210,8 +210,8 @@ def test_part_rules_at_run_time(empty_registry, bad_check, message):
 
 
 def test_least_slack_on_an_inequality_part_only(empty_registry):
-    from sims.shapes import least_slack
-    from sims.slack import exhaustive
+    from spectheory.sims.shapes import least_slack
+    from spectheory.sims.slack import exhaustive
 
     def check(ctx, subject):  # bound x² + k ≥ 0 over x ∈ {−2..2}: least slack k (at x = 0)
         return [least_slack(ctx, "b", lambda: exhaustive(lambda x: x * x + subject, {"x": range(-2, 3)},
@@ -259,7 +259,7 @@ def test_real_logits_evidence_lands_on_the_parts_of_sd_expected_tokens():
     """`verify --logits` on the shipped run: the graded logits evidence of sd.expected_tokens
     bears on its `chain` part (exact value on the real source, with the per-γ τ + 1 rows as info), the constant-α formula (info) on
     `formula-on-markov`; untagged evidence of a multi-part claim would be an error."""
-    from spectheory_cli.cmd_verify import real_logits_evidence
+    from spectheory.cli.cmd_verify import real_logits_evidence
     run_dir = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1"
     extra = real_logits_evidence(run_dir, 0.01, ["sd.expected_tokens"])
     c = run_claims("sd.expected_tokens", quick=True, progress=False, extra_evidence=extra)["claims"][0]

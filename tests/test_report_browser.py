@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-from sims.report_html import to_html
-from sims.runner import run_claims
+from spectheory.sims.report_html import to_html
+from spectheory.sims.runner import run_claims
 
 webdriver = pytest.importorskip("selenium.webdriver")
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
@@ -129,7 +129,7 @@ def test_no_plot_of_the_page_has_overlapping_labels_and_the_headlines_part_comes
     headline's failing part (batch-moderate) is the first panel, named in the page's caption."""
     import matplotlib.pyplot as plt
 
-    from sims.report_html import claim_plot, focus_parts, label_overlaps
+    from spectheory.sims.report_html import claim_plot, focus_parts, label_overlaps
     rep, path = page
     for c in rep["claims"]:
         drawn = claim_plot(c)

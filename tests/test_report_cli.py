@@ -14,10 +14,10 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from sims import report as rp
-from sims import sweep as sw
-from sims.report_html import claim_figure, to_html
-from spectheory_cli.main import app
+from spectheory.sims import report as rp
+from spectheory.sims import sweep as sw
+from spectheory.sims.report_html import claim_figure, to_html
+from spectheory.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "sims" / "schemas"
@@ -120,7 +120,7 @@ def test_show_prints_one_claim_from_the_last_report(subset_run):
 
 
 def test_naming_one_output_puts_the_others_beside_it(tmp_path, monkeypatch, subset_run):
-    from sims import runner
+    from spectheory.sims import runner
     canned = json.loads((subset_run[0] / "reports" / "verify-sd.acceptance+quick.json").read_text())
     monkeypatch.setattr(runner, "run_claims", lambda *a, **k: canned)
     res = CliRunner().invoke(app, ["verify", "--claims", "sd.acceptance", "--json", str(tmp_path / "r.json"),
@@ -179,7 +179,7 @@ def test_html_report_is_self_contained_with_a_plot_per_curve(pairs_run, tmp_path
 def test_html_plots_from_a_report_read_back_from_json_and_drawn_in_parallel():
     """A report read back from its JSON has lists where the run had tuples (a sweep point's
     ``eps=[0.177]``): the plots still draw; two drawing processes give the same PNGs as one."""
-    from sims.report_html import figures
+    from spectheory.sims.report_html import figures
     pts = [{"V": 2, "eps": [e], "claimed": 0.0, "measured": m, "outcome": "pass"} for e, m in ((0.1, 0.0), (0.2, 0.01))]
     ev = {"mode": "exact", "instance": "channel V=2", "claimed": 0.0, "measured": 0.0, "ci_low": None, "ci_high": None,
           "p_value": None, "n": None, "test": "t", "alpha": None, "power": None, "detectable": None, "tolerance": 1e-10,
@@ -264,8 +264,8 @@ def test_a_part_no_user_pair_fits_is_not_checkable_and_its_controls_are_not_requ
     """Only a Markov pair: sd.expected_tokens's i.i.d. part (its principal reading) has nothing to
     run on, so it is not-checkable (with the reason) and so is the headline; the chain DP, a reading
     beside it, holds; the control is judged where the claim was graded."""
-    from sims.instances_file import pairs_from
-    from sims.runner import run_claims
+    from spectheory.sims.instances_file import pairs_from
+    from spectheory.sims.runner import run_claims
     pairs = pairs_from({"pairs": [{"name": "m", "order": 1, "target": [[0.7, 0.3], [0.2, 0.8]],
                                    "draft": [[0.5, 0.5], [0.4, 0.6]]}]})
     c = run_claims("sd.expected_tokens", quick=True, progress=False, pairs=pairs)["claims"][0]
@@ -279,7 +279,7 @@ def test_a_part_no_user_pair_fits_is_not_checkable_and_its_controls_are_not_requ
 
 
 def test_report_names_encode_what_was_run():
-    from spectheory_cli.cmd_verify import report_base
+    from spectheory.cli.cmd_verify import report_base
     names = {report_base().name, report_base(quick=True).name, report_base("sd.*").name,
              report_base("sd.*", quick=True).name, report_base(logits=Path("data/runs/r1")).name,
              report_base(logits=Path("data/runs/r1"), quick=True).name, report_base(seed=3).name,
@@ -330,7 +330,7 @@ def test_a_pairs_report_states_the_instances_it_used(pairs_run):
 def test_html_evidence_tables_keep_every_failing_row_and_cap_the_rest():
     """The HTML page stays small without hiding a failure: a table shows every failing or
     underpowered row, then passing rows up to the cap, and says how many it left out."""
-    from sims.report_html import MAX_ROWS, _evidence_rows
+    from spectheory.sims.report_html import MAX_ROWS, _evidence_rows
     row = dict(mode="exact", instance="x", claimed=0.0, measured=0.0, ci_low=None, ci_high=None, p_value=None,
                n=None, test="t", note="", part=None)
     evs = [dict(row, instance=f"pass{i}", outcome="pass") for i in range(50)]
@@ -346,7 +346,7 @@ def test_html_evidence_tables_keep_every_failing_row_and_cap_the_rest():
 def test_an_underpowered_row_says_how_many_samples_would_decide_it():
     """n·(detectable/tolerance)²: a chi-square test's detectable w scales as 1/√n (noncentrality
     n·w²), a z test's detectable deviation too; the text appears in the finding and the tables."""
-    from sims.report_html import _evidence_rows
+    from spectheory.sims.report_html import _evidence_rows
     row = dict(mode="mc", instance="iid-V4 N=1", claimed=0.0, measured=0.01, ci_low=None, ci_high=None,
                p_value=0.4, n=4000, detectable=0.1, tolerance=0.05, outcome="underpowered", test="chi-square",
                note="", part="main")

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sims import user_claims
-from spectheory_cli import runs
-from spectheory_cli.main import app
-from spectheory_cli.report_index import runs as index_rows
-from spectheory_cli.report_index import write_index
-from spectheory_cli.runs import (NameTaken, conformance_base, default_base, identity, options_of, output_paths,
+from spectheory.sims import user_claims
+from spectheory.cli import runs
+from spectheory.cli.main import app
+from spectheory.cli.report_index import runs as index_rows
+from spectheory.cli.report_index import write_index
+from spectheory.cli.runs import (NameTaken, conformance_base, default_base, identity, options_of, output_paths,
                                  report_base, run_paths)
 
 from _toy_claims import HEADER
@@ -183,7 +183,7 @@ def test_alpha_and_with_builtin_are_in_the_cli_name(tmp_path):
 
 
 def test_report_write_names_the_file_after_its_run(tmp_path):
-    from spectheory_cli import verify
+    from spectheory.cli import verify
     p = tmp_path / "toyw.py"
     p.write_text(textwrap.dedent(TOY.format(cid="toyw.zero")))
     rep = verify(claims_from=p, quick=True, alpha=0.02, seed=1)
@@ -197,7 +197,7 @@ def test_report_write_names_the_file_after_its_run(tmp_path):
 
 
 def test_conformance_reports_are_named_after_their_target_and_listed():
-    from spectheory_cli.cmd_conformance import report_paths
+    from spectheory.cli.cmd_conformance import report_paths
     assert conformance_base("mypkg.sampling:verify") == Path("reports/conformance-mypkg.sampling-verify")
     assert conformance_base("tests/x.py:fn", kind="ragged", seed=2, alpha=0.05).name == \
         "conformance-x-fn+ragged+seed2+alpha0.05"

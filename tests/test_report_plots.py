@@ -13,7 +13,7 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from sims.report_html import _panels, claim_plot, focus_parts, label_overlaps  # noqa: E402
+from spectheory.sims.report_html import _panels, claim_plot, focus_parts, label_overlaps  # noqa: E402
 
 
 def _ev(part, instance, claimed, measured, outcome="pass", mode="exact", test="exact value vs formula, |Δ| ≤ 1e-10",

@@ -1,13 +1,13 @@
 """Every printed number is recomputed by the call printed beside it (issue 24, item 5): every
 counterexample call and every least-slack call of the quick report (fast tier) and of the default
-report (slow tier) is run with ``sims.shrink.recompute`` and compared with the printed numbers at the
-printed precision (:mod:`sims.reproduce`). A failure lists each call by claim with both numbers. The
+report (slow tier) is run with ``spectheory.sims.shrink.recompute`` and compared with the printed numbers at the
+printed precision (:mod:`spectheory.sims.reproduce`). A failure lists each call by claim with both numbers. The
 claims' own calls are checked here (counterexamples, least slack, scope findings); the negative
-controls' calls, printed in the evidence file, are listed by ``python -m sims.reproduce REPORT``."""
+controls' calls, printed in the evidence file, are listed by ``python -m spectheory.sims.reproduce REPORT``."""
 import pytest
 
-from sims.reproduce import check_call, mismatches, printed_calls
-from sims.runner import run_claims
+from spectheory.sims.reproduce import check_call, mismatches, printed_calls
+from spectheory.sims.runner import run_claims
 
 
 def _call(value):

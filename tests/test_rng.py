@@ -3,7 +3,7 @@ check gets its own random numbers."""
 import numpy as np
 import pytest
 
-from sims import registry
+from spectheory.sims import registry
 from spectheory.rng import derive_seed, stream_states
 
 

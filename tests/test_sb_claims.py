@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sims import registry
-from sims.runner import run_claims
-from sims.shrink import recompute
+from spectheory.sims import registry
+from spectheory.sims.runner import run_claims
+from spectheory.sims.shrink import recompute
 
 SB = ("sb.trunc_geom", "sb.ideal_parallel", "sb.thm1", "sb.branch_lossless", "sb.rollback", "sb.speedup", "sb.hrad")
 
@@ -68,7 +68,7 @@ def test_least_slack_records(report):
 def test_ablation_gap_reads_the_sentence_the_paper_wrote(which, first, second):
     """'H-RAD matters most for weak alignment, branching for strong': the measured gap is the
     drop at the level the paper names minus the drop at the other level."""
-    from sims.claims import sb as S
+    from spectheory.sims.claims import sb as S
     _, gap, d = S.ablation_gap("mix", S.STUDY, which, 4.0, gmax=4)
     assert abs(gap - (d[f"drop_{first}"] - d[f"drop_{second}"])) < 1e-12
 
@@ -77,7 +77,7 @@ def test_hrad_accuracy_is_graded_only_where_some_classifier_could_beat_the_major
     """The Bayes rule given the source state is the ceiling of any context classifier: on the weak
     mixing pair at γ = 6 it beats the majority class by 0.0009 (< the 0.001 margin), so no
     classifier can pass there and the point is reported, not graded; every other weak point is."""
-    from sims.claims import sb as S
+    from spectheory.sims.claims import sb as S
     maj, ceil = S.bayes_ceiling("mix-weak-V6", 6)
     assert 0 < ceil - maj < S.ACC_MARGIN and not S.beatable("mix-weak-V6", 6)
     assert all(S.beatable(n, g) for n in S.WEAK for g in S.HR_GAMMAS if (n, g) != ("mix-weak-V6", 6))
@@ -106,7 +106,7 @@ def test_mechanism_scope_guard():
     """In scope: SpecBranch forks ≥ 2 branches in a reached context; a constant H-RAD is still
     SpecBranch as deployed, except for the ablation of H-RAD (issue 34); q = p and a point-mass draft
     are degenerate (the non-degeneracy rule, applied by the scope to strict parts)."""
-    from sims.claims import sb as S
+    from spectheory.sims.claims import sb as S
     assert "never forks" in S.mechanism_reason(S.weak_pair(2, 0, 0), c=2.0)  # the old smallest counterexample
     assert S.mechanism_reason("bimodal-weak-V6", c=4.0, study=S.STUDY, gmax=8) is None
     assert S.mechanism_reason("bimodal-strong-V6", c=4.0, study=S.STUDY, gmax=8) is None  # H-RAD constant: graded
@@ -121,7 +121,7 @@ def test_mechanism_scope_guard():
 
 def test_other_scope_guards():
     claims = registry.load_all()
-    from sims.claims import sb as S
+    from spectheory.sims.claims import sb as S
     thm1 = claims["sb.thm1"].scope
     assert thm1.why_out(S.pair("iid-V3-equal")) and thm1.why_out(S.pair("iid-V4-random")) is None
     tg = claims["sb.trunc_geom"].scope
@@ -133,7 +133,7 @@ def test_other_scope_guards():
 
 
 def test_strict_gap_tells_a_tie_from_a_violation():
-    from sims.claims import sb as S
+    from spectheory.sims.claims import sb as S
     judge = S.strict_gap(what="gap")
     tie, worse, ok = judge("x", 0.0, 0.0, ""), judge("x", 0.0, -0.1, ""), judge("x", 0.0, 0.01, "")
     assert tie.outcome == "fail" and tie.tie and "tie" in tie.note
@@ -144,7 +144,7 @@ def test_strict_gap_tells_a_tie_from_a_violation():
 def test_ideal_parallel_parts_are_proved_identities():
     import sympy as sp
 
-    from sims.claims import sb as S
+    from spectheory.sims.claims import sb as S
     claim = registry.load_all()["sb.ideal_parallel"]
     for part in claim.parts:
         assert part.identity and part.proof is not None
@@ -160,8 +160,8 @@ def test_ideal_parallel_parts_are_proved_identities():
 def test_choices_reach_the_study_and_controls_keep_their_own_rate():
     from dataclasses import replace
 
-    from sims.claims import sb as S
-    from sims.registry import Context
+    from spectheory.sims.claims import sb as S
+    from spectheory.sims.registry import Context
     claim = registry.load_all()["sb.rollback"]
     ctx = Context(claim_id=claim.id, claim_choices=claim.choices, choices={"k_max": 8, "rollback accounting":
                                                                            "submitted_rollback_rate"})
@@ -177,8 +177,8 @@ def test_every_choice_value_keeps_an_instance_in_scope():
     accounting, which the scope does not read) some weakly aligned pair at c = 4 is in scope for
     the comparisons with SpecBranch, and some family for each ablation sentence (quick tier's
     γ ≤ 6): the runner's re-runs keep every part graded (the full check: the slow test below)."""
-    from sims.claims import sb as S
-    from sims.registry import Context
+    from spectheory.sims.claims import sb as S
+    from spectheory.sims.registry import Context
     claim = registry.load_all()["sb.speedup"]
     for ch in claim.choices:
         for value in ch.values:
@@ -196,7 +196,7 @@ def test_every_choice_value_keeps_an_instance_in_scope():
 def test_every_choice_value_leaves_every_part_graded(cid):
     """The runner re-runs a failing claim at each value of each open choice: every checkable part
     keeps graded (in-scope) evidence in each of its modes at every value (quick tier)."""
-    from sims.registry import Context
+    from spectheory.sims.registry import Context
     claim = registry.load_all()[cid]
     for ch in claim.choices:
         for value in ch.values:
@@ -213,7 +213,7 @@ def test_old_v2_counterexamples_are_out_of_scope_and_the_submitted_rollback_ties
     accounting their rollback comparison is a tie (0.3480 = 0.3480), which strict_gap marks."""
     from dataclasses import replace
 
-    from sims.claims import sb as S
+    from spectheory.sims.claims import sb as S
     p = S.weak_pair(2, 0, 0)
     assert "never forks" in S.mechanism_reason(p, c=2.0)
     _, gap, d = S.rollback_order(p, replace(S.STUDY, rollback="submitted_rollback_rate"), c=2.0)
@@ -224,12 +224,12 @@ def test_old_v2_counterexamples_are_out_of_scope_and_the_submitted_rollback_ties
 def test_default_tier_counterexamples_are_in_scope_and_recompute():
     """The default tier's smallest counterexamples of sb.rollback and sb.speedup (V = 3, order 1):
     in scope, and their calls reproduce the printed numbers."""
-    from sims.claims import sb as S
+    from spectheory.sims.claims import sb as S
     p = S.weak_pair(3, 1, 0)
     assert S.mechanism_reason(p, c=2.0) is None and S.mechanism_reason(p, c=4.0) is None
-    _, m, d = recompute("import sims.claims.sb; sims.claims.sb.rollback_order(sims.claims.sb.weak_pair(3, 1, 0), "
-                        "sims.claims.sb.STUDY, c=2.0)")
+    _, m, d = recompute("import spectheory.sims.claims.sb; spectheory.sims.claims.sb.rollback_order(spectheory.sims.claims.sb.weak_pair(3, 1, 0), "
+                        "spectheory.sims.claims.sb.STUDY, c=2.0)")
     assert abs(m - (-0.13955219260093132)) < 1e-12 and abs(d["sb"] - 0.537264623464293) < 1e-12
-    _, m, _ = recompute("import sims.claims.sb; sims.claims.sb.speed_order(sims.claims.sb.weak_pair(3, 1, 0), "
-                        "sims.claims.sb.STUDY, c=4.0)")
+    _, m, _ = recompute("import spectheory.sims.claims.sb; spectheory.sims.claims.sb.speed_order(spectheory.sims.claims.sb.weak_pair(3, 1, 0), "
+                        "spectheory.sims.claims.sb.STUDY, c=4.0)")
     assert abs(m - (-0.06993723198079127)) < 1e-12

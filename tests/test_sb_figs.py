@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from _figures import render_quick
-from sims import sweep as sw
+from spectheory.sims import sweep as sw
 
 
 def test_fig_sb_latency_quick(tmp_path):

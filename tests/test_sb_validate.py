@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from validate import replay_sb
-from validate.experiment import load_run
+from spectheory.validate import replay_sb
+from spectheory.validate.experiment import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1-n12"
 
@@ -50,7 +50,7 @@ def test_replay_of_sps_matches_the_truncated_geometric_rate():
 def test_replay_on_a_constant_beta_text_is_the_exact_pipeline(method):
     """Along a text of constant β the replay is the pipeline on an i.i.d. pair of acceptance β:
     its rollback rate and throughput equal the exact engine's (z < 5 over 40 replicates)."""
-    from sims.claims.sb import iid_pair
+    from spectheory.sims.claims.sb import iid_pair
     from spectheory.exact import sb as ex
     from spectheory.rules import sb as R
     rng = np.random.default_rng(1)
@@ -79,7 +79,7 @@ def hrad_run():
 
 @pytest.fixture(scope="module")
 def hrad_ev(hrad_run):
-    from validate.replay_sb import _measured_costs
+    from spectheory.validate.replay_sb import _measured_costs
     return replay_sb.hrad_evidence(hrad_run.traces, _measured_costs(hrad_run)[0])
 
 
@@ -150,7 +150,7 @@ def test_hrad_label_probabilities_by_hand():
 
 def test_hrad_features_come_from_the_position_before_the_decision():
     """Decision t reads the hidden state and embedding at t − 1 (the survivor) and the draft's confidence at t."""
-    from validate.trace import CompactTrace
+    from spectheory.validate.trace import CompactTrace
     T = 6
     st = {k: np.full(T, 0.5) for k in ("beta", "tv", "kl_pq", "kl_qp", "entropy_p", "entropy_q", "p_token",
                                          "q_token", "beta_slice", "p_rest", "q_rest")}

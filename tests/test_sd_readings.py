@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from sims.claims import sd
-from sims.registry import REGISTRY, Context, load_all
+from spectheory.sims.claims import sd
+from spectheory.sims.registry import REGISTRY, Context, load_all
 from spectheory import instances as inst
 from spectheory.rules.sd import BROKEN_NO_BONUS
 

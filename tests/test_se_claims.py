@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sims.claims import se
-from sims.registry import Context, load_all
-from sims.shrink import recompute
+from spectheory.sims.claims import se
+from spectheory.sims.registry import Context, load_all
+from spectheory.sims.shrink import recompute
 from spectheory.closed_forms import se as cf
 from spectheory.pairs import pair_from_tables, random_pair
 from spectheory.rules.se import STANDARD

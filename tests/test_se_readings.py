@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from sims.claims import se
-from sims.registry import Context, load_all
-from sims.shrink import recompute
+from spectheory.sims.claims import se
+from spectheory.sims.registry import Context, load_all
+from spectheory.sims.shrink import recompute
 from spectheory import instances as inst
 from spectheory.judge import stats
 from spectheory.pairs import pair_from_tables, random_pair
@@ -120,8 +120,8 @@ def test_thm3_6_counterexample_is_in_scope_and_recomputes():
 
 def test_thm3_6_shrinker_skips_what_is_out_of_scope():
     """With a scope that excludes V = 2, the shrinker moves on instead of returning a V = 2 pair."""
-    from sims.registry import Scope
-    from sims.shapes import shrinker
+    from spectheory.sims.registry import Scope
+    from spectheory.sims.shapes import shrinker
     wider = Scope("V ≥ 3 only", lambda pair, **kw: "V = 2" if pair.V == 2 else se.thm3_6_guard(pair, **kw))
     shrink = shrinker(se.thm3_6_on, fails=lambda f, x: abs(f - x) > 1e-10, scope=wider, part="iid",
                       applies=("V", "order", "gamma", "c", "seed"), V_values=(2, 3), orders=(0,), gammas=((1, 1),),

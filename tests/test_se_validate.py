@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from spectheory.rules.se import BROKEN_VERIFY_MEMBER
-from validate import LogitTrace
-from validate.replay_se import evidence, replay_se, trace_exact_tokens_no_bonus
+from spectheory.validate import LogitTrace
+from spectheory.validate.replay_se import evidence, replay_se, trace_exact_tokens_no_bonus
 
 
 def _trace(T=60, V=40, seed=0):
@@ -47,8 +47,8 @@ def test_replay_rows_name_the_parts_of_the_split_claims():
     takes them (untagged rows of a multi-part claim would be refused)."""
     from pathlib import Path
 
-    from sims.runner import run_claims
-    from spectheory_cli.cmd_verify import real_logits_evidence
+    from spectheory.sims.runner import run_claims
+    from spectheory.cli.cmd_verify import real_logits_evidence
     ev = evidence(replay_se(_trace(), n_mc=200, seed=1))
     assert {e.part for e in ev["se.thm3_2"]} == {"bound"}
     assert {e.part for e in ev["se.thm3_1"]} == {"formula-on-markov"}

@@ -5,7 +5,7 @@ to read ``inconclusive``); this test keeps it so. Slow tier: five default runs (
 each on 2 cores)."""
 import pytest
 
-from sims.runner import run_claims
+from spectheory.sims.runner import run_claims
 
 SEEDS = (0, 1, 2, 3, 4)
 

@@ -3,8 +3,8 @@ shrinker's documented search order and one-line calls (sims/shrink.py)."""
 import numpy as np
 import pytest
 
-from sims import shapes, slack
-from sims.shrink import AXES, call_line, expr_of, imports_for, recompute, smallest_counterexample
+from spectheory.sims import shapes, slack
+from spectheory.sims.shrink import AXES, call_line, expr_of, imports_for, recompute, smallest_counterexample
 from spectheory.divergences import entropy, kl_divergence, total_variation
 from spectheory.rules.sd import BROKEN_NO_BONUS
 
@@ -87,7 +87,7 @@ def test_sweep_grades_every_point_and_shows_the_worst():
 
 
 def test_mc_shapes_count_their_tests():
-    from sims.registry import Context
+    from spectheory.sims.registry import Context
     ctx = Context(claim_id="toy", subject_name="subject")
     rng = np.random.default_rng(0)
     e = shapes.mc_mean(ctx, "x", 0.0, rng.normal(0.0, 1.0, 1000), tolerance=1.0, part="a")

@@ -171,7 +171,7 @@ def test_sb_hrad_confidence_feature_is_the_drafts_top1():
 
 def test_sb_replay_trace_arrays_and_label_probabilities_by_hand():
     """The real-logit replay's per-position draft confidence, top-k survival and H-RAD label law."""
-    from validate import replay_sb as rs
+    from spectheory.validate import replay_sb as rs
     t = SimpleNamespace(stats={"beta": [0.9, 0.5, 0.8, 0.6]},
                         slice_q=np.array([[0.7, 0.1, 0.15, 0.05]] * 4), slice_p=np.array([[0.1, 0.5, 0.3, 0.1]] * 4))
     beta, conf, surv = rs._trace_arrays(t)

@@ -1,4 +1,4 @@
-"""Level and power of the tests the judge and ``validate.power`` use, on data whose answer is known
+"""Level and power of the tests the judge and ``spectheory.validate.power`` use, on data whose answer is known
 independently (issue 27 item 4), and each test's statistic on biased data by hand.
 
 Replication tests: R seeded replicate tests at α = 0.05 (each test states R); under the null
@@ -17,7 +17,7 @@ import pytest
 from scipy import stats as sps
 
 from spectheory.judge import stats
-from validate.power import martingale_test, martingale_test_estimated, martingale_test_known, n_needed
+from spectheory.validate.power import martingale_test, martingale_test_estimated, martingale_test_known, n_needed
 
 R, ALPHA = 2000, 0.05
 NULL_BAND = 0.016
@@ -28,7 +28,7 @@ def _rate(outcomes):
     return float(np.mean([o == "fail" for o in outcomes]))
 
 
-# --- validate.power: the martingale tests -------------------------------------------------------------
+# --- spectheory.validate.power: the martingale tests -------------------------------------------------------------
 
 #: a biased example: 30 trials whose outcomes sit above their claimed means (mean D = 0.2)
 BIASED_Y = np.array([1.0] * 21 + [0.0] * 9)

@@ -1,4 +1,4 @@
-"""Sweeps (sims.sweep, `spectheory sweep`) and `verify --jobs`: the table does not depend on
+"""Sweeps (spectheory.sims.sweep, `spectheory sweep`) and `verify --jobs`: the table does not depend on
 the executor or the order, a rerun resumes, a local Dask cluster gives the serial table."""
 import random
 
@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from _sweeps import assert_dask_gives_the_serial_table
-from sims import sweep as sw
-from spectheory_cli.main import app
+from spectheory.sims import sweep as sw
+from spectheory.cli.main import app
 
 CALLS = []
 
@@ -94,8 +94,8 @@ def test_cli_sweep_writes_and_resumes(tmp_path):
 def test_verify_jobs_gives_the_serial_report():
     """`verify --jobs 2` (two worker processes, one family each) reports what the serial run
     reports."""
-    from sims.runner import _family_groups, run_claims
-    from sims.registry import select
+    from spectheory.sims.runner import _family_groups, run_claims
+    from spectheory.sims.registry import select
     pattern = "sd.walltime,sd.acceptance,se.thm3_2"
     assert len(_family_groups([(c, None) for c in select(pattern)])) == 2  # the parallel path runs
     a = run_claims(pattern, quick=True, seed=3, progress=False)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sims import registry, runner, user_claims
-from sims.shrink import recompute
-from spectheory_cli.main import app
+from spectheory.sims import registry, runner, user_claims
+from spectheory.sims.shrink import recompute
+from spectheory.cli.main import app
 from _toy_claims import HEADER, TOY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,7 +229,7 @@ register(id="toy.p", paper="leviathan2023", reference="toy", statement="s", chec
 ''', r"TypeError: Part\.__init__\(\) got an unexpected keyword argument 'relaton' \(did you mean 'relation'\?\) at "
      r".*kw_part\.py:\d+"),
     ("kw_module_attr", '''
-import sims.registry as registry
+import spectheory.sims.registry as registry
 
 registry.register(id="toy.m", relation="=", paper="leviathan2023", reference="toy", statement="s", check=check,
                   subject=good, modes=("exact",), controls=(registry.Control("plus one", bad, "f(0) = 1",
@@ -251,7 +251,7 @@ register(id="toy.sig", relation="=", paper="leviathan2023", reference="toy", sta
 ''', r"toy\.sig \(subject\): TypeError: onearg\(\) takes 1 positional argument but 2 were given at "
      r".*signature\.py:(\d+)"),
     ("runkw", '''
-from sims.shapes import mc_mean
+from spectheory.sims.shapes import mc_mean
 
 def checkkw(ctx, subject):
     return [mc_mean(ctx, "x", 0.0, np.zeros(10), tolerence=0.1)]
@@ -301,7 +301,7 @@ def test_a_subset_run_of_a_users_module_runs_only_the_claims_asked_for(tmp_path)
     the built-in registry's is for a built-in subset; the report's name says the subset."""
     path = _write(tmp_path, "two", '''
 def mc_check(ctx, subject):
-    from sims.shapes import mc_mean
+    from spectheory.sims.shapes import mc_mean
     return [mc_mean(ctx, "x", 0.0, np.full(50, float(subject(0))) + np.linspace(-1e-3, 1e-3, 50), tolerance=0.1)]
 
 register(id="toy.a", relation="=", paper="leviathan2023", reference="toy", statement="a.", check=check,
@@ -315,7 +315,7 @@ register(id="toy.b", relation="=", paper="leviathan2023", reference="toy", state
     assert [c["id"] for c in rep["claims"]] == ["toy.a"]
     assert rep["run"]["mc_tests_in_registry"] == 2  # toy.b's test and its control's: the file's split
     assert rep["run"]["claims_files"][0]["claims"] == ["toy.a", "toy.b"]
-    from spectheory_cli.runs import report_base
+    from spectheory.cli.runs import report_base
     assert report_base("toy.a", claims_from=(str(path),), quick=True).name == "verify-toy.a+from-two+quick"
     res, _ = _verify(tmp_path, "--claims-from", str(path), "--claims", "toy.nope")
     assert res.exit_code == 2 and "toy.nope" in res.output
@@ -395,7 +395,7 @@ def _fresh_recompute(report_json, claim_id, cwd, claims_from=None):
     import os
     import subprocess
     import sys
-    code = (f"from spectheory_cli import load_report\n"
+    code = (f"from spectheory.cli import load_report\n"
             f"r = load_report({str(report_json)!r})\n"
             f"c = r[{claim_id!r}]\n"
             f"print(*c.recompute(claims_from={claims_from!r})[:2])\n")
@@ -452,7 +452,7 @@ def test_the_loader_keys_a_file_by_its_resolved_path_and_reloads_one_imported_be
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("sims.claims.sd", "a built-in claim module"),
+    ("spectheory.sims.claims.sd", "a built-in claim module"),
     ("", "expects a file path or a module name"),
     (3, "expects a file path or a module name"),
 ])

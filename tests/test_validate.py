@@ -15,8 +15,8 @@ from spectheory.distributions import DistributionError, softmax
 from spectheory.divergences import overlap
 from spectheory.rules.sd import BROKEN_SWAPPED_RATIO
 from spectheory.judge.evidence import Evidence
-from validate import LogitTrace, capture_logits, compare, replay, trace_exact_tokens
-from validate.capture import FORMAT_VERSION
+from spectheory.validate import LogitTrace, capture_logits, compare, replay, trace_exact_tokens
+from spectheory.validate.capture import FORMAT_VERSION
 
 Z_CRIT_0001 = 3.2905267314919255  # two-sided normal critical value at level 0.001
 
@@ -107,7 +107,7 @@ def test_capture_without_torch_says_how_to_install(monkeypatch):
 def test_numpy_modules_do_not_import_torch():
     # (blocking torch with sys.modules['torch'] = None would break scipy.stats, which probes
     # sys.modules for array libraries; check instead that nothing pulled torch in)
-    code = ("import sys, validate, validate.replay, validate.compare, validate.capture\n"
+    code = ("import sys, validate, spectheory.validate.replay, spectheory.validate.compare, spectheory.validate.capture\n"
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -206,7 +206,7 @@ def test_compare_evidence():
 
 def test_sdrun_conditional_law_of_tau():
     """E[τ+1 | drafts] and Var[τ | drafts] against the law P(τ = k) = Π_{j≤k} a_j (1 − a_{k+1})."""
-    from validate.specdec import SDRun
+    from spectheory.validate.specdec import SDRun
     rng = np.random.default_rng(4)
     a = rng.uniform(0, 1, (6, 3))
     a[0] = [1.0, 1.0, 1.0]
@@ -248,10 +248,10 @@ def test_summary_row_by_hand():
     """analysis.summarize on a hand-made run: γ = 2, β = ½ along the trace; one SD run with
     τ = (0, 1, 2, 2), draft calls 0.1 s, target calls scoring γ + 1 = 3 tokens 0.3 s (one
     2-token call 0.9 s), verifier 0.01 s, autoregressive probes 0.2 s."""
-    from validate.analysis import summarize
-    from validate.experiment import Run
-    from validate.trace import CompactTrace
-    from validate.specdec import SDRun
+    from spectheory.validate.analysis import summarize
+    from spectheory.validate.experiment import Run
+    from spectheory.validate.trace import CompactTrace
+    from spectheory.validate.specdec import SDRun
     n, g = 4, 2
     sd = SDRun(gamma=g, tau=np.array([0, 1, 2, 2]), emitted=np.array([1, 2, 3, 3]),
                accept_prob=np.full((n, g), 0.4), beta=np.full((n, g), 0.4), draft_call_s=np.full((n, g), 0.1),
@@ -301,7 +301,7 @@ def test_top_p_matches_the_full_sort_bit_for_bit():
     """sampling_probs' top-p sorts only the candidates above the m-th largest probability
     (ties included); it must keep exactly the tokens the full stable sort keeps, at every
     top_p, on peaked rows (small nucleus), flat rows (fallback), ties and -inf logits."""
-    from validate.trace import sampling_probs
+    from spectheory.validate.trace import sampling_probs
     rng = np.random.default_rng(2)
     for trial in range(60):
         V = int(rng.choice([3, 2000, 40_000]))

@@ -1,6 +1,6 @@
-"""Batched real decoding (validate.batch, the batched SD and capture paths), power by design
-(validate.power, the pooled martingale tests), the family loops on a real (tiny, random-weight)
-pair (validate.loops, validate.replay_loops), run-directory safety (another pair, a truncated
+"""Batched real decoding (spectheory.validate.batch, the batched SD and capture paths), power by design
+(spectheory.validate.power, the pooled martingale tests), the family loops on a real (tiny, random-weight)
+pair (spectheory.validate.loops, spectheory.validate.replay_loops), run-directory safety (another pair, a truncated
 record, a batch that does not fit) and the CUDA path (skipped without a GPU)."""
 from __future__ import annotations
 
@@ -17,16 +17,16 @@ from scipy import stats as sst  # noqa: E402
 
 from spectheory.rules import multidraft as MR  # noqa: E402
 from spectheory.rules.sd import BROKEN_SWAPPED_RATIO  # noqa: E402
-from validate.batch import BatchedLM, BatchMemoryError  # noqa: E402
-from validate.capture import HiddenSpec, capture_batch, capture_trace  # noqa: E402
-from validate.evidence import power_rows, sd_evidence, sd_tests  # noqa: E402
-from validate.experiment import Run, load_run, run_experiment  # noqa: E402
-from validate.hf import CachedLM  # noqa: E402
-from validate.loops import LOOPS, LoopRun, run_loop  # noqa: E402
-from validate.power import martingale_test, martingale_test_estimated, n_needed  # noqa: E402
-from validate.prompts import Prompt  # noqa: E402
-from validate.replay_loops import loop_tests  # noqa: E402
-from validate.specdec import SDRun, speculative_decode, speculative_decode_batch  # noqa: E402
+from spectheory.validate.batch import BatchedLM, BatchMemoryError  # noqa: E402
+from spectheory.validate.capture import HiddenSpec, capture_batch, capture_trace  # noqa: E402
+from spectheory.validate.evidence import power_rows, sd_evidence, sd_tests  # noqa: E402
+from spectheory.validate.experiment import Run, load_run, run_experiment  # noqa: E402
+from spectheory.validate.hf import CachedLM  # noqa: E402
+from spectheory.validate.loops import LOOPS, LoopRun, run_loop  # noqa: E402
+from spectheory.validate.power import martingale_test, martingale_test_estimated, n_needed  # noqa: E402
+from spectheory.validate.prompts import Prompt  # noqa: E402
+from spectheory.validate.replay_loops import loop_tests  # noqa: E402
+from spectheory.validate.specdec import SDRun, speculative_decode, speculative_decode_batch  # noqa: E402
 
 from test_validate_models import V, tiny_model  # noqa: E402
 
@@ -254,7 +254,7 @@ def test_multidraft_loop_rows_are_those_of_the_committed_text(loop_runs, pair, n
 
 def test_theory_estimators_by_hand():
     """θ̂ of the multi-draft loops: K = 1 is Σ_i min(1, P_i/Q_i); K = 2 averages A(P, Q)/Q over drafts."""
-    from validate.replay_loops import gbv_theta
+    from spectheory.validate.replay_loops import gbv_theta
     P = np.array([[[0.5, 0.2, 0.05]], [[0.1, 0.09, 0.03]]])   # (n=2, K=1, γ=3) path products
     Q = np.array([[[0.4, 0.3, 0.1]], [[0.2, 0.05, 0.01]]])
     r = LoopRun("gbv", dict(path_p=P, path_q=Q, tau=np.array([1, 2])), np.array([1]))
@@ -334,7 +334,7 @@ def _enc(p):
 
 def test_run_directory_of_another_pair_is_refused_and_left_alone(pair, tmp_path):
     t, d = pair
-    from validate.models import model_identity
+    from spectheory.validate.models import model_identity
     ids = dict(target_id=model_identity("t", t), draft_id=model_identity("d", d))
     run_experiment(tmp_path, t, d, _prompts(), _enc, gammas=(2,), max_new_tokens=6, slice_k=4, progress=False,
                    batch=2, config=ids)
@@ -371,7 +371,7 @@ def test_truncated_record_is_named_and_nothing_is_lost(pair, tmp_path):
 
 def test_batch_that_does_not_fit_is_refused_and_finished_prompts_are_kept(pair, tmp_path, monkeypatch):
     t, d = pair
-    import validate.models as vm
+    import spectheory.validate.models as vm
     monkeypatch.setattr(vm, "available_memory_gb", lambda: 1e-8)
     with pytest.raises(BatchMemoryError, match="does not fit in memory.*Lower --batch"):
         speculative_decode_batch(t, d, PROMPTS, 2, 8, batch=4)
@@ -399,7 +399,7 @@ def test_run_experiment_with_loops_controls_and_report(pair, tmp_path):
     """One small run with every piece: capture subset, SD, a broken-verifier SD control, every
     loop and its control; the report carries the power table and the loop results."""
     t, d = pair
-    from validate.report import write_report
+    from spectheory.validate.report import write_report
     ps = _prompts()
     run_experiment(tmp_path, t, d, ps, _enc, gammas=(1, 2), max_new_tokens=10, slice_k=4, progress=False, batch=3,
                    capture=ps[:2], families=sorted(LOOPS), control_prompts=ps[:1], sd_prompts=ps[:3])
@@ -446,6 +446,6 @@ def test_cuda_timing_is_synchronised_and_memory_checked(pair, monkeypatch):
     bl = BatchedLM(tg, V)
     _, dt = bl.feed([[1, 2, 3]] * 8, rows=1)
     assert dt > 0 and calls["n"] >= 2  # before and after the forward
-    from validate.batch import check_batch_fits
+    from spectheory.validate.batch import check_batch_fits
     with pytest.raises(BatchMemoryError):
         check_batch_fits(tg, 10 ** 7, 10 ** 4, 10, V)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sims.registry import total_mc_tests
-from sims.runner import run_claims
+from spectheory.sims.registry import total_mc_tests
+from spectheory.sims.runner import run_claims
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1-decisive"
 
@@ -21,11 +21,11 @@ def evidence():
     if not (RUN / "run.json").exists():
         pytest.skip("the shipped decisive run is not in this checkout")
     pytest.importorskip("torch")
-    # what `verify --logits` adds for these claims (spectheory_cli.runs.real_logits_evidence), without the
+    # what `verify --logits` adds for these claims (spectheory.cli.runs.real_logits_evidence), without the
     # trace replays of other claims: real SD's evidence and the family loops', at the report's per-test α
-    from validate import replay_loops
-    from validate.evidence import sd_evidence
-    from validate.experiment import load_run
+    from spectheory.validate import replay_loops
+    from spectheory.validate.evidence import sd_evidence
+    from spectheory.validate.experiment import load_run
     run = load_run(RUN)
     alpha = 0.01 / total_mc_tests()
     out = sd_evidence(run, alpha)
@@ -73,8 +73,8 @@ def test_hrad_accuracy_is_decided_and_its_control_rejected():
     if not (RUN / "run.json").exists():
         pytest.skip("the shipped decisive run is not in this checkout")
     pytest.importorskip("torch")
-    from validate import replay_sb
-    from validate.experiment import load_run
+    from spectheory.validate import replay_sb
+    from spectheory.validate.experiment import load_run
     run = load_run(RUN)
     assert len(run.traces) == 380
     evs = replay_sb.hrad_evidence(run.traces, None, 0.01 / total_mc_tests())

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sims.runner import run_claims
-from spectheory_cli.cmd_verify import real_logits_evidence
+from spectheory.sims.runner import run_claims
+from spectheory.cli.cmd_verify import real_logits_evidence
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1-b32"
 
@@ -27,7 +27,7 @@ def test_the_replay_runs_only_what_the_claims_need_and_names_it_with_its_eta(evi
     """`verify --logits` for the SD claims replays SD alone (the family replays feed other claims),
     with a line naming the replays needed, one naming the replay and its ETA as it starts, and one
     with its time as it ends."""
-    from validate.evidence import family_modules
+    from spectheory.validate.evidence import family_modules
     n = 1 + len(family_modules())
     assert len(PROGRESS) == 4, PROGRESS
     assert PROGRESS[0] == f"loading the logits run {RUN} …"

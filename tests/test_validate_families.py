@@ -23,11 +23,11 @@ from spectheory.closed_forms.ersd import ersd_first_acceptance_sorted
 from spectheory.closed_forms.optimum import gamma1_optimum_fast
 from spectheory.divergences import harmonic_mean_term
 from spectheory.rules.se import BROKEN_VERIFY_MEMBER
-from validate import replay_ersd, replay_multidraft, replay_se
-from validate.evidence import family_modules, logits_evidence
-from validate.experiment import Run, load_run
-from validate.lumping import pooled
-from validate.trace import CompactTrace
+from spectheory.validate import replay_ersd, replay_multidraft, replay_se
+from spectheory.validate.evidence import family_modules, logits_evidence
+from spectheory.validate.experiment import Run, load_run
+from spectheory.validate.lumping import pooled
+from spectheory.validate.trace import CompactTrace
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 FAMILY_CLAIMS = {"se.acceptance", "se.thm3_2", "se.thm3_1", "ersd.lemma3_1", "zero_order.underestimates",
@@ -45,7 +45,7 @@ def real(request):
 
 def test_family_modules_are_discovered():
     names = {m.__name__ for m in family_modules()}
-    assert {"validate.replay_se", "validate.replay_ersd", "validate.replay_multidraft"} <= names
+    assert {"spectheory.validate.replay_se", "spectheory.validate.replay_ersd", "spectheory.validate.replay_multidraft"} <= names
 
 
 def test_real_run_evidence_shape(real):
@@ -94,7 +94,7 @@ def test_real_run_thm3_2_and_ecsv_drafting_controls_are_rejected():
     and ecsv.majority (the first branch instead of the plurality) on the T = 1 run: each is rejected,
     and each names the broken rule; at T = 0 the slice holds all the mass, so the leftover bug has no
     effect there and no thm3_2 control is reported."""
-    from validate import replay_ecsv
+    from spectheory.validate import replay_ecsv
     d = RUNS / "qwen2.5-coder-T1"
     if not (d / "run.json").exists():
         pytest.skip("run not shipped")
@@ -187,8 +187,8 @@ def test_brackets_are_sharp_when_leftover_supports_are_disjoint():
 def test_verify_logits_evidence_survives_parallel_jobs():
     """`verify --logits` adds the same logits evidence whether checks run serially or in worker
     processes (a parallel run once dropped it)."""
-    from sims.runner import run_claims
-    from spectheory_cli.cmd_verify import real_logits_evidence
+    from spectheory.sims.runner import run_claims
+    from spectheory.cli.cmd_verify import real_logits_evidence
     run_dir = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1"
     kw = dict(quick=True, seed=0, progress=False, extra_evidence=real_logits_evidence(run_dir, 0.01),
               extra_source=str(run_dir))
@@ -214,7 +214,7 @@ def test_family_replays_on_a_draft_identical_to_the_target():
     hold (their null se was sqrt of a sum that rounding can make negative: seed 1 gives
     Σ E(1 − E) = −1.1e-16 for ERSD's exact acceptance E)."""
     z = np.random.default_rng(1).normal(0.0, 1.0, (6, 7))
-    from validate import LogitTrace
+    from spectheory.validate import LogitTrace
     tr = LogitTrace(z, z.copy(), np.zeros(6, dtype=np.int64))
     rse = replay_se.replay_se(tr, lambdas=(0.5,), mus=(), gamma=2, n_mc=50, seed=0)
     for ev in replay_se.evidence(rse).values():

@@ -15,15 +15,15 @@ transformers = pytest.importorskip("transformers")
 from spectheory.distributions import DistributionError, softmax  # noqa: E402
 from spectheory.divergences import entropy, kl_divergence, overlap, total_variation  # noqa: E402
 from spectheory.rules.sd import BROKEN_SWAPPED_RATIO, STANDARD  # noqa: E402
-from validate import replay  # noqa: E402
-from validate.capture import capture_trace  # noqa: E402
-from validate.evidence import sd_evidence  # noqa: E402
-from validate.experiment import load_run, run_experiment  # noqa: E402
-from validate.hf import common_vocab  # noqa: E402
-from validate.models import ModelError, check_same_tokenizer, require_memory, stop_ids  # noqa: E402
-from validate.prompts import Prompt, load_prompts, render  # noqa: E402
-from validate.specdec import SDRun, speculative_decode  # noqa: E402
-from validate.trace import CompactTrace, sampling_probs, sufficient_statistics  # noqa: E402
+from spectheory.validate import replay  # noqa: E402
+from spectheory.validate.capture import capture_trace  # noqa: E402
+from spectheory.validate.evidence import sd_evidence  # noqa: E402
+from spectheory.validate.experiment import load_run, run_experiment  # noqa: E402
+from spectheory.validate.hf import common_vocab  # noqa: E402
+from spectheory.validate.models import ModelError, check_same_tokenizer, require_memory, stop_ids  # noqa: E402
+from spectheory.validate.prompts import Prompt, load_prompts, render  # noqa: E402
+from spectheory.validate.specdec import SDRun, speculative_decode  # noqa: E402
+from spectheory.validate.trace import CompactTrace, sampling_probs, sufficient_statistics  # noqa: E402
 
 V = 64
 WORDS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "[UNK]", "user", "assistant"] + [f"w{i}" for i in range(V - 6)]
@@ -300,7 +300,7 @@ def test_prompt_files_chat_template_and_stop_ids(tmp_path):
 def test_validate_command_and_verify_logits(pair, tmp_path):
     from typer.testing import CliRunner
 
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
     tgt, drf = pair
     tdir, ddir = tmp_path / "target", tmp_path / "draft"
     for m, d in ((tgt, tdir), (drf, ddir)):
@@ -344,7 +344,7 @@ def test_validate_command_and_verify_logits(pair, tmp_path):
 def test_numpy_side_needs_no_torch():
     import subprocess
     import sys
-    code = ("import sys, validate.trace, validate.replay, validate.analysis, validate.evidence, validate.report\n"
+    code = ("import sys, spectheory.validate.trace, spectheory.validate.replay, spectheory.validate.analysis, spectheory.validate.evidence, spectheory.validate.report\n"
             "assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 

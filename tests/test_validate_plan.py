@@ -1,4 +1,4 @@
-"""Sample sizes from power statements (validate.plan): a pilot run on the tiny random-weight pair,
+"""Sample sizes from power statements (spectheory.validate.plan): a pilot run on the tiny random-weight pair,
 the plan's arithmetic against n_needed by hand, per-loop prompt counts through run_experiment and
 the CLI (``--family-n se=3,kseq=2``), and a resumed run that only appends what the plan adds."""
 from __future__ import annotations
@@ -14,12 +14,12 @@ pytest.importorskip("transformers")
 
 from typer.testing import CliRunner  # noqa: E402
 
-from spectheory_cli.main import app  # noqa: E402
-from validate.experiment import load_run, run_experiment  # noqa: E402
-from validate.plan import MARGIN, plan_run  # noqa: E402
-from validate.power import n_needed  # noqa: E402
-from validate.prompts import Prompt  # noqa: E402
-from validate.replay_loops import loop_tests  # noqa: E402
+from spectheory.cli.main import app  # noqa: E402
+from spectheory.validate.experiment import load_run, run_experiment  # noqa: E402
+from spectheory.validate.plan import MARGIN, plan_run  # noqa: E402
+from spectheory.validate.power import n_needed  # noqa: E402
+from spectheory.validate.prompts import Prompt  # noqa: E402
+from spectheory.validate.replay_loops import loop_tests  # noqa: E402
 
 from test_validate_models import tiny_model  # noqa: E402
 
@@ -131,7 +131,7 @@ def test_control_row_marks_what_the_broken_rule_did():
     """The info row of a logits-mode negative control says whether the broken rule failed the test
     (``Evidence.control``), and copies the graded test's numbers and part."""
     from spectheory.judge.evidence import Evidence
-    from validate.power import control_row
+    from spectheory.validate.power import control_row
     e = Evidence("logits", "broken loop", 0.9, 0.95, 0.93, 0.97, p_value=1e-9, n=500, outcome="fail", part="acc",
                  note="ctx")
     ok, missed = control_row(e, True, "the same loop"), control_row(e, False, "the same loop")

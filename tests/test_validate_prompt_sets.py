@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from validate.prompts import PROMPT_SETS, PromptSetError, check_prompt_set, load_prompts
+from spectheory.validate.prompts import PROMPT_SETS, PromptSetError, check_prompt_set, load_prompts
 
 SONNETS = """THE SONNETS
 by William Shakespeare

@@ -12,12 +12,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from sims import registry
-from sims.registry import Choice, Control, Part, Reading, Scope
-from sims.report import (beside, choices_lines, finding, part_verdict_text, slack_over_choices_text,
+from spectheory.sims import registry
+from spectheory.sims.registry import Choice, Control, Part, Reading, Scope
+from spectheory.sims.report import (beside, choices_lines, finding, part_verdict_text, slack_over_choices_text,
                          to_markdown, verdict_counts)
-from sims.reproduce import check_call, mismatches, printed_calls
-from sims.runner import run_claims
+from spectheory.sims.reproduce import check_call, mismatches, printed_calls
+from spectheory.sims.runner import run_claims
 from spectheory.judge import verdicts
 from spectheory.judge.evidence import Evidence
 

@@ -148,7 +148,7 @@ def test_sample_index_is_generator_choice():
 @pytest.mark.parametrize("rule", [STANDARD, BROKEN_RESIDUAL_P, BROKEN_SWAPPED_RATIO, BROKEN_NO_BONUS],
                          ids=lambda r: r.name)
 def test_unchecked_entry_gives_the_checked_verdict(rule):
-    """speculative_verify_unchecked (validate.specdec's entry, no validation, lazy row
+    """speculative_verify_unchecked (spectheory.validate.specdec's entry, no validation, lazy row
     normalisation) returns the same verdict as speculative_verify and leaves the generator
     in the same state, on rows that sum to 1 only up to rounding (softmax of random logits)."""
     rng = np.random.default_rng(1)

@@ -1,14 +1,14 @@
 """Real models against spectheory's theory (evidence mode ``logits``).
 
-NumPy side (no torch): compact traces (:mod:`validate.trace`), replay of the SD estimators
-(:mod:`validate.replay`), run directories (:mod:`validate.experiment`), theory vs measurement
-(:mod:`validate.analysis`), reports (:mod:`validate.report`), ``logits`` evidence for
-``spectheory verify --logits`` (:mod:`validate.evidence`, the family loops' in
-:mod:`validate.replay_loops`), power by design (:mod:`validate.power`: martingale tests and the
+NumPy side (no torch): compact traces (:mod:`spectheory.validate.trace`), replay of the SD estimators
+(:mod:`spectheory.validate.replay`), run directories (:mod:`spectheory.validate.experiment`), theory vs measurement
+(:mod:`spectheory.validate.analysis`), reports (:mod:`spectheory.validate.report`), ``logits`` evidence for
+``spectheory verify --logits`` (:mod:`spectheory.validate.evidence`, the family loops' in
+:mod:`spectheory.validate.replay_loops`), power by design (:mod:`spectheory.validate.power`: martingale tests and the
 sample sizes they need). Torch side, imported lazily (``pip install 'spectheory[validate]'``):
-the batched engine (:mod:`validate.batch`), capture (:mod:`validate.capture`), real speculative
-decoding (:mod:`validate.specdec`), each family's algorithm on the real pair
-(:mod:`validate.loops`), model pairs and the offline default pair (:mod:`validate.models`).
+the batched engine (:mod:`spectheory.validate.batch`), capture (:mod:`spectheory.validate.capture`), real speculative
+decoding (:mod:`spectheory.validate.specdec`), each family's algorithm on the real pair
+(:mod:`spectheory.validate.loops`), model pairs and the offline default pair (:mod:`spectheory.validate.models`).
 See docs/validate.md.
 """
 from .capture import FORMAT_VERSION, LogitTrace, capture_logits, capture_trace

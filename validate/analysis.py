@@ -5,7 +5,7 @@ records, the traces of the prompts SD ran on, so that theory and measurement sha
 a run may capture more prompts than it decodes, e.g. for H-RAD; every captured prompt where SD did
 not run):
   α̂ = mean_t β_t; closed form (1 − α̂^{γ+1})/(1 − α̂) (Leviathan Eq. 1); the trace-exact
-  tokens 1 + Σ_k Π_{j<k} β_{t+j} (:func:`validate.replay.trace_exact_tokens`).
+  tokens 1 + Σ_k Π_{j<k} β_{t+j} (:func:`spectheory.validate.replay.trace_exact_tokens`).
 Measurement (real speculative decoding): tokens per iteration τ + 1, first-draft acceptance,
 and wall time.
 

@@ -1,6 +1,6 @@
 """Many rows through one causal LM at once: one KV cache, per-row lengths, holes (imported lazily).
 
-:class:`BatchedLM` is the batched twin of :class:`validate.hf.CachedLM`. Its KV cache has B rows
+:class:`BatchedLM` is the batched twin of :class:`spectheory.validate.hf.CachedLM`. Its KV cache has B rows
 and S *slots*; every forward appends the same number L of slots to every row, and a row that
 has fewer tokens to feed is left-padded with **holes**: slots that no query may attend to. A
 token rejected by a verifier is not cut out of the cache either: its slot becomes a hole. So

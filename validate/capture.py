@@ -91,7 +91,7 @@ class LogitTrace:
         return softmax(self.target_logits, t, name="target_logits"), softmax(self.draft_logits, t, name="draft_logits")
 
     def compact(self, temperature: float | None = None, top_k: int | None = None):
-        """The :class:`~validate.trace.CompactTrace` of this trace at ``temperature``
+        """The :class:`~spectheory.validate.trace.CompactTrace` of this trace at ``temperature``
         (default: the trace's); ``top_k`` slice size (default: the whole vocabulary, so the
         slice is exact and the leftover mass 0)."""
         from .trace import CompactTrace
@@ -191,7 +191,7 @@ def capture_trace(target_model, draft_model, prompt_ids, max_new_tokens: int, te
                   stop_ids=(), slice_k: int = None, vocab_size: int | None = None,
                   device: str | None = None, name: str = "trace", category: str = "",
                   on_token=None):
-    """Generate from the target and record a :class:`~validate.trace.CompactTrace`.
+    """Generate from the target and record a :class:`~spectheory.validate.trace.CompactTrace`.
 
     Both models score the same context with their KV caches (one forward per position each);
     the emitted token is drawn from the target's sampling distribution p_t (temperature,
@@ -300,13 +300,13 @@ def capture_batch(target_model, draft_model, prompts, max_new_tokens: int, tempe
                   names=None, categories=None, batch: int = 8, hidden: HiddenSpec | None = None,
                   on_token=None, on_done=None, prefix_cache=None) -> list:
     """:func:`capture_trace` for many prompts at once (continuous batching over
-    :class:`validate.batch.BatchedLM`): each step is one target and one draft forward over all
+    :class:`spectheory.validate.batch.BatchedLM`): each step is one target and one draft forward over all
     rows, each row drawing its token from its own generator (``seeds[i]``, default i), so prompt
     i's trace is the one ``capture_trace(..., seed=seeds[i])`` records (statistics equal to
     rounding), except the call times: a row records its share of each batched call. A finished
     prompt is handed to ``on_done(i, trace)`` at once and the next one joins. ``hidden``: opt-in
     hidden-state projections (:class:`HiddenSpec`). Out of memory: a clear
-    :class:`validate.batch.BatchMemoryError`; finished prompts were handed over already."""
+    :class:`spectheory.validate.batch.BatchMemoryError`; finished prompts were handed over already."""
     from .batch import BatchedLM, BatchMemoryError, PrefixCache, check_batch_fits, is_oom
     from .hf import common_vocab, require_torch
     from spectheory.checks import check_int, check_int_array
@@ -321,7 +321,7 @@ def capture_batch(target_model, draft_model, prompts, max_new_tokens: int, tempe
     if vocab_size is not None:
         check_int(vocab_size, "vocab_size", min=1)
     if hidden is not None and not isinstance(hidden, HiddenSpec):
-        raise TypeError(f"hidden must be a validate.capture.HiddenSpec or None, got {type(hidden).__name__}")
+        raise TypeError(f"hidden must be a spectheory.validate.capture.HiddenSpec or None, got {type(hidden).__name__}")
     prompts = [[int(i) for i in check_int_array(p, "prompt_ids", min=0, max=None if vocab_size is None
                                                 else vocab_size - 1).ravel()] for p in prompts]
     if not prompts or any(len(p) == 0 for p in prompts):

@@ -33,7 +33,7 @@ def evidence_from_report(rep: ReplayReport, c: float, *, alpha: float = 1e-3,
     sd.walltime: formula vs trace-exact tokens / (γc + 1) (info).
     """
     if not isinstance(rep, ReplayReport):
-        raise TypeError(f"rep must be a ReplayReport (from validate.replay.replay), got {type(rep).__name__}")
+        raise TypeError(f"rep must be a ReplayReport (from spectheory.validate.replay.replay), got {type(rep).__name__}")
     if not (c >= 0 and math.isfinite(c)):
         raise ValueError(f"cost ratio c must be finite and ≥ 0, got {c!r}")
     check_level(alpha)
@@ -65,7 +65,7 @@ def evidence_from_report(rep: ReplayReport, c: float, *, alpha: float = 1e-3,
 def compare(trace: LogitTrace, gamma: int, c: float, *, temperature: float | None = None,
             n_mc: int = DEFAULT_N_MC, seed=0, rule: SDRule = STANDARD,
             alpha: float = 1e-3) -> dict[str, list[Evidence]]:
-    """Replay ``trace`` (:func:`validate.replay.replay`) and return its evidence keyed by claim id."""
+    """Replay ``trace`` (:func:`spectheory.validate.replay.replay`) and return its evidence keyed by claim id."""
     check_level(alpha)
     rep = replay(trace, gamma, temperature=temperature, n_mc=n_mc, seed=seed, rule=rule)
     return evidence_from_report(rep, c, alpha=alpha)

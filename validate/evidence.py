@@ -14,9 +14,9 @@ SD claims (this module), from real speculative decoding (every SD record of the 
   verifier returned τ + 1 tokens (the correction or bonus; format-2 records). Info per γ: mean
   τ + 1 against mean E[τ + 1 | drafts], and the constant-α closed form at α̂.
 * sd.walltime — info: Thm 3.8 at c = t_draft/t_target(1) and the measured-profile cost model
-  (:mod:`validate.analysis`) against the measured speedup.
+  (:mod:`spectheory.validate.analysis`) against the measured speedup.
 
-Each graded test states its power (:mod:`validate.power`): n needed at power 0.8 and at the
+Each graded test states its power (:mod:`spectheory.validate.power`): n needed at power 0.8 and at the
 report's 0.9 for its tolerance and per-test α, and n had. A broken verifier run through the same
 real loop (``run.controls``, min(1, q/p)) is tested the same way and must fail: reported as info
 rows beside the subject's tests.
@@ -175,7 +175,7 @@ def sd_evidence(run: Run, alpha: float = 1e-3, tolerance: float = TOLERANCE) -> 
 
 
 def power_rows(run: Run, alpha: float = 1e-3, tolerance: float = TOLERANCE) -> list:
-    """The power statement (:class:`validate.power.PowerRow`) of every graded martingale test of
+    """The power statement (:class:`spectheory.validate.power.PowerRow`) of every graded martingale test of
     the run: SD's two, then every family loop's."""
     from .replay_loops import power_rows as loop_power_rows
     check_run(run)
@@ -185,11 +185,11 @@ def power_rows(run: Run, alpha: float = 1e-3, tolerance: float = TOLERANCE) -> l
 
 def family_modules():
     """``validate.replay_<family>`` modules that define ``logits_evidence(run, alpha)``."""
-    import validate
+    import spectheory.validate as validate
     mods = []
     for m in pkgutil.iter_modules(validate.__path__):
         if m.name.startswith("replay_"):
-            mod = importlib.import_module(f"validate.{m.name}")
+            mod = importlib.import_module(f"spectheory.validate.{m.name}")
             if callable(getattr(mod, "logits_evidence", None)):
                 mods.append(mod)
     return mods
@@ -211,7 +211,7 @@ REPLAY_CLAIMS = {
 
 
 def replay_name(mod) -> str:
-    """``validate.replay_ecsv`` → ``ecsv``."""
+    """``spectheory.validate.replay_ecsv`` → ``ecsv``."""
     return mod.__name__.rsplit(".", 1)[-1].removeprefix("replay_")
 
 

@@ -36,7 +36,7 @@ class Run:
     config: dict
     traces: list = field(default_factory=list)        # CompactTrace
     sd: dict = field(default_factory=dict)             # γ → list[SDRun]
-    families: dict = field(default_factory=dict)       # loop name → list[validate.loops.LoopRun]
+    families: dict = field(default_factory=dict)       # loop name → list[spectheory.validate.loops.LoopRun]
     controls: dict = field(default_factory=dict)       # γ → list[SDRun] of a broken verifier (negative control)
 
     @property
@@ -48,7 +48,7 @@ class Run:
 def check_run(run) -> Run:
     """``run`` must be a loaded run directory (:func:`load_run`)."""
     if not isinstance(run, Run):
-        raise TypeError(f"run must be a validate.experiment.Run (load one with load_run(run_dir)), "
+        raise TypeError(f"run must be a spectheory.validate.experiment.Run (load one with load_run(run_dir)), "
                         f"got {type(run).__name__}")
     return run
 
@@ -125,15 +125,15 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
                    family_options: dict | None = None, sd_prompts: list | None = None) -> Path:
     """Capture the prompts, run real SD for every γ, then the family loops; skip what is on disk.
 
-    prompts: :class:`validate.prompts.Prompt` list; encode(prompt) → token ids (chat template
+    prompts: :class:`spectheory.validate.prompts.Prompt` list; encode(prompt) → token ids (chat template
     applied). capture: the prompts to capture (default: all; a subset keeps a shipped run
     small — the SD tests need only the SD records). config: extra entries for run.json (model
     names, identities, weights...). Seeds: the prompt at place i of the run directory's prompt list
     (run.json, which a resumed run only appends to) uses ``seed + i`` for capture, SD at every γ
     and every family loop. probe_every: the autoregressive probe times every k-th batch step.
     batch: prompts decoded at once (1: one prompt at a time, still through the batched code).
-    hidden: :class:`validate.capture.HiddenSpec` to capture hidden-state projections.
-    families: loop names of :mod:`validate.loops` to run on ``family_prompts`` (default: all
+    hidden: :class:`spectheory.validate.capture.HiddenSpec` to capture hidden-state projections.
+    families: loop names of :mod:`spectheory.validate.loops` to run on ``family_prompts`` (default: all
     prompts); control_prompts: prompts for the negative controls (a broken verifier through the
     same real loops; default: none). Each prompt's record is saved when that prompt finishes.
     """
@@ -158,11 +158,11 @@ def run_experiment(run_dir, target_model, draft_model, prompts: list, encode, *,
     check_int(probe_every, "probe_every", min=1)
     check_int(batch, "batch", min=1)
     if hidden is not None and not isinstance(hidden, HiddenSpec):
-        raise TypeError(f"hidden must be a validate.capture.HiddenSpec or None, got {type(hidden).__name__}")
+        raise TypeError(f"hidden must be a spectheory.validate.capture.HiddenSpec or None, got {type(hidden).__name__}")
     if not isinstance(prompts, (list, tuple)) or not all(isinstance(p, Prompt) for p in prompts):
-        raise TypeError("prompts must be a list of validate.prompts.Prompt (load them with load_prompts)")
+        raise TypeError("prompts must be a list of spectheory.validate.prompts.Prompt (load them with load_prompts)")
     # family_prompts / control_prompts: one list for every loop, or {loop name (control_prompts also
-    # "sd"): list} so that each loop gets the prompts its power statement asks for (validate.plan)
+    # "sd"): list} so that each loop gets the prompts its power statement asks for (spectheory.validate.plan)
     subs = [("capture", capture), ("sd_prompts", sd_prompts)]
     for nm, sub in (("family_prompts", family_prompts), ("control_prompts", control_prompts)):
         if isinstance(sub, dict):

@@ -1,6 +1,6 @@
 """Thin torch layer: a causal LM with its KV cache, fed tokens and timed (imported lazily).
 
-Used by :mod:`validate.capture` (one forward per position) and :mod:`validate.specdec`
+Used by :mod:`spectheory.validate.capture` (one forward per position) and :mod:`spectheory.validate.specdec`
 (γ one-token draft calls, one target call scoring γ + 1 tokens). Everything returned is NumPy.
 """
 from __future__ import annotations

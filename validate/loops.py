@@ -3,7 +3,7 @@
 Three loops, each driving the toolkit's own verifier (``spectheory/verifiers/*.py``) with the two
 models' next-token rows, recording per iteration what the family's theory needs, so that the
 measured acceptance can be tested against the trace-exact theory of the same run
-(:mod:`validate.replay_loops`):
+(:mod:`spectheory.validate.replay_loops`):
 
 * ``se`` — Speculative Ensemble, the alternate proposal framework (Fu et al. 2025, App. B.1
   Alg. 1) with the weighted ensemble r = λq + (1 − λ)p as the target: the default proposer q

@@ -1,6 +1,6 @@
 """The lumped (k+1)-outcome view of compact traces, shared by the family replays.
 
-A :class:`~validate.trace.CompactTrace` keeps, per position, a top-k slice of p (target) and
+A :class:`~spectheory.validate.trace.CompactTrace` keeps, per position, a top-k slice of p (target) and
 q (draft) plus the exact leftover masses ``p_rest``, ``q_rest`` and exact statistics
 (β = Σ min(p,q), TV, KL, ``beta_slice``, ``p_token``, ``q_token``). Lumping the leftover
 into one pseudo-token gives the pair (P̃, Q̃) on k+1 outcomes: P̃ = f#p, Q̃ = f#q, the image

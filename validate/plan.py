@@ -2,7 +2,7 @@
 
 A pilot run (any ``spectheory validate`` run directory) gives, for every graded logits test, the
 trials one prompt yields (n had / prompts) and the per-trial variance of its own trials; the power
-statement of :mod:`validate.power` then says how many trials the test needs to see a deviation of
+statement of :mod:`spectheory.validate.power` then says how many trials the test needs to see a deviation of
 its tolerance with probability ``power`` at the per-test level ``alpha``:
 
     n needed = ⌈((z_{1−α/2} + z_π)/δ)² · v⌉,   prompts needed = ⌈margin · n needed / (trials per prompt)⌉.
@@ -121,7 +121,7 @@ def _control_effect(ev, tolerance) -> tuple[float, str]:
 def plan_run(run, alpha: float, power: float = POWER, margin: float = MARGIN, sets: int | None = None,
              tolerance: float = TOLERANCE, tolerance_tau: float = TOLERANCE_TAU) -> Plan:
     """Prompts per set for every family loop and negative control of ``run`` (a pilot,
-    :func:`validate.experiment.load_run`) so that each graded test reaches ``power`` at its
+    :func:`spectheory.validate.experiment.load_run`) so that each graded test reaches ``power`` at its
     tolerance and per-test level ``alpha`` (module docstring)."""
     from .evidence import sd_tests
     from .experiment import check_run

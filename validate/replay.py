@@ -1,4 +1,4 @@
-"""Replay spectheory's SD estimators on a :class:`~validate.capture.LogitTrace`.
+"""Replay spectheory's SD estimators on a :class:`~spectheory.validate.capture.LogitTrace`.
 
 For each position t of the trace, p_t and q_t are the target's and draft's next-token
 distributions (softmax of the logits at one temperature). The report gives
@@ -53,7 +53,7 @@ class ReplayReport:
     standard error of that frequency if P(accept at t) = β_t, sqrt(Σβ_t(1−β_t)/(T²·n_mc)).
     mc_tokens: mean emitted tokens of full iterations from t = 0..T−γ, with its standard error.
 
-    On a :class:`~validate.trace.CompactTrace` the Monte Carlo runs on the stored top-k slice
+    On a :class:`~spectheory.validate.trace.CompactTrace` the Monte Carlo runs on the stored top-k slice
     plus one bucket for the leftover mass: its acceptance is beta_mc = Σ min over that lumped
     pair (β ≤ beta_mc ≤ β + min(p_rest, q_rest)), so the Monte Carlo tests compare with
     alpha_mc = mean beta_mc and mc_tokens_claimed = trace-exact tokens at beta_mc, while beta,

@@ -5,7 +5,7 @@ Source: "Error-Correcting Speculative Decoding via Branch Voting" (ECSV), anonym
 under revision, 2026. ``p`` target (the verifier), ``q`` draft (the drafter), ``B`` branches of
 depth ``k``.
 
-What a compact trace allows (``spectheory.trace/2``, see :mod:`validate.lumping`): at every
+What a compact trace allows (``spectheory.trace/2``, see :mod:`spectheory.validate.lumping`): at every
 captured position t the verifier's row p_t and the drafter's row q_t **after the captured
 prefix**, as a top-256 slice plus the exact leftover masses (lumped into one pseudo-token), and
 exact statistics (β_t = Σ min(p_t, q_t), entropies, p and q of the captured token). Not the
@@ -18,7 +18,7 @@ rows after any other prefix. Hence:
 * **Depth k is teacher-forced.** Branch token j is drawn from q_{t+j} — the row after the
   *captured* prefix, not after the branch's own — and the fused draft is scored against
   p_{t+j}: E[τ] ≈ E[Σ_j Π_{i≤j} p_{t+i}(t*_i)]. This is the same approximation the SD replay
-  makes for SD-1 (E[τ] = Σ_j Π_{i<j} β_{t+i}, exact β, :mod:`validate.replay`); the two are
+  makes for SD-1 (E[τ] = Σ_j Π_{i<j} β_{t+i}, exact β, :mod:`spectheory.validate.replay`); the two are
   compared in the same contexts. Under teacher forcing every branch sees the same rows, so the
   entropy signal cannot separate branches (ECSV-lite's weights reduce to agreement).
 * **Cross-entropy to p** under matching verification is the verifier's own text: equal for SD-1

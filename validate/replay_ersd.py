@@ -1,4 +1,4 @@
-"""Replay ERSD's estimators on a :class:`~validate.capture.LogitTrace` (Kobus & Gündüz; evidence mode
+"""Replay ERSD's estimators on a :class:`~spectheory.validate.capture.LogitTrace` (Kobus & Gündüz; evidence mode
 ``logits`` for claims ``ersd.lemma3_1`` and ``zero_order.underestimates``).
 
 At each position t, p_t and q_t are the softmaxed target and draft logits. The replay gives
@@ -12,7 +12,7 @@ At each position t, p_t and q_t are the softmaxed target and draft logits. The r
 * the optimal k-vertex tree for the fitted a (Alg. 3), its 0th-order prediction
   ``1 + Σ_v Π_j a(i_j)``, and its value along the trace ``mean_t [1 + Σ_v Π_j â_{t+j−1}(i_j)]``.
 
-Interpretation (as :mod:`validate.replay`): the trace's token path is the context of every
+Interpretation (as :mod:`spectheory.validate.replay`): the trace's token path is the context of every
 drafted position, so the along-trace value keeps how acceptance varies along the text (the
 dependence the 0th-order model drops) but not how drafted tokens change later contexts.
 """
@@ -290,6 +290,6 @@ def logits_evidence(run, alpha: float = 1e-3, *, k: int = 16, m: int = 16, n_mc:
         test="0th-order prediction 1 + Σ_v Π a(i_j) of the Alg.-3 tree for the fitted a vs its value along "
              "the traces mean_t [1 + Σ_v Π_j â_(t+j−1)(i_j)] (95% CI, start positions as independent)",
         note=f"{ctx}; fitted a(1..4) = {', '.join(f'{v:.4f}' for v in a[:4])}, a(>{m}) = {a[-1]:.4f}; tree depth {D}; "
-             "info: lumped ranks and the trace path as context (see validate.replay_ersd.logits_evidence)")]
+             "info: lumped ranks and the trace path as context (see spectheory.validate.replay_ersd.logits_evidence)")]
     zero[0].part = "higher-order"
     return {"ersd.lemma3_1": lemma, "zero_order.underestimates": zero}

@@ -1,6 +1,6 @@
-"""``logits`` evidence from the family loops of a run (:mod:`validate.loops`): each family's
+"""``logits`` evidence from the family loops of a run (:mod:`spectheory.validate.loops`): each family's
 algorithm run on the real pair, its measured acceptance tested against the trace-exact theory of
-the same iterations, every test with its power statement (:mod:`validate.power`).
+the same iterations, every test with its power statement (:mod:`spectheory.validate.power`).
 
 Which trials each claim uses, and why that is valid (each is a martingale test: the conditional
 law of every trial given everything before it is the claim's):

@@ -1,7 +1,7 @@
-"""Replay of the multi-draft family's block quantities on a :class:`~validate.capture.LogitTrace`.
+"""Replay of the multi-draft family's block quantities on a :class:`~spectheory.validate.capture.LogitTrace`.
 
 For each start t and the trace's own token path ``x^γ = tokens[t:t+γ]`` (the path is the
-context of every position, as in :mod:`validate.replay`):
+context of every position, as in :mod:`spectheory.validate.replay`):
 
 * joints ``p(x^i)``, ``q(x^i)``, ``A(x^i) = p(x^i)[1 − (1 − m(x^i))^K]`` (Lemma A.1) and
   GBV's / SpecTr-GBV's sub-block acceptance ``h(x^i)`` (Eq. 2/3), for K = 1 (GBV) and K;
@@ -112,7 +112,7 @@ def logits_evidence(run, alpha: float = 1e-3, *, Ks=DEFAULT_KS) -> dict[str, lis
     """``logits`` evidence for gbv.optimal, spectr_gbv.upper_bound and spectr_gbv.attains from the
     compact traces of a ``spectheory validate`` run (p target, q draft, K i.i.d. drafts).
 
-    What the compact trace gives (see :mod:`validate.lumping`):
+    What the compact trace gives (see :mod:`spectheory.validate.lumping`):
 
     * **γ = 1, K = 1:** the optimum ``min_H p(H) + 1 − q(H)`` is 1 − TV = β, stored exactly.
       On the lumped pair the optimum closed form (:func:`gamma1_optimum_fast`) must equal

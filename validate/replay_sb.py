@@ -1,6 +1,6 @@
 """SpecBranch (Shen et al., ICLR 2026) on captured real logits: ``logits`` evidence for sb.trunc_geom,
 sb.rollback, sb.speedup and sb.hrad from a ``spectheory validate`` run (discovered by
-:mod:`validate.evidence`).
+:mod:`spectheory.validate.evidence`).
 
 * **sb.trunc_geom** (info, part ``markov``): the accepted count τ of the run's real SD
   iterations against the truncated geometric at α̂ (the captured text's mean β) and against
@@ -10,7 +10,7 @@ sb.rollback, sb.speedup and sb.hrad from a ``spectheory validate`` run (discover
   q_t) (exact), the draft's confidence (top-1 of q_t, from the slice) and the slice of p_t and
   q_t, from which a branch point's survival with k top-k branches matched against the
   target's draw is p_t(TopK(q_t)). A round draws acceptances Bernoulli(β) position by position
-  along the text (the "trace-exact" reading of validate.replay: the text does not move when a
+  along the text (the "trace-exact" reading of spectheory.validate.replay: the text does not move when a
   correction replaces a token); time: the measured one-token target and draft calls of the
   capture, c = t_T/t_q, and the run's measured target-call profile t_T(n). Methods: SpS,
   PEARL, and SpecBranch with the pure confidence threshold (ε = 0.3, k_max = 4).

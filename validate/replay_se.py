@@ -1,7 +1,7 @@
 """Replay Speculative Ensemble's estimators on real logits (claims ``se.acceptance``,
 ``se.thm3_2``; Fu et al., ICML 2025).
 
-For each position t of a :class:`~validate.capture.LogitTrace` the draft (q_t, the proposer)
+For each position t of a :class:`~spectheory.validate.capture.LogitTrace` the draft (q_t, the proposer)
 and the target (p_t) give an ensemble r_t: weighted ``λ q_t + (1 − λ) p_t`` for every λ of
 the grid, contrastive ``softmax((l_p − μ l_q)/T)`` for every μ (on the raw logits divided by
 the replay temperature). Per setting:
@@ -9,7 +9,7 @@ the replay temperature). Per setting:
 * α_t = Σ min(q_t, r_t) = 1 − ½ Σ|q_t − r_t| (Eq. 7) and α̂ = mean α_t;
 * expected tokens per cycle of the speculative-based ensemble (no bonus), the constant-α
   formula ``(1 − α̂^γ)/(1 − α̂)`` (Thm 3.1) and the trace-exact ``e_t = Σ_{k<γ} Π_{j<k} α_{t+j}``
-  (the trace's token path as the context of every proposal, as in :mod:`validate.replay`);
+  (the trace's token path as the context of every proposal, as in :mod:`spectheory.validate.replay`);
 * Monte Carlo: ``n_mc`` proposals x ~ q_t at every position, each accepted with the rule's
   probability (min(1, r/q) for the correct rule): the acceptance frequency against α̂.
 
@@ -179,9 +179,9 @@ def _tokens_rows(name, pool, alpha_t, a_hat, g, kind, ctx):
 def logits_evidence(run, alpha: float = 1e-3, *, lambdas=DEFAULT_LAMBDAS, mus=DEFAULT_MUS, n_mc: int = 2000,
                     seed=0, tolerance: float = 0.01, rule: SERule = STANDARD) -> dict[str, list[Evidence]]:
     """``logits`` evidence for se.acceptance, se.thm3_2 (and se.thm3_1 as info) from the compact
-    traces of a ``spectheory validate`` run (:class:`validate.experiment.Run`).
+    traces of a ``spectheory validate`` run (:class:`spectheory.validate.experiment.Run`).
 
-    What the compact trace gives (see :mod:`validate.lumping`), q proposing, r the ensemble:
+    What the compact trace gives (see :mod:`spectheory.validate.lumping`), q proposing, r the ensemble:
 
     * **WE, exact.** r = λq + (1−λ)p is linear, and pointwise ``min(q, λq + (1−λ)p) = λq +
       (1−λ)min(q, p)``, so the leftover's share of α is exactly ``λ q_rest + (1−λ)(β − β_slice)``

@@ -88,7 +88,7 @@ def to_markdown(run: Run, rows) -> str:
 def default_alpha(family: float = 0.01) -> float:
     """The per-test level ``spectheory verify`` uses by default: the family level over every
     Monte Carlo test in the registry (Bonferroni)."""
-    from sims.registry import total_mc_tests
+    from spectheory.sims.registry import total_mc_tests
     return family / max(1, total_mc_tests())
 
 

@@ -14,7 +14,7 @@ call's seconds and the number of tokens it scored, and the verifier's seconds.
 
 Given the drafts, τ has the law P(τ ≥ k) = Π_{j≤k} a_j exactly (the verifier draws one
 uniform per position), and given the context before drafting, P(first draft accepted) = β_1:
-both make exact on-policy tests (:mod:`validate.evidence`).
+both make exact on-policy tests (:mod:`spectheory.validate.evidence`).
 """
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ class _SDRow:
         rows = np.arange(gamma)
         px, qx = P[rows, x_arr], Q[rows, x_arr]
         # the theory's acceptance probabilities (the correct rule), whatever rule verified:
-        # a broken verifier then shows up as a mismatch in validate.evidence
+        # a broken verifier then shows up as a mismatch in spectheory.validate.evidence
         a = STANDARD.accept_probability(px, qx)
         beta = np.minimum(P[:gamma], Q).sum(axis=1)
         block = list(verdict.tokens)
@@ -362,7 +362,7 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
                              on_tokens=None, on_done=None, ar_probe: bool = True, probe_every: int = 1,
                              compact_above: float = 0.5, profile: dict | None = None,
                              prefix_cache=None) -> list[SDRun]:
-    """Speculative decoding of many prompts at once (continuous batching, :class:`validate.batch.BatchedLM`).
+    """Speculative decoding of many prompts at once (continuous batching, :class:`spectheory.validate.batch.BatchedLM`).
 
     Up to ``batch`` prompts decode together: every draft step is one draft forward over all
     rows, every verification one target forward over all rows' γ + 1 tokens, then each row is
@@ -377,9 +377,9 @@ def speculative_decode_batch(target_model, draft_model, prompts, gamma: int, max
 
     The AR probe times one one-token target forward of all rows every ``probe_every``-th batch
     step (each row's share recorded), then removes it. Memory is checked before every prefill
-    and every ``probe_every`` steps (:class:`validate.batch.BatchMemoryError` with the size and
+    and every ``probe_every`` steps (:class:`spectheory.validate.batch.BatchMemoryError` with the size and
     what to do); a torch out-of-memory error becomes the same error. Finished prompts were
-    already handed to ``on_done``. ``prefix_cache`` (:class:`validate.batch.PrefixCache`): prompt
+    already handed to ``on_done``. ``prefix_cache`` (:class:`spectheory.validate.batch.PrefixCache`): prompt
     prefixes already run through the models (shared with capture, other γ and the loops).
     """
     from .batch import BatchedLM, BatchMemoryError, PrefixCache, check_batch_fits, is_oom

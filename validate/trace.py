@@ -13,7 +13,7 @@ float64. A :class:`CompactTrace` keeps instead, per position t of one generated 
 
 about 3 KiB per position at k = 256 (≈ 200 KiB per 64 positions before compression).
 
-Everything here is NumPy; torch is needed only to produce logits (:mod:`validate.capture`).
+Everything here is NumPy; torch is needed only to produce logits (:mod:`spectheory.validate.capture`).
 """
 from __future__ import annotations
 
@@ -242,7 +242,7 @@ def sufficient_statistics(p, q, tokens, top_k: int = DEFAULT_TOP_K) -> dict:
 
 def _sufficient_statistics(p, q, tok, k: int) -> dict:
     """:func:`sufficient_statistics` without its checks, for distributions the toolkit has
-    just built itself (``validate.capture``): p, q (T, V) float64 rows from
+    just built itself (``spectheory.validate.capture``): p, q (T, V) float64 rows from
     :func:`sampling_probs`, tok (T,) ids in [0, V), 1 ≤ k ≤ V. The logs of p and q are
     taken once and shared by the entropies and both KLs (same values, half the work)."""
     T, V = p.shape

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims.papers import Paper, add
-from sims.registry import Control, Reading, Scope, register
-from sims.shapes import each, grid, label, least_slack, mc_law, shrinker, sweep
-from sims.slack import PairSpace, search_pairs
+from spectheory.sims.papers import Paper, add
+from spectheory.sims.registry import Control, Reading, Scope, register
+from spectheory.sims.shapes import each, grid, label, least_slack, mc_law, shrinker, sweep
+from spectheory.sims.slack import PairSpace, search_pairs
 from spectheory.distributions import residual
 from spectheory.divergences import total_variation
 from spectheory.exact import sd as exact_sd

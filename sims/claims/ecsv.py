@@ -207,7 +207,7 @@ def shrink_map(ctx, weighting: Weighting):
                             "vote": list(r["worst"][2]), "claimed": 0.0, "measured": measured,
                             "source": "the channel model of the paper (independent symmetric branch noise), y drawn "
                                       "from a non-uniform prior as the paper's coding view draws it from p_V",
-                            "call": f"import sims.claims.ecsv; sims.claims.ecsv.map_mismatch(sims.claims.ecsv."
+                            "call": f"import spectheory.sims.claims.ecsv; spectheory.sims.claims.ecsv.map_mismatch(spectheory.sims.claims.ecsv."
                                     f"{_weighting_name(weighting)}, {V}, {list(eps)!r}, {list(pr)!r})[:2]"}
     return None
 
@@ -544,15 +544,15 @@ def check_majority(ctx, voter: Voter):
         ev.append(least_slack(ctx, "s1-weak", lambda: exhaustive(
             lambda V, e1, e2, e3: best_branch_slack(voter, V, (e1, e2, e3)),
             grid(V=(2, 3), e1=(0.05, 0.2, 0.45), e2=(0.05, 0.3, 0.49), e3=(0.1, 0.4)),
-            call=lambda V, e1, e2, e3: f"import sims.claims.ecsv; sims.claims.ecsv.best_branch_slack("
-                                       f"sims.claims.ecsv.{_voter_name(voter)}, {V}, ({e1}, {e2}, {e3}))")))
+            call=lambda V, e1, e2, e3: f"import spectheory.sims.claims.ecsv; spectheory.sims.claims.ecsv.best_branch_slack("
+                                       f"spectheory.sims.claims.ecsv.{_voter_name(voter)}, {V}, ({e1}, {e2}, {e3}))")))
     with ctx.part("s2-independent"):
         ev.append(sweep(lambda pt: label("independent binary branches, mean ε < ½", ε=pt["eps"]), S2_GRID,
                         lambda eps: s2_vs_mean(voter, eps), judge=_strict, **strict,
                         what="P(vote = y) > mean_b P(t̂_b = y)"))
         ev.append(least_slack(ctx, "s2-independent", lambda: exhaustive(
             lambda e: mean_branch_slack(voter, (e, e, e)), grid(e=(0.3, 0.4, 0.45, 0.49, 0.499)),
-            call=lambda e: f"import sims.claims.ecsv; sims.claims.ecsv.mean_branch_slack(sims.claims.ecsv."
+            call=lambda e: f"import spectheory.sims.claims.ecsv; spectheory.sims.claims.ecsv.mean_branch_slack(spectheory.sims.claims.ecsv."
                            f"{_voter_name(voter)}, ({e}, {e}, {e}))")))
         n = ctx.size(200_000, 40_000)
         eps = (0.3, 0.3, 0.3)
@@ -671,7 +671,7 @@ def shrink_majority(ctx, voter: Voter):
                     "weights": np.round(soft_vote_instance(lam)["weights"], 6).tolist(), "votes": [0, 0, 1],
                     "q_row": [0.05, 0.9, 0.05], "claimed": claimed, "measured": measured,
                     "source": f"weight share {d['share']:.3f} on y = 0; soft scores {np.round(d['scores'], 4).tolist()}",
-                    "call": f"import sims.claims.ecsv; sims.claims.ecsv.soft_vote_slip(sims.claims.ecsv."
+                    "call": f"import spectheory.sims.claims.ecsv; spectheory.sims.claims.ecsv.soft_vote_slip(spectheory.sims.claims.ecsv."
                             f"{_voter_name(voter)}, {lam!r})[:2]"})
     for V in (2, 3):
         for eps in ((0.1, 0.3), (0.2, 0.2)):
@@ -682,7 +682,7 @@ def shrink_majority(ctx, voter: Voter):
                             "source": "independent symmetric channel, uniform prior"
                                       + ("; fails by equality (tie): the vote follows the better branch"
                                          if abs(acc - best) <= 1e-12 else ""),
-                            "call": f"import sims.claims.ecsv; sims.claims.ecsv.prob_vs_best(sims.claims.ecsv."
+                            "call": f"import spectheory.sims.claims.ecsv; spectheory.sims.claims.ecsv.prob_vs_best(spectheory.sims.claims.ecsv."
                                     f"{_voter_name(voter)}, {V}, {tuple(eps)!r})"})
                 break
         else:
@@ -693,10 +693,10 @@ def shrink_majority(ctx, voter: Voter):
         single, vote = averaged_drafting(voter, pair, B)
         if not vote > single + 1e-12:
             out.append({"part": "drafting-averaged", "V": 3, "order": 1, "B": B, "claimed": single, "measured": vote,
-                        "source": f"sims.claims.ecsv.averaged_drafting_source(): mean ε {drafting_eps(pair):.3f} "
+                        "source": f"spectheory.sims.claims.ecsv.averaged_drafting_source(): mean ε {drafting_eps(pair):.3f} "
                                   "over the stationary law",
-                        "call": f"import sims.claims.ecsv; sims.claims.ecsv.averaged_drafting(sims.claims.ecsv."
-                                f"{_voter_name(voter)}, sims.claims.ecsv.averaged_drafting_source(), {B})"})
+                        "call": f"import spectheory.sims.claims.ecsv; spectheory.sims.claims.ecsv.averaged_drafting(spectheory.sims.claims.ecsv."
+                                f"{_voter_name(voter)}, spectheory.sims.claims.ecsv.averaged_drafting_source(), {B})"})
             break
     return out or None
 
@@ -897,8 +897,8 @@ def check_prefix(ctx, formula: PrefixFormula):
         ev.append(least_slack(ctx, "monotone", lambda: exhaustive(
             lambda a1, a2, a3, delta: multiplicative_slack(a1, a2, a3, delta, formula),
             grid(a1=(0.2, 0.5, 0.8), a2=(0.0, 0.3, 0.9), a3=(0.0, 0.5, 0.9), delta=(0.05, 0.1, 0.2)),
-            call=lambda a1, a2, a3, delta: f"import sims.claims.ecsv; sims.claims.ecsv.multiplicative_slack("
-                                           f"{a1}, {a2}, {a3}, {delta}, sims.claims.ecsv."
+            call=lambda a1, a2, a3, delta: f"import spectheory.sims.claims.ecsv; spectheory.sims.claims.ecsv.multiplicative_slack("
+                                           f"{a1}, {a2}, {a3}, {delta}, spectheory.sims.claims.ecsv."
                                            f"{'PREFIX' if formula.kind == 'paper' else 'PREFIX_OFF'})"),
             what="formula((1+δ)a) − (1+δ)·formula(a)"))
     with ctx.part("monotone-dependent"):
@@ -1115,7 +1115,7 @@ def check_budget(ctx, rule: BudgetRule):
                             grade="bound", side="le", what="E[verifier positions per step] ≤ k + 1"))
         ev.append(least_slack(ctx, "per-step", lambda: exhaustive(
             lambda R_, k: plan_slack(rule, R_, k), grid(R_=(0, 1, 2, 3, 4), k=(1, 2, 3, 4, 6, 8)),
-            call=lambda R_, k: f"import sims.claims.ecsv; sims.claims.ecsv.plan_slack(sims.claims.ecsv."
+            call=lambda R_, k: f"import spectheory.sims.claims.ecsv; spectheory.sims.claims.ecsv.plan_slack(spectheory.sims.claims.ecsv."
                                f"{'BUDGET_RULE' if rule.budget == 'rule' else 'FORGET_RULE'}, {R_}, {k})"),
             what="allowance − spend per step"))
         pair = harness_sources()["medium"]
@@ -1187,8 +1187,8 @@ def shrink_budget(ctx, rule: BudgetRule):
                     return {"part": "per-token-parallel", "V": V, "order": 0, "B": 2, "k": k, "seed": seed,
                             "method": "ECSV-lite", "source": f"spectheory.pairs.random_pair({V}, 0, seed={seed})",
                             "claimed": claimed, "measured": measured,
-                            "call": f"import sims.claims.ecsv, spectheory.pairs; sims.claims.ecsv.per_token("
-                                    f"spectheory.pairs.random_pair({V}, 0, seed={seed}), sims.claims.ecsv."
+                            "call": f"import spectheory.sims.claims.ecsv, spectheory.pairs; spectheory.sims.claims.ecsv.per_token("
+                                    f"spectheory.pairs.random_pair({V}, 0, seed={seed}), spectheory.sims.claims.ecsv."
                                     f"{'BUDGET_RULE' if rule.budget == 'rule' else 'FORGET_RULE'}, 'ECSV-lite', 2, {k})"}
     return None
 
@@ -1632,12 +1632,12 @@ def shrink_falsification(ctx, plan: Plan):
     if best is not None and best[3] < best[2]:
         dr, m, need, got = best
         out.append({"part": "rule3-rs", "V": 3, "order": 1, "B": 2, "k": 4, "method": m.name, "drafter": dr.name,
-                    "source": "the three V = 3 sources (sims.claims.ecsv.SMALL: mix0.1/0.4/0.7, seed 11)",
+                    "source": "the three V = 3 sources (spectheory.sims.claims.ecsv.SMALL: mix0.1/0.4/0.7, seed 11)",
                     "claimed": need, "measured": got,
                     "note": f"the best configuration ({m.name}, γ={m.gamma:g}, α={tuple(m.alpha)}, {dr.name} drafter) "
                             f"improves both metrics on {got:g} of 3 sources (rule 1 needs 2): improvements vanish at "
                             "B = 2, k = 4",
-                    "call": f"import dataclasses, sims.claims.ecsv, spectheory.rules.ecsv; sims.claims.ecsv."
+                    "call": f"import dataclasses, spectheory.sims.claims.ecsv, spectheory.rules.ecsv; spectheory.sims.claims.ecsv."
                             f"exact_improvements({method_call(m)}, 'rs', 2, 4, spectheory.rules.ecsv."
                             f"{dr.name.upper()})"})
     src = small_sources()["medium"]
@@ -1652,7 +1652,7 @@ def shrink_falsification(ctx, plan: Plan):
                     "claimed": s1["accepted_length"], "measured": e["accepted_length"],
                     "note": f"cross-entropy to p {e['ce_per_token']:.6f} (ECSV) vs {s1['ce_per_token']:.6f} (SD-1): "
                             "equal, both emit p; accepted length lower",
-                    "call": "import dataclasses, sims.claims.ecsv, spectheory.rules.ecsv; [sims.claims.ecsv._exact_row("
+                    "call": "import dataclasses, spectheory.sims.claims.ecsv, spectheory.rules.ecsv; [spectheory.sims.claims.ecsv._exact_row("
                             "'medium', spectheory.rules.ecsv.CLEAN, 2, 2, m, 'match')['accepted_length'] for m in "
                             f"(spectheory.rules.ecsv.SD_1, {method_call(lite)})]", "src": src.name})
     return out or None

@@ -1,6 +1,6 @@
 """Claims of Kobus & Gündüz, "Speculative Decoding via Exponential Races" (arXiv 2025):
 ``ersd.*``, ``opt_tree.*``, ``tunstall.*``, ``entropy.*``, ``zero_order.*``, written in the check
-shapes of :mod:`sims.shapes`, each claim split into its parts (registry v2).
+shapes of :mod:`spectheory.sims.shapes`, each claim split into its parts (registry v2).
 
 Subjects are the algorithms or bounds under test (rules of :mod:`spectheory.rules.ersd`, tree
 builders of :mod:`spectheory.trees`, bound functions of :mod:`spectheory.closed_forms.ersd`, or a
@@ -9,7 +9,7 @@ same comparisons. Each claim is its statement and reading (``register``), its pa
 instances, and its measure (settings in, claimed and measured values out), which the shrinker,
 the least-slack search and the one-line calls use too.
 
-Every inequality-type part carries a least slack from the shared search of :mod:`sims.slack`
+Every inequality-type part carries a least slack from the shared search of :mod:`spectheory.sims.slack`
 (seeded restarts over small tables, or an exhaustive scan of a stated family). Two economies keep
 the family inside its budget, and neither changes what a verdict rests on: a control searches
 only the parts it must fail (:func:`_needed`), and a Monte Carlo simulation of the same algorithm
@@ -134,7 +134,7 @@ def _needed(ctx, part: str, mode: str = "exact") -> bool:
 
 
 def _searched(ctx, part, slack_fn, space, settings, default=300, quick=30, restarts=(6, 3), scope=None):
-    """The shared seeded pair search (sims.slack.search_pairs) on ``part``: budget and restarts by
+    """The shared seeded pair search (spectheory.sims.slack.search_pairs) on ``part``: budget and restarts by
     tier, pairs outside ``scope`` (the claim's, where it speaks about the part) skipped; [] where
     this run does not need it (:func:`_needed`)."""
     if not _needed(ctx, part):
@@ -145,7 +145,7 @@ def _searched(ctx, part, slack_fn, space, settings, default=300, quick=30, resta
 
 
 def _scanned(ctx, part, slack_fn, grid_, call, instance):
-    """The exhaustive least-slack scan (sims.slack.exhaustive) on ``part``; [] where not needed."""
+    """The exhaustive least-slack scan (spectheory.sims.slack.exhaustive) on ``part``; [] where not needed."""
     if not _needed(ctx, part):
         return []
     return [least_slack(ctx, part, lambda: slack.exhaustive(slack_fn, grid_, call=call), instance=instance)]
@@ -370,7 +370,7 @@ register(
                    "is 0). 'Both ≤ 1 − TV' is graded as P(accept) ≤ 1 − TV: the bound ≤ P then gives it "
                    "for the bound. MC: first-arrival acceptance per state on V = 50 sources against the "
                    "formula. Logits (a captured trace in $SPECTHEORY_TRACE, or `verify --logits`): "
-                   "validate.replay_ersd.",
+                   "spectheory.validate.replay_ersd.",
     parts=(Part("formula", "ERSD's first-draft acceptance P(X_p = X_q) equals Σ_x 1/Σ_y max(p(y)/p(x), "
                            "q(y)/q(x)).", relation="=", identity=True, proof=prove_race_formula,
                 proved_for="general: any V (the integral for any total rate S of the rivals; the product of the "

@@ -1,6 +1,6 @@
 """Claims ``kseq.*``, ``gbv.*``, ``spectr_gbv.*``: multi-draft and block verification (Lin et
 al., SpecTr-GBV, 2026; Sun et al., SpecTr, 2023), written in the check shapes of
-:mod:`sims.shapes`.
+:mod:`spectheory.sims.shapes`.
 
 Each check takes the rule under test (:class:`spectheory.rules.multidraft.MultiDraftRule`, or a
 bound/step function for the closed-form and cost claims), so the broken variants registered as
@@ -628,7 +628,7 @@ class BoundCheck:
 
 
 UPPER = BoundCheck(R.SPECTR_GBV, bound_as_printed)
-#: the controls' subjects, module-level so that their least-slack calls name them (sims.shrink.expr_of)
+#: the controls' subjects, module-level so that their least-slack calls name them (spectheory.sims.shrink.expr_of)
 UPPER_ACCEPT_ALL = BoundCheck(R.BROKEN_ACCEPT_ALL, bound_as_printed)
 UPPER_FEWER_DRAFTS = BoundCheck(R.SPECTR_GBV, bound_fewer_drafts)
 
@@ -956,7 +956,7 @@ def edge_pair(V: int, order: int, concentration: float, seed: int):
     from spectheory.pairs import dirichlet_source, top_k
     p = dirichlet_source(V, order, concentration, seed=seed)
     q = p if seed % 2 == 0 else top_k(p, V - 1)
-    return MarkovPair(p, q, f"edge-V{V}-o{order}-s{seed}", {"construction": f"sims.claims.multidraft.edge_pair({V}, "
+    return MarkovPair(p, q, f"edge-V{V}-o{order}-s{seed}", {"construction": f"spectheory.sims.claims.multidraft.edge_pair({V}, "
                                                            f"{order}, {concentration:g}, {seed})"})
 
 
@@ -1205,7 +1205,7 @@ class Methods:
 
 
 METHODS = Methods()
-#: the controls' subjects, module-level so that their least-slack calls name them (sims.shrink.expr_of)
+#: the controls' subjects, module-level so that their least-slack calls name them (spectheory.sims.shrink.expr_of)
 METHODS_SD_AS_SGBV = Methods(sgbv=SD_RULE)
 METHODS_RHO_K_SPECTR = Methods(kseq=R.KSEQ_RHO_K)
 METHODS_HALF_H_GBV = Methods(gbv=R.BROKEN_HALF_H)

@@ -82,7 +82,7 @@ def weak_pair(V: int, order: int, seed: int) -> MarkovPair:
     """A weakly aligned pair (draft = target mixed with Dirichlet noise of weight 0.7), named by
     the call that rebuilds it (the counterexamples' pairs)."""
     p = aligned_pair(V, order, "weak", seed=seed)
-    p.params["construction"] = f"sims.claims.sb.weak_pair({V}, {order}, {seed})"
+    p.params["construction"] = f"spectheory.sims.claims.sb.weak_pair({V}, {order}, {seed})"
     return p
 
 
@@ -846,7 +846,7 @@ MECHANISM = Scope(
 
 
 def strict_gap(*, what: str, tol: float = 1e-6):
-    """:func:`sims.shapes.shortfall` for a strict ordering (gap > 0, by more than ``tol``): a gap
+    """:func:`spectheory.sims.shapes.shortfall` for a strict ordering (gap > 0, by more than ``tol``): a gap
     within ±tol fails by equality, marked ``tie`` (issue 24, item 4)."""
     base = shortfall(shift=-tol, what=what)
 

@@ -1,5 +1,5 @@
 """Claims ``sd.*``: standard speculative sampling (Leviathan, Kalman & Matias, ICML 2023; Chen et
-al., arXiv 2023), written in the check shapes of :mod:`sims.shapes` (the worked example of
+al., arXiv 2023), written in the check shapes of :mod:`spectheory.sims.shapes` (the worked example of
 docs/architecture.md).
 
 Each claim below is: its statement and reading (``register``), its instances, and the one

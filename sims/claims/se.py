@@ -1,5 +1,5 @@
 """Claims ``se.*``: Speculative Ensemble (Fu et al., ICML 2025), in the check shapes of
-:mod:`sims.shapes`, each claim split into the parts it states (docs/se.md).
+:mod:`spectheory.sims.shapes`, each claim split into the parts it states (docs/se.md).
 
 Members are ordered ``(q, p)``: q (the draft of the pair) proposes by default. Costs: q costs c,
 p costs 1 (two models); the vanilla ensemble costs Σ_k t_k per token. TV has the ½ (the paper's
@@ -10,7 +10,7 @@ The equalities take the verification rule under test (:class:`spectheory.rules.s
 the inequalities take a :class:`Variant` (the rule plus what a control may break: a wrong
 constant, the role swap, SD's cost, the sign of μ). Every inequality part is graded on the
 built-in instances and at the least-slack instance of a seeded search over small i.i.d. pairs
-(:func:`sims.slack.search_pairs`, ensemble weight and cost ratio searched with the tables);
+(:func:`spectheory.sims.slack.search_pairs`, ensemble weight and cost ratio searched with the tables);
 the wrong-constant control (every bound raised by 0.01) must fail there.
 """
 from __future__ import annotations
@@ -281,7 +281,7 @@ def info(part, instance, claimed, measured, **kw):
 
 
 def strict_judge(what: str):
-    """:func:`sims.shapes.clipped_bound` for a strict ``>``, where a value equal to the bound (within
+    """:func:`spectheory.sims.shapes.clipped_bound` for a strict ``>``, where a value equal to the bound (within
     the exact tolerance) fails by equality: a tie (``Evidence.tie``), told apart from a violation."""
     base = clipped_bound("ge", strict=True, what=what)
 
@@ -313,10 +313,10 @@ CORNERS = [np.array([a, -a, b, -b]) for a in (12.0, -12.0) for b in (12.0, -12.0
 
 
 def corners(slack, subject, params, settings, scope=None) -> LeastSlack:
-    """:func:`sims.slack.exhaustive` over the corners of the search space: the 4 deterministic V = 2
+    """:func:`spectheory.sims.slack.exhaustive` over the corners of the search space: the 4 deterministic V = 2
     pairs × each param at lo + ε, the middle and hi − ε (ε = 1e-9 of the range), where these
     bounds are tight (disjoint supports, λ ∈ {0, ½, 1}, the ends of the cost range); corners
-    outside ``scope`` (a :class:`sims.registry.Scope`) are skipped."""
+    outside ``scope`` (a :class:`spectheory.sims.registry.Scope`) are skipped."""
     space = PairSpace(V=2)
     box = {k: (lo + 1e-9 * (hi - lo), (lo + hi) / 2, hi - 1e-9 * (hi - lo)) for k, (lo, hi) in params.items()}
     pts = grid(x=range(len(CORNERS)), **box)
@@ -334,7 +334,7 @@ def corners(slack, subject, params, settings, scope=None) -> LeastSlack:
 def searched(ctx, parts, slack, v, *, uses=("rule",), budget=(400, 100), params=None, scope=None, **settings):
     """The least slack of ``slack(pair, subject, **settings, **params) ≥ 0`` over V = 2 i.i.d.
     pairs, recorded on each part of ``parts`` and graded there (one evidence per part): the
-    smaller of :func:`corners` and :func:`sims.slack.search_pairs` (2 seeded restarts of Powell
+    smaller of :func:`corners` and :func:`spectheory.sims.slack.search_pairs` (2 seeded restarts of Powell
     from logits ~ N(0, 5²), ``params`` searched with the tables).
 
     The search runs once per variant of the fields the slack ``uses`` (other controls reuse it);

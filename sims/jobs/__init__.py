@@ -1,8 +1,8 @@
-"""Sweep job kinds of the claim families (:mod:`sims.sweep`), one module per family:
+"""Sweep job kinds of the claim families (:mod:`spectheory.sims.sweep`), one module per family:
 ``sims/jobs/<family>.py`` registers ``<family>.*`` kinds (``se.mc``, ``ersd.tree``, ...) and is
-imported by :func:`sims.sweep.resolve` the first time such a name is asked for, so a worker
+imported by :func:`spectheory.sims.sweep.resolve` the first time such a name is asked for, so a worker
 process (local pool or Dask) finds a kind without the figure script that built the grid, and
-``import sims`` loads no Numba kernels.
+``import spectheory.sims`` loads no Numba kernels.
 
 This module holds what every family shares, and stays light (no kernels):
 
@@ -147,7 +147,7 @@ def kinds() -> dict[str, str]:
     for fam in families():
         importlib.import_module(f"{__name__}.{fam}")
     return {k: ((JOBS[k].__doc__ or "").strip().splitlines() or [""])[0].rstrip(".").replace("``", "`")
-            for k in sorted(JOBS) if JOBS[k].__module__.startswith(("sims.sweep", "sims.jobs"))}
+            for k in sorted(JOBS) if JOBS[k].__module__.startswith(("spectheory.sims.sweep", "spectheory.sims.jobs"))}
 
 
 def families() -> list[str]:

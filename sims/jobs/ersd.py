@@ -1,7 +1,7 @@
 """Sweep job kinds of the exponential-race family's drafting trees, GSD and ERSD (``ersd.*``).
 
 Both run on acceptance-index streams of simulated text (:func:`spectheory.montecarlo.ersd.index_stream`,
-Numba kernel): ``n_positions`` positions of the pair (:data:`sims.jobs.PAIR_SPEC`) under ``rule``
+Numba kernel): ``n_positions`` positions of the pair (:data:`spectheory.sims.jobs.PAIR_SPEC`) under ``rule``
 (``gsd``, ``ersd`` or a broken control of :data:`spectheory.rules.ersd.RULES`), drawn from
 ``stream_seed`` (default 0) — **not** from the job's own seed, so that every (strategy, k) of one
 (pair, rule, n_positions, stream_seed) sees the same stream (common random numbers: the
@@ -78,7 +78,7 @@ def build_tree(strategy: str, k: int, skey: tuple):
 
 def _check(kind: str, **extra):
     def check(params: dict) -> None:
-        """Every parameter of the job, checked before any job runs (:func:`sims.sweep.grid`)."""
+        """Every parameter of the job, checked before any job runs (:func:`spectheory.sims.sweep.grid`)."""
         _stream_key(kind, parse(kind, params, _spec(**extra)))
     return check
 

@@ -1,6 +1,6 @@
 """Sweep job kinds of multi-draft verification, Lin et al. 2026 (``multidraft.*``).
 
-Both take the pair (:data:`sims.jobs.PAIR_SPEC`), ``gamma`` (draft length), ``K`` (drafts) and
+Both take the pair (:data:`spectheory.sims.jobs.PAIR_SPEC`), ``gamma`` (draft length), ``K`` (drafts) and
 ``start_state`` (default 0).
 
 * ``multidraft.mc``: ``n_runs`` independent iterations of ``rule`` (``spectr-gbv``, ``gbv``,

@@ -1,6 +1,6 @@
 """Sweep job kinds of SpecBranch's pipeline model (``sb.*``).
 
-Both kinds take the pair — ``pair`` (a SpecBranch instance of :mod:`sims.claims.sb` or a built-in
+Both kinds take the pair — ``pair`` (a SpecBranch instance of :mod:`spectheory.sims.claims.sb` or a built-in
 instance) or ``alpha`` (a two-token i.i.d. pair with Σ min(p, q) = α) — the ``method`` (``ar``,
 ``sps``, ``psd``, ``pearl``, ``specbranch``, ``specbranch:no-branch``, ``specbranch:no-hrad``),
 ``gamma``, ``c`` (target/draft call-time ratio), and SpecBranch's ``k_max`` (default 4), ``eps``

@@ -2,7 +2,7 @@
 
 ``se.mc``: Numba Monte Carlo of Alg. 1 (``alt``, two members ``(q, p)``) over independent
 streams (:func:`spectheory.montecarlo.se.simulate_streams`); the speedup over the vanilla
-ensemble with costs t_q = c, t_p = 1, per stream. Parameters: the pair (:data:`sims.jobs.PAIR_SPEC`),
+ensemble with costs t_q = c, t_p = 1, per stream. Parameters: the pair (:data:`spectheory.sims.jobs.PAIR_SPEC`),
 ``ensemble`` (``we``: r = λq + (1 − λ)p with ``lam``; ``cd``: r = softmax((l_p − μ l_q)/T) with
 ``mu`` and ``temperature``, default 1, 0 = argmax limit), ``gamma_q``, ``gamma_p``, ``first``
 (``q`` or ``p``, the default proposer; default ``q``), ``c``, ``n_streams`` (≥ 2),
@@ -65,7 +65,7 @@ def models(params: dict, kind: str = "se.mc"):
 
 
 def check(params: dict) -> None:
-    """Every parameter of an ``se.mc`` job, checked before any job runs (:func:`sims.sweep.grid`)."""
+    """Every parameter of an ``se.mc`` job, checked before any job runs (:func:`spectheory.sims.sweep.grid`)."""
     p = parse("se.mc", params, SPEC)
     pair_key("se.mc", p)
     ensemble_key("se.mc", p)

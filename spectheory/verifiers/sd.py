@@ -67,9 +67,9 @@ def speculative_verify(p, q, draft_tokens, *, seed=None, rule: SDRule = STANDARD
 def speculative_verify_unchecked(p: np.ndarray, q: np.ndarray, draft_tokens, rng: np.random.Generator,
                                  rule: SDRule = STANDARD) -> Verdict:
     """:func:`speculative_verify` without its input checks, for distributions the toolkit has
-    just built itself (:mod:`validate.specdec`, every SD iteration at V ≈ 150k).
+    just built itself (:mod:`spectheory.validate.specdec`, every SD iteration at V ≈ 150k).
 
-    p: (γ+1, V), q: (γ, V) float64 rows (e.g. from ``validate.trace.sampling_probs``),
+    p: (γ+1, V), q: (γ, V) float64 rows (e.g. from ``spectheory.validate.trace.sampling_probs``),
     draft_tokens: γ ≥ 1 ids in [0, V) drafted from q (so q > 0 there), rng: a Generator.
     Nothing is validated; the renormalisation that :func:`speculative_verify` applies
     (``check_distribution``: each row divided by its sum) is applied only to the entries

@@ -41,7 +41,7 @@ def run_cli(*argv: str):
     """Invoke ``spectheory`` in-process; raise :class:`CLIError` on a clean non-zero exit."""
     from typer.testing import CliRunner
 
-    from spectheory_cli.main import app
+    from spectheory.cli.main import app
 
     res = CliRunner().invoke(app, [str(a) for a in argv])
     if res.exception is not None and not isinstance(res.exception, SystemExit):

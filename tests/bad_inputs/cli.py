@@ -9,7 +9,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from sims.instances_file import InstancesFileError, pairs_from
+from spectheory.sims.instances_file import InstancesFileError, pairs_from
 
 from . import CLIError, bad, run_cli
 

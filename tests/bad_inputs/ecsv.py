@@ -12,8 +12,8 @@ from spectheory.pairs import perturbed_pair
 from spectheory.rules import ecsv as R
 from spectheory.verifiers import ecsv as vf
 
-from sims import sweep as _sw
-from validate import replay_ecsv as rp
+from spectheory.sims import sweep as _sw
+from spectheory.validate import replay_ecsv as rp
 
 from . import bad
 from .validate import RUN
@@ -177,10 +177,10 @@ ROWS = [
         match="gamma applies"),
     bad("ecsv.exact job source", _EXACT_JOB, {**_JOB, "source": "strong"}, None, match="'source' must be one of"),
     bad("ecsv.exact job k=1.5", _EXACT_JOB, {**_JOB, "k": 1.5}, None, match="must be an integer"),
-    # --- real-logits replay (validate.replay_ecsv) ---
-    bad("validate.replay_ecsv.logits_evidence alpha=2", rp.logits_evidence, RUN, 2.0, match="alpha must lie in"),
-    bad("validate.replay_ecsv.logits_evidence run str", rp.logits_evidence, "run", exc=TypeError, match="Run"),
-    bad("validate.replay_ecsv.replay n_mc=1", rp.replay, RUN, n_mc=1, match="n_mc must be ≥ 2"),
-    bad("validate.replay_ecsv.replay k=0", rp.replay, RUN, ks=(0,), match="k must be ≥ 1"),
-    bad("validate.replay_ecsv.replay B=0", rp.replay, RUN, Bs=(0,), ks=(2,), match="B must be ≥ 1"),
+    # --- real-logits replay (spectheory.validate.replay_ecsv) ---
+    bad("spectheory.validate.replay_ecsv.logits_evidence alpha=2", rp.logits_evidence, RUN, 2.0, match="alpha must lie in"),
+    bad("spectheory.validate.replay_ecsv.logits_evidence run str", rp.logits_evidence, "run", exc=TypeError, match="Run"),
+    bad("spectheory.validate.replay_ecsv.replay n_mc=1", rp.replay, RUN, n_mc=1, match="n_mc must be ≥ 2"),
+    bad("spectheory.validate.replay_ecsv.replay k=0", rp.replay, RUN, ks=(0,), match="k must be ≥ 1"),
+    bad("spectheory.validate.replay_ecsv.replay B=0", rp.replay, RUN, Bs=(0,), ks=(2,), match="B must be ≥ 1"),
 ]

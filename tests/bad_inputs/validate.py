@@ -10,28 +10,28 @@ from pathlib import Path
 import numpy as np
 
 from spectheory.distributions import DistributionError, softmax
-from validate import (CompactTrace, LogitTrace, compare, replay, sampling_probs, sufficient_statistics,
+from spectheory.validate import (CompactTrace, LogitTrace, compare, replay, sampling_probs, sufficient_statistics,
                       trace_exact_tokens)
-from validate.analysis import cost_profile, summarize
-from validate.compare import evidence_from_report
-from validate.capture import capture_logits, capture_trace
-from validate.evidence import logits_evidence, sd_evidence
-from validate.experiment import Run, check_run, load_run, run_experiment
-from validate.prompts import Prompt
-from validate.lumping import pooled, run_context, sample_lumped
-from validate.replay_ersd import ersd_brackets, evidence_ersd, race_indices, replay_ersd
-from validate.replay_ersd import logits_evidence as ersd_logits_evidence
-from validate.replay_multidraft import gamma1_brackets, replay_multidraft
-from validate.replay_multidraft import logits_evidence as md_logits_evidence
-from validate.replay_se import evidence as se_evidence
-from validate.replay_se import logits_evidence as se_logits_evidence
-from validate.replay_se import replay_se, trace_exact_tokens_no_bonus
+from spectheory.validate.analysis import cost_profile, summarize
+from spectheory.validate.compare import evidence_from_report
+from spectheory.validate.capture import capture_logits, capture_trace
+from spectheory.validate.evidence import logits_evidence, sd_evidence
+from spectheory.validate.experiment import Run, check_run, load_run, run_experiment
+from spectheory.validate.prompts import Prompt
+from spectheory.validate.lumping import pooled, run_context, sample_lumped
+from spectheory.validate.replay_ersd import ersd_brackets, evidence_ersd, race_indices, replay_ersd
+from spectheory.validate.replay_ersd import logits_evidence as ersd_logits_evidence
+from spectheory.validate.replay_multidraft import gamma1_brackets, replay_multidraft
+from spectheory.validate.replay_multidraft import logits_evidence as md_logits_evidence
+from spectheory.validate.replay_se import evidence as se_evidence
+from spectheory.validate.replay_se import logits_evidence as se_logits_evidence
+from spectheory.validate.replay_se import replay_se, trace_exact_tokens_no_bonus
 
-from validate.capture import HiddenSpec, capture_batch
-from validate.loops import LoopRun, run_loop
-from validate.models import resolve_dtype
-from validate.power import martingale_test, martingale_test_estimated, n_needed
-from validate.specdec import SDRun, speculative_decode_batch
+from spectheory.validate.capture import HiddenSpec, capture_batch
+from spectheory.validate.loops import LoopRun, run_loop
+from spectheory.validate.models import resolve_dtype
+from spectheory.validate.power import martingale_test, martingale_test_estimated, n_needed
+from spectheory.validate.specdec import SDRun, speculative_decode_batch
 
 from . import CLIError, bad, run_cli
 
@@ -111,7 +111,7 @@ def _ct(**kw):
 
 
 ROWS = [
-    # --- traces (validate.capture.LogitTrace, validate.trace) ---
+    # --- traces (spectheory.validate.capture.LogitTrace, spectheory.validate.trace) ---
     bad("validate.LogitTrace temperature=0", LogitTrace, TL, DL, TOKS, temperature=0.0, exc=DistributionError,
         match="temperature must be a positive finite number"),
     bad("validate.LogitTrace logits NaN", LogitTrace, TL * NAN, DL, TOKS, exc=DistributionError,
@@ -155,14 +155,14 @@ ROWS = [
         match="not a readable spectheory.trace/3 file .*Delete it and rerun"),
     bad("validate.CompactTrace.load other archive", CompactTrace.load, _TMP / "other.npz",
         match="not a spectheory.trace/3 file"),
-    # --- SD replay (validate.replay, validate.compare) ---
-    bad("validate.replay not a trace", replay, "t", 2, exc=TypeError, match="expected a LogitTrace or CompactTrace"),
-    bad("validate.replay gamma=1.5", replay, TRACE, 1.5, match="gamma .*must be an integer ≥ 1"),
-    bad("validate.replay n_mc=0", replay, TRACE, 2, n_mc=0, match="n_mc must be an integer ≥ 1"),
-    bad("validate.replay seed=-1", replay, TRACE, 2, seed=-1, match="seed must be ≥ 0"),
-    bad("validate.replay rule str", replay, TRACE, 2, rule="standard", exc=TypeError, match="rule must be an SDRule"),
-    bad("validate.replay temperature=0", replay, TRACE, 2, temperature=0.0, match=r"temperature must lie in \(0"),
-    bad("validate.replay temperature str", replay, CT, 2, temperature="x", exc=TypeError,
+    # --- SD replay (spectheory.validate.replay, spectheory.validate.compare) ---
+    bad("spectheory.validate.replay not a trace", replay, "t", 2, exc=TypeError, match="expected a LogitTrace or CompactTrace"),
+    bad("spectheory.validate.replay gamma=1.5", replay, TRACE, 1.5, match="gamma .*must be an integer ≥ 1"),
+    bad("spectheory.validate.replay n_mc=0", replay, TRACE, 2, n_mc=0, match="n_mc must be an integer ≥ 1"),
+    bad("spectheory.validate.replay seed=-1", replay, TRACE, 2, seed=-1, match="seed must be ≥ 0"),
+    bad("spectheory.validate.replay rule str", replay, TRACE, 2, rule="standard", exc=TypeError, match="rule must be an SDRule"),
+    bad("spectheory.validate.replay temperature=0", replay, TRACE, 2, temperature=0.0, match=r"temperature must lie in \(0"),
+    bad("spectheory.validate.replay temperature str", replay, CT, 2, temperature="x", exc=TypeError,
         match="temperature must be a real number"),
     bad("validate.trace_exact_tokens beta NaN", trace_exact_tokens, [0.5, NAN, 0.5], 2, match="beta must be finite"),
     bad("validate.trace_exact_tokens beta > 1", trace_exact_tokens, [0.5, 2.0, 0.5], 2, match="beta must be ≤ 1"),
@@ -174,36 +174,36 @@ ROWS = [
         match=r"tolerance must lie in \(0"),
     bad("validate.evidence_from_report rep str", evidence_from_report, "r", 0.1, exc=TypeError,
         match="rep must be a ReplayReport"),
-    bad("validate.compare alpha=2", compare, TRACE, 2, 0.1, alpha=2.0, match=r"alpha must lie in \(0, 1\)"),
-    bad("validate.compare trace str", compare, "t", 2, 0.1, exc=TypeError,
+    bad("spectheory.validate.compare alpha=2", compare, TRACE, 2, 0.1, alpha=2.0, match=r"alpha must lie in \(0, 1\)"),
+    bad("spectheory.validate.compare trace str", compare, "t", 2, 0.1, exc=TypeError,
         match="expected a LogitTrace or CompactTrace"),
-    # --- SE replay (validate.replay_se) ---
+    # --- SE replay (spectheory.validate.replay_se) ---
     bad("validate.trace_exact_tokens_no_bonus alpha NaN", trace_exact_tokens_no_bonus, [0.5, NAN], 1,
         match=r"alpha \(per-position acceptance\) must be finite"),
     bad("validate.trace_exact_tokens_no_bonus alpha > 1", trace_exact_tokens_no_bonus, [0.5, 2.0], 1,
         match=r"alpha \(per-position acceptance\) must be ≤ 1"),
     bad("validate.trace_exact_tokens_no_bonus gamma=0", trace_exact_tokens_no_bonus, [0.5, 0.5], 0,
         match="γ must be ≥ 1"),
-    bad("validate.replay_se compact trace", replay_se, CT, exc=TypeError, match="expected a LogitTrace"),
-    bad("validate.replay_se lambdas float", replay_se, TRACE, lambdas=0.5, exc=TypeError,
+    bad("spectheory.validate.replay_se compact trace", replay_se, CT, exc=TypeError, match="expected a LogitTrace"),
+    bad("spectheory.validate.replay_se lambdas float", replay_se, TRACE, lambdas=0.5, exc=TypeError,
         match="lambdas must be a sequence of numbers"),
-    bad("validate.replay_se empty grid", replay_se, TRACE, lambdas=(), mus=(), match="lambdas and mus are both empty"),
-    bad("validate.replay_se mu<0", replay_se, TRACE, mus=(-1.0,), match=r"μ must lie in \[0"),
-    bad("validate.replay_se temperature=0", replay_se, TRACE, temperature=0.0, match=r"temperature must lie in \(0"),
-    bad("validate.replay_se seed=-1", replay_se, TRACE, seed=-1, match="seed must be ≥ 0"),
-    bad("validate.replay_se rule str", replay_se, TRACE, rule="standard", exc=TypeError,
+    bad("spectheory.validate.replay_se empty grid", replay_se, TRACE, lambdas=(), mus=(), match="lambdas and mus are both empty"),
+    bad("spectheory.validate.replay_se mu<0", replay_se, TRACE, mus=(-1.0,), match=r"μ must lie in \[0"),
+    bad("spectheory.validate.replay_se temperature=0", replay_se, TRACE, temperature=0.0, match=r"temperature must lie in \(0"),
+    bad("spectheory.validate.replay_se seed=-1", replay_se, TRACE, seed=-1, match="seed must be ≥ 0"),
+    bad("spectheory.validate.replay_se rule str", replay_se, TRACE, rule="standard", exc=TypeError,
         match="rule must be an SERule"),
-    bad("validate.replay_se.evidence alpha=0", se_evidence, SE_REP, alpha=0.0, match=r"alpha must lie in \(0, 1\)"),
-    bad("validate.replay_se.evidence rep str", se_evidence, "r", exc=TypeError, match="rep must be an SEReplay"),
-    bad("validate.replay_se.logits_evidence run str", se_logits_evidence, "run", exc=TypeError,
-        match="run must be a validate.experiment.Run"),
-    bad("validate.replay_se.logits_evidence alpha=0", se_logits_evidence, RUN, 0.0,
+    bad("spectheory.validate.replay_se.evidence alpha=0", se_evidence, SE_REP, alpha=0.0, match=r"alpha must lie in \(0, 1\)"),
+    bad("spectheory.validate.replay_se.evidence rep str", se_evidence, "r", exc=TypeError, match="rep must be an SEReplay"),
+    bad("spectheory.validate.replay_se.logits_evidence run str", se_logits_evidence, "run", exc=TypeError,
+        match="run must be a spectheory.validate.experiment.Run"),
+    bad("spectheory.validate.replay_se.logits_evidence alpha=0", se_logits_evidence, RUN, 0.0,
         match=r"alpha must lie in \(0, 1\)"),
-    bad("validate.replay_se.logits_evidence n_mc=1", se_logits_evidence, RUN, n_mc=1, match="n_mc must be ≥ 2"),
-    # --- ERSD replay (validate.replay_ersd) ---
-    bad("validate.replay_ersd k=0", replay_ersd, TRACE, k=0, match="k must be ≥ 1"),
-    bad("validate.replay_ersd n_mc=1", replay_ersd, TRACE, n_mc=1, match="n_mc must be ≥ 2"),
-    bad("validate.replay_ersd tree deeper than the trace", replay_ersd, TRACE, k=100, n_mc=10,
+    bad("spectheory.validate.replay_se.logits_evidence n_mc=1", se_logits_evidence, RUN, n_mc=1, match="n_mc must be ≥ 2"),
+    # --- ERSD replay (spectheory.validate.replay_ersd) ---
+    bad("spectheory.validate.replay_ersd k=0", replay_ersd, TRACE, k=0, match="k must be ≥ 1"),
+    bad("spectheory.validate.replay_ersd n_mc=1", replay_ersd, TRACE, n_mc=1, match="n_mc must be ≥ 2"),
+    bad("spectheory.validate.replay_ersd tree deeper than the trace", replay_ersd, TRACE, k=100, n_mc=10,
         match="too short for a tree of depth"),
     bad("validate.race_indices NaN", race_indices, np.array([NAN, 1.0]), np.array([0.5, 0.5]), 3, RNG,
         exc=DistributionError, match=r"p \(target\) contains NaN"),
@@ -221,28 +221,28 @@ ROWS = [
         ST["beta_slice"], match=r"sp \(target slice\) must be finite"),
     bad("validate.ersd_brackets short statistic", ersd_brackets, SP, SQ, ST["p_rest"][:2], ST["q_rest"], ST["beta"],
         ST["beta_slice"], match=r"per-position statistic 0 must have shape \(12,\)"),
-    bad("validate.replay_ersd.logits_evidence alpha=2", ersd_logits_evidence, RUN, 2.0,
+    bad("spectheory.validate.replay_ersd.logits_evidence alpha=2", ersd_logits_evidence, RUN, 2.0,
         match=r"alpha must lie in \(0, 1\)"),
-    bad("validate.replay_ersd.logits_evidence k=0", ersd_logits_evidence, RUN, k=0, match="k must be ≥ 1"),
-    # --- multi-draft replay (validate.replay_multidraft) ---
-    bad("validate.replay_multidraft trace str", replay_multidraft, "t", 2, 2, exc=TypeError,
+    bad("spectheory.validate.replay_ersd.logits_evidence k=0", ersd_logits_evidence, RUN, k=0, match="k must be ≥ 1"),
+    # --- multi-draft replay (spectheory.validate.replay_multidraft) ---
+    bad("spectheory.validate.replay_multidraft trace str", replay_multidraft, "t", 2, 2, exc=TypeError,
         match="trace must be a LogitTrace"),
-    bad("validate.replay_multidraft K=0", replay_multidraft, TRACE, 2, 0, match="K must be ≥ 1"),
-    bad("validate.replay_multidraft gamma ≥ T", replay_multidraft, TRACE, 20, 2, match="needs a trace longer than"),
-    bad("validate.replay_multidraft temperature<0", replay_multidraft, TRACE, 2, 2, temperature=-1.0,
+    bad("spectheory.validate.replay_multidraft K=0", replay_multidraft, TRACE, 2, 0, match="K must be ≥ 1"),
+    bad("spectheory.validate.replay_multidraft gamma ≥ T", replay_multidraft, TRACE, 20, 2, match="needs a trace longer than"),
+    bad("spectheory.validate.replay_multidraft temperature<0", replay_multidraft, TRACE, 2, 2, temperature=-1.0,
         exc=DistributionError, match="temperature must be a positive finite number"),
     bad("validate.gamma1_brackets K=0", gamma1_brackets, LP, LQ, SP, SQ, ST, 0, match="K must be ≥ 1"),
     bad("validate.gamma1_brackets lumped shape", gamma1_brackets, LP[:2], LQ, SP, SQ, ST, 2,
         match=r"P and Q must be the lumped \(N, k\+1\)"),
     bad("validate.gamma1_brackets statistics missing", gamma1_brackets, LP, LQ, SP, SQ, {}, 2,
         match="st must hold the exact statistics"),
-    bad("validate.replay_multidraft.logits_evidence K=1", md_logits_evidence, RUN, Ks=(1,), match="K must be ≥ 2"),
-    bad("validate.replay_multidraft.logits_evidence alpha=0", md_logits_evidence, RUN, 0.0,
+    bad("spectheory.validate.replay_multidraft.logits_evidence K=1", md_logits_evidence, RUN, Ks=(1,), match="K must be ≥ 2"),
+    bad("spectheory.validate.replay_multidraft.logits_evidence alpha=0", md_logits_evidence, RUN, 0.0,
         match=r"alpha must lie in \(0, 1\)"),
     # --- lumping, analysis, evidence, run directories ---
-    bad("validate.pooled run str", pooled, "run", exc=TypeError, match="run must be a validate.experiment.Run"),
+    bad("validate.pooled run str", pooled, "run", exc=TypeError, match="run must be a spectheory.validate.experiment.Run"),
     bad("validate.run_context run str", run_context, "run", POOL, exc=TypeError,
-        match="run must be a validate.experiment.Run"),
+        match="run must be a spectheory.validate.experiment.Run"),
     bad("validate.run_context pool str", run_context, RUN, "pool", exc=TypeError, match="pool must be a Pooled"),
     bad("validate.sample_lumped n=0", sample_lumped, LP, 0, RNG, match="n must be ≥ 1"),
     bad("validate.sample_lumped NaN", sample_lumped, LP * NAN, 3, RNG, exc=DistributionError,
@@ -255,9 +255,9 @@ ROWS = [
         match="traces must be a list of CompactTrace"),
     bad("validate.cost_profile sd_runs of traces", cost_profile, [CT], [CT], exc=TypeError,
         match="sd_runs must be a list of SDRun"),
-    bad("validate.summarize run str", summarize, "run", exc=TypeError, match="run must be a validate.experiment.Run"),
+    bad("validate.summarize run str", summarize, "run", exc=TypeError, match="run must be a spectheory.validate.experiment.Run"),
     bad("validate.sd_evidence run str", sd_evidence, "run", exc=TypeError,
-        match="run must be a validate.experiment.Run"),
+        match="run must be a spectheory.validate.experiment.Run"),
     bad("validate.sd_evidence alpha=0", sd_evidence, RUN, 0.0, match=r"alpha must lie in \(0, 1\)"),
     bad("validate.logits_evidence alpha=0", logits_evidence, RUN, 0.0, match=r"alpha must lie in \(0, 1\)"),
     bad("validate.logits_evidence not a run directory", logits_evidence, _TMP, exc=FileNotFoundError,
@@ -292,10 +292,10 @@ ROWS = [
     bad("validate.run_experiment slice_k=0", _experiment, slice_k=0, match="slice_k must be ≥ 1"),
     bad("validate.run_experiment probe_every=0", _experiment, probe_every=0, match="probe_every must be ≥ 1"),
     bad("validate.run_experiment prompts str", _experiment, prompts="p", exc=TypeError,
-        match="prompts must be a list of validate.prompts.Prompt"),
+        match="prompts must be a list of spectheory.validate.prompts.Prompt"),
     bad("validate.run_experiment encode not callable", _experiment, encode=3, exc=TypeError,
         match="encode must be callable"),
-    bad("validate.check_run str", check_run, "run", exc=TypeError, match="run must be a validate.experiment.Run"),
+    bad("validate.check_run str", check_run, "run", exc=TypeError, match="run must be a spectheory.validate.experiment.Run"),
     # --- command line: spectheory validate (refused before any model is installed or loaded) ---
     bad("validate.cli gammas not ints", run_cli, "validate", "--gammas", "a", exc=CLIError,
         match="--gammas must be comma-separated integers"),
@@ -325,7 +325,7 @@ ROWS = [
         match="give both --target and --draft"),
     bad("validate.cli report of a missing run", run_cli, "validate", "report", _TMP / "nope", exc=CLIError,
         match="not a validate run directory"),
-    # --- batched SD and capture, family loops, power (validate.specdec, capture, loops, power) ---
+    # --- batched SD and capture, family loops, power (spectheory.validate.specdec, capture, loops, power) ---
     bad("validate.speculative_decode_batch gamma=0", _sdb, gamma=0, match="gamma .*must be an integer ≥ 1"),
     bad("validate.speculative_decode_batch max_new_tokens=0", _sdb, max_new_tokens=0,
         match="max_new_tokens must be an integer ≥ 1"),
@@ -337,7 +337,7 @@ ROWS = [
         match="temperature must be finite and ≥ 0"),
     bad("validate.capture_batch batch=0", _capb, batch=0, match="batch must be ≥ 1"),
     bad("validate.capture_batch hidden not a spec", _capb, hidden=4, exc=TypeError,
-        match="hidden must be a validate.capture.HiddenSpec"),
+        match="hidden must be a spectheory.validate.capture.HiddenSpec"),
     bad("validate.capture_batch seed=-1", _capb, seeds=[-1], match="seed must be ≥ 0"),
     bad("validate.HiddenSpec layers=0", HiddenSpec, 0, match="hidden layers must be ≥ 1"),
     bad("validate.HiddenSpec dims<0", HiddenSpec, 2, -1, match="hidden dims must be ≥ 0"),
@@ -371,7 +371,7 @@ ROWS = [
     bad("validate.run_experiment capture not a subset", _experiment, capture=[Prompt("x", "c", "", ())],
         match="capture must be a sub-list of prompts"),
     bad("validate.run_experiment hidden not a spec", _experiment, hidden=3, exc=TypeError,
-        match="hidden must be a validate.capture.HiddenSpec"),
+        match="hidden must be a spectheory.validate.capture.HiddenSpec"),
     bad("validate.cli batch=0", run_cli, "validate", "--batch", "0", exc=CLIError, match="--batch must be ≥ 1"),
     bad("validate.cli dtype unknown", run_cli, "validate", "--dtype", "float8", exc=CLIError,
         match="--dtype must be auto or one of"),

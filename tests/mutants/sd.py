@@ -156,7 +156,7 @@ MUTANTS = [
          new="        self.alpha_test = self.alpha_family",
          why="no Bonferroni split: every Monte Carlo test at the family level",
          tests="tests/test_registry_cli.py"),
-    dict(path="spectheory_cli/cmd_verify.py",
+    dict(path="cli/cmd_verify.py",
          old='    if strict and any(c["verdict"] != "holds" for c in report["claims"]):',
          new='    if strict and all(c["verdict"] != "holds" for c in report["claims"]):',
          why="--strict fails only when no claim holds",

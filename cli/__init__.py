@@ -3,11 +3,11 @@
 It imports everything below it (``spectheory``, ``sims``, ``validate``) and nothing imports it.
 :mod:`.app` holds the Typer application and the shared option checks; each ``cmd_*`` module
 adds its subcommands to it; :mod:`.main` imports them all and is the console-script entry point
-(``spectheory = "spectheory_cli.main:main"``). See docs/architecture.md.
+(``spectheory = "spectheory.cli.main:main"``). See docs/architecture.md.
 
 The Python API (:mod:`.api`) lives here too, for the same reason: a run with real-model evidence
-needs ``validate``. ``from spectheory_cli import verify`` runs claims and returns a
-:class:`~spectheory_cli.api.Report`; ``load_report(path)`` reads a report back. ``python -m
+needs ``validate``. ``from spectheory.cli import verify`` runs claims and returns a
+:class:`~spectheory.cli.api.Report`; ``load_report(path)`` reads a report back. ``python -m
 spectheory`` runs the command line.
 """
 from .api import ClaimResult, EvidenceTable, Report, load_report, verify

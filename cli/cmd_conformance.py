@@ -109,7 +109,7 @@ def conformance(
     from spectheory import conformance as sc
     from spectheory.conformance.kinds import KINDS, get_kind, spelled
 
-    from sims.report import to_markdown
+    from spectheory.sims.report import to_markdown
     from spectheory.judge.format import write_json
     fn = load_target(target)
     if kind not in KINDS:
@@ -176,7 +176,7 @@ def conformance(
 def report_paths(target: str, json_path: Path | None = None, md_path: Path | None = None, *, kind: str = "block",
                  seed: int = 0, alpha: float = 0.01) -> tuple[Path, Path]:
     """Where a conformance report goes: the paths given, the other beside the one given, else
-    ``reports/conformance-<target>.{json,md}`` (:func:`spectheory_cli.runs.conformance_base`)."""
+    ``reports/conformance-<target>.{json,md}`` (:func:`spectheory.cli.runs.conformance_base`)."""
     from .runs import NameTaken, conformance_base
     if json_path is None and md_path is None:
         try:

@@ -6,7 +6,7 @@ Where the report goes (docs/report_schema.md, "Files"): a run over every claim w
 ``reports/verify.{json,md,html}`` and ``reports/verify-evidence.md``; any other run writes
 ``reports/verify-<what was run>.*`` (``reports/verify-sd+quick.*``): every option that changes the
 numbers (claims, claim files, pairs, logits run, tier, seed, α) is in the name, and a report of
-another run is never overwritten (:func:`spectheory_cli.runs.default_base`) unless you name that
+another run is never overwritten (:func:`spectheory.cli.runs.default_base`) unless you name that
 file yourself. Naming one output (``--json r.json``) puts the others beside it (``r.md``,
 ``r-evidence.md``, ``r.html``)."""
 from __future__ import annotations
@@ -52,8 +52,8 @@ def verify(
         raise typer.BadParameter(f"alpha must lie in (0, 1), got {alpha!r}", param_hint="--alpha")
     if jobs < 0:
         raise typer.BadParameter("jobs must be ≥ 0 (0 = one per CPU)", param_hint="--jobs")
-    from sims import user_claims
-    from sims.report import print_table
+    from spectheory.sims import user_claims
+    from spectheory.sims.report import print_table
 
     from .api import SelectionError, run_selection, select_run, write_report
     sources = tuple(claims_from or ())
@@ -105,8 +105,8 @@ def list_claims(claims: str = typer.Option("*", "--claims", "-c", help="Claim id
     open choices."""
     import textwrap
 
-    from sims import papers, user_claims
-    from sims.registry import UnknownClaimError, select
+    from spectheory.sims import papers, user_claims
+    from spectheory.sims.registry import UnknownClaimError, select
     try:
         user_claims.load_many(claims_from or ())
     except user_claims.UserClaimsError as err:
@@ -172,9 +172,9 @@ def show(claim_id: str = typer.Argument(..., help="A claim id (spectheory list s
     import difflib
     import json
 
-    from sims.registry import load_all
-    from sims.report import claim_section
-    from sims.report import _evidence_blocks as evidence_blocks
+    from spectheory.sims.registry import load_all
+    from spectheory.sims.report import claim_section
+    from spectheory.sims.report import _evidence_blocks as evidence_blocks
     if markdown not in ("auto", "render", "raw"):
         raise typer.BadParameter(f"--markdown must be auto, render or raw, got {markdown!r}", param_hint="--markdown")
     known = list(load_all())

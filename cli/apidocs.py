@@ -1,11 +1,11 @@
-"""API reference pages generated from the docstrings (pdoc): ``python -m spectheory_cli.apidocs
+"""API reference pages generated from the docstrings (pdoc): ``python -m spectheory.cli.apidocs
 OUT`` (``make apidocs`` writes ``docs/api/``). It documents the notebook API first
-(``spectheory_cli``: :func:`~spectheory_cli.api.verify`, :class:`~spectheory_cli.api.Report`,
-:class:`~spectheory_cli.api.ClaimResult`, :class:`~spectheory_cli.api.EvidenceTable`,
-:func:`~spectheory_cli.api.load_report`, and where a run's report goes, :mod:`spectheory_cli.runs`),
-then every public module of the three libraries: ``spectheory`` (theory, engines, Monte Carlo,
-conformance, the judge), ``sims`` (the claim registry, check shapes, least-slack search, shrinker,
-runner, report) and ``validate`` (real logits). Left out: ``spectheory._kernels`` (Numba kernels,
+(``spectheory.cli``: :func:`~spectheory.cli.api.verify`, :class:`~spectheory.cli.api.Report`,
+:class:`~spectheory.cli.api.ClaimResult`, :class:`~spectheory.cli.api.EvidenceTable`,
+:func:`~spectheory.cli.api.load_report`, and where a run's report goes, :mod:`spectheory.cli.runs`),
+then every public module of the package: the engine (theory, engines, Monte Carlo, conformance,
+the judge), ``spectheory.sims`` (the claim registry, check shapes, least-slack search, shrinker,
+runner, report) and ``spectheory.validate`` (real logits). Left out: ``spectheory._kernels`` (Numba kernels,
 private: call them through ``spectheory.montecarlo``), the command line's own modules (its commands
 are documented by ``spectheory --help``). It builds without the ``validate`` extra: the one module
 that imports torch at its top (``spectheory.conformance.hf_models``) is documented where torch is
@@ -19,8 +19,7 @@ import warnings
 from pathlib import Path
 
 #: what the reference documents (pdoc module specs; ``!`` excludes, a regular expression)
-MODULES = ("spectheory_cli", r"!spectheory_cli\.(app|main|cmd_\w+)$", "spectheory", "!spectheory._kernels", "sims",
-           "validate")
+MODULES = ("spectheory.cli", r"!spectheory.cli\.(app|main|cmd_\w+)$", "spectheory", "!spectheory._kernels")
 
 
 class DocsError(RuntimeError):
@@ -44,7 +43,7 @@ def build(out: Path, *, strict: bool = True) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m spectheory_cli.apidocs OUT_DIR", file=sys.stderr)
+        print("usage: python -m spectheory.cli.apidocs OUT_DIR", file=sys.stderr)
         return 2
     pages = build(Path(args[0]))
     print(f"wrote {len(pages)} pages to {args[0]} (start at {Path(args[0]) / 'index.html'})")

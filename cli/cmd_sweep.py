@@ -1,4 +1,4 @@
-"""``spectheory sweep``: run a grid of Monte Carlo or exact jobs (:mod:`sims.sweep`).
+"""``spectheory sweep``: run a grid of Monte Carlo or exact jobs (:mod:`spectheory.sims.sweep`).
 
 Every argument is checked before any job runs or any file is written: the job kind, every
 parameter of every grid point (a misspelt name gets a suggestion), the output files, and the
@@ -33,7 +33,7 @@ def parse_axis(spec: str) -> tuple[str, list]:
 
 def _kinds_epilog() -> str:
     """The list of job kinds under ``sweep --help``, generated from the job registry."""
-    from sims import jobs
+    from spectheory.sims import jobs
     return "Job kinds (docs/engine.md):\n\n" + "\n\n".join(f"• {k}: {v}" for k, v in jobs.kinds().items())
 
 
@@ -92,7 +92,7 @@ def sweep(
     Example: spectheory sweep sd.mc -g instance=markov1-V50-weak,iid-V4-random -g gamma=1,2,4
     -g n_iterations=100000 --reps 3 --out reports/sweep.jsonl
     """
-    from sims import sweep as sw
+    from spectheory.sims import sweep as sw
     if reps < 1:
         raise typer.BadParameter(f"reps must be ≥ 1, got {reps}", param_hint="--reps")
     if seed < 0:

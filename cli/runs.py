@@ -183,13 +183,13 @@ def check_trace_env(claim_ids) -> None:
     trace = os.environ.get(TRACE_ENV)
     if not trace or not set(TRACE_CLAIMS) & set(claim_ids):
         return
-    from validate import LogitTrace
+    from spectheory.validate import LogitTrace
     try:
         LogitTrace.load(trace)
     except (OSError, ValueError, KeyError) as err:
         hint = ""
         try:
-            from validate.trace import CompactTrace
+            from spectheory.validate.trace import CompactTrace
             CompactTrace.load(trace)
             hint = (" It is a compact trace that `spectheory validate` wrote: give its run directory with "
                     "`spectheory verify --logits RUN_DIR` instead.")
@@ -243,7 +243,7 @@ class ReplayProgress:
 
     def __init__(self, run_dir: Path, names: list[str], log, n_all: int):
         import time
-        from validate.evidence import REPLAY_CLAIMS
+        from spectheory.validate.evidence import REPLAY_CLAIMS
         self.log, self.claims = log, REPLAY_CLAIMS
         self.est = replay_estimates(run_dir, names)
         self.spent = self.estimated_done = 0.0
@@ -275,11 +275,11 @@ def real_logits_evidence(logits: Path | None, alpha: float, claim_ids=None, log=
     (:class:`ReplayProgress`). Returns ``{claim_id: [Evidence, ...]}``."""
     import os
 
-    from sims.registry import total_mc_tests
+    from spectheory.sims.registry import total_mc_tests
     extra: dict = {}
     if logits is not None:
-        from validate.evidence import logits_evidence, replays_for
-        from validate.experiment import load_run
+        from spectheory.validate.evidence import logits_evidence, replays_for
+        from spectheory.validate.experiment import load_run
         names = replays_for(claim_ids)
         if log is not None:
             log(f"loading the logits run {logits} …")
@@ -291,8 +291,8 @@ def real_logits_evidence(logits: Path | None, alpha: float, claim_ids=None, log=
             extra.setdefault(cid, []).extend(evs)
     trace = os.environ.get(TRACE_ENV)
     if trace and (claim_ids is None or set(TRACE_CLAIMS) & set(claim_ids)):
-        from validate import LogitTrace
-        from validate.replay_ersd import evidence_ersd, replay_ersd
+        from spectheory.validate import LogitTrace
+        from spectheory.validate.replay_ersd import evidence_ersd, replay_ersd
         rep = evidence_ersd(replay_ersd(LogitTrace.load(trace), k=16, m=16, n_mc=400, seed=0), alpha=alpha)
         for cid in TRACE_CLAIMS:
             extra.setdefault(cid, []).extend(rep[cid])

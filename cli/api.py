@@ -1,6 +1,6 @@
 """The Python API: run claims from a notebook or a script and get a result object.
 
-    >>> from spectheory_cli import verify
+    >>> from spectheory.cli import verify
     >>> report = verify("sd.*", quick=True)              # doctest: +SKIP
     >>> report["sd.acceptance"].verdict                   # doctest: +SKIP
     'holds'
@@ -10,7 +10,7 @@
 :func:`verify` takes what ``spectheory verify`` takes (claims, tier, seed, the family-wise error
 rate, your pairs, a ``spectheory validate`` run's logits, your own claim modules) and returns a
 :class:`Report`; :func:`load_report` reads a report JSON back. The command line is built on the same
-call (``spectheory_cli.cmd_verify``; both use :mod:`.runs`). Why it lives here, on the top floor: a run with real-model
+call (``spectheory.cli.cmd_verify``; both use :mod:`.runs`). Why it lives here, on the top floor: a run with real-model
 evidence needs ``validate`` (floor 2), which ``sims`` (floor 1) never imports (docs/architecture.md).
 
 A :class:`Report` holds one :class:`ClaimResult` per claim: id, statement, citation, headline
@@ -96,7 +96,7 @@ class EvidenceTable:
         return f"EvidenceTable({len(self)} records)"
 
     def _repr_html_(self) -> str:
-        from sims.report import fmt
+        from spectheory.sims.report import fmt
         import html
         head = "".join(f"<th>{c}</th>" for c in self.COLUMNS)
         rows = "".join("<tr>" + "".join(
@@ -192,11 +192,11 @@ class ClaimResult:
     def _load_user_module(self, claims_from=None) -> None:
         """Make a user claim's module importable for its calls: the file the report says it came
         from (``run.claims_files``, resolved paths), or ``claims_from`` (its new place)."""
-        from sims import user_claims
-        from sims.registry import load_all
+        from spectheory.sims import user_claims
+        from spectheory.sims.registry import load_all
         run = self.run or {}
         builtin = load_all().get(self.id)
-        if builtin is not None and builtin.check.__module__.startswith("sims.claims.") and not user_claims.is_user_claim(
+        if builtin is not None and builtin.check.__module__.startswith("spectheory.sims.claims.") and not user_claims.is_user_claim(
                 self.id):
             return
         if claims_from is not None:
@@ -236,7 +236,7 @@ class ClaimResult:
         moved."""
         from spectheory.checks import check_int
 
-        from sims.shrink import recompute
+        from spectheory.sims.shrink import recompute
         cexs = self.counterexamples
         if not cexs:
             raise ValueError(f"{self.id} has no counterexample (verdict {self.verdict})")
@@ -248,7 +248,7 @@ class ClaimResult:
     def plot(self):
         """The claim's plot as a matplotlib Figure (what the HTML report shows); ValueError when
         its evidence has nothing to draw."""
-        from sims.report_html import claim_plot
+        from spectheory.sims.report_html import claim_plot
         drawn = claim_plot(self.raw, backend=None)
         if drawn is None:
             raise ValueError(f"{self.id}: its evidence has no curve and fewer than two comparisons to draw")
@@ -259,15 +259,15 @@ class ClaimResult:
 
     def markdown(self) -> str:
         """The claim's section of the Markdown report."""
-        from sims.report import claim_section
+        from spectheory.sims.report import claim_section
         return "\n".join(claim_section(self.raw, anchor_tag=False))
 
     def __repr__(self) -> str:
-        from sims.report import claim_text
+        from spectheory.sims.report import claim_text
         return claim_text(self.raw)
 
     def _repr_html_(self) -> str:
-        from sims.report_html import claim_html
+        from spectheory.sims.report_html import claim_html
         return claim_html(self.raw)
 
 
@@ -320,7 +320,7 @@ class Report(Mapping):
         """One dict per claim (what ``pandas.DataFrame`` takes): id, relation, verdict, headline,
         what was found, controls rejected of total, the counterexample's numbers and call, the
         real pair's verdict, paper and reference, seconds."""
-        from sims.report import finding, real_pair_text
+        from spectheory.sims.report import finding, real_pair_text
         out = []
         for c in self.claims:
             raw, cex = c.raw, c.counterexample or {}
@@ -341,7 +341,7 @@ class Report(Mapping):
 
     def summary(self) -> str:
         """``46 claims: 27 hold, 19 fail; negative controls rejected: 85 of 85``."""
-        from sims.report import verdict_counts
+        from spectheory.sims.report import verdict_counts
         return verdict_counts(self.data)
 
     def __repr__(self) -> str:
@@ -349,11 +349,11 @@ class Report(Mapping):
 
     def print(self) -> None:
         """The terminal table ``spectheory verify`` prints."""
-        from sims.report import print_table
+        from spectheory.sims.report import print_table
         print_table(self.data)
 
     def _repr_html_(self) -> str:
-        from sims.report_html import summary_html
+        from spectheory.sims.report_html import summary_html
         return summary_html(self.data)
 
     def plot(self, claim_id: str):
@@ -372,7 +372,7 @@ class Report(Mapping):
 
     def to_markdown(self, path) -> tuple[Path, Path]:
         """The Markdown report and its evidence file (``<name>-evidence.md`` beside it)."""
-        from sims.report import evidence_markdown, to_markdown
+        from spectheory.sims.report import evidence_markdown, to_markdown
 
         from .runs import output_paths
         path = Path(_check_path(path, "path", none=False))
@@ -383,7 +383,7 @@ class Report(Mapping):
         return path, evidence
 
     def to_html(self, path, jobs: int = 1) -> Path:
-        from sims.report_html import write_html
+        from spectheory.sims.report_html import write_html
         from spectheory.checks import check_int
         path = Path(_check_path(path, "path", none=False))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -420,10 +420,10 @@ def load_report(path) -> Report:
 
 def write_report(data: dict, paths: dict, *, jobs: int = 1, stale: Path | None = None) -> dict[str, Path]:
     """Write a report in every format ``paths`` names (``json``, ``md``, ``evidence``, and ``html``
-    when present; :func:`spectheory_cli.runs.output_paths`), remove ``stale`` (a page the run chose
+    when present; :func:`spectheory.cli.runs.output_paths`), remove ``stale`` (a page the run chose
     not to write) and, for a report under ``reports/``, rewrite ``reports/index.html``. What
     ``spectheory verify`` and :meth:`Report.write` both write with; returns the paths written."""
-    from sims.report import evidence_markdown, to_markdown
+    from spectheory.sims.report import evidence_markdown, to_markdown
     from spectheory.judge.format import write_json
 
     from .report_index import write_index
@@ -434,7 +434,7 @@ def write_report(data: dict, paths: dict, *, jobs: int = 1, stale: Path | None =
     paths["md"].write_text(to_markdown(data, evidence_name=paths["evidence"].name))
     paths["evidence"].write_text(evidence_markdown(data, report_name=paths["md"].name))
     if "html" in paths:
-        from sims.report_html import write_html
+        from spectheory.sims.report_html import write_html
         write_html(data, paths["html"], jobs=jobs)
     if stale is not None and stale.is_file():
         stale.unlink()
@@ -492,7 +492,7 @@ def _pairs_dict(instances) -> dict:
 
 
 def _pairs_id(pairs: dict) -> str:
-    """A dict of pairs as an input of the run (:func:`spectheory_cli.runs.identity`): its names
+    """A dict of pairs as an input of the run (:func:`spectheory.cli.runs.identity`): its names
     and a hash of its tables."""
     import hashlib
 
@@ -512,8 +512,8 @@ def select_run(claims: str = "*", *, claims_from: Iterable[str] | str = (), with
     claims alone unless ``with_builtin``, and on a pairs run (``instances``: a file or a ``{name:
     MarkovPair}`` dict) the claims that take pairs; check the logits run directory. Raises
     :class:`SelectionError` naming the setting at fault (a user module's problem included)."""
-    from sims import runner, user_claims
-    from sims.registry import UnknownClaimError, select
+    from spectheory.sims import runner, user_claims
+    from spectheory.sims.registry import UnknownClaimError, select
     if not isinstance(claims, str):
         raise TypeError(f"claims must be a string of ids or globs, got {type(claims).__name__}")
     sources = _sources(claims_from)
@@ -540,7 +540,7 @@ def select_run(claims: str = "*", *, claims_from: Iterable[str] | str = (), with
             sel.pairs, sel.pairs_source = _pairs_dict(instances), "<dict>"
         else:
             _check_path(instances, "instances (a pairs file, or a {name: MarkovPair} dict)")
-            from sims.instances_file import InstancesFileError, load
+            from spectheory.sims.instances_file import InstancesFileError, load
             try:
                 sel.pairs, sel.pairs_source = load(instances), str(instances)
             except InstancesFileError as err:
@@ -562,8 +562,8 @@ def select_run(claims: str = "*", *, claims_from: Iterable[str] | str = (), with
 
 def checks_line(claim_ids, jobs: int) -> str:
     """The line a run starts with: how many claims, controls and families, on how many workers."""
-    from sims.registry import load_all
-    from sims.runner import family_of
+    from spectheory.sims.registry import load_all
+    from spectheory.sims.runner import family_of
     reg = load_all()
     claims = [reg[c] for c in claim_ids]
     fams = len({c.check.__module__ for c in claims})
@@ -579,7 +579,7 @@ def checks_line(claim_ids, jobs: int) -> str:
 def run_selection(sel: Selection, *, quick: bool = False, seed: int = 0, alpha: float = 0.01, logits=None,
                   jobs: int = 1, progress: bool = False, log=None) -> dict:
     """Run a :func:`select_run` selection (its real-logits evidence first) and return the report dict."""
-    from sims import runner
+    from spectheory.sims import runner
 
     from .runs import real_logits_evidence
     say = log if log is not None else (print if progress else None)
@@ -590,7 +590,7 @@ def run_selection(sel: Selection, *, quick: bool = False, seed: int = 0, alpha: 
                              alpha=alpha, progress=progress, jobs=jobs, extra_evidence=extra,
                              extra_source=None if logits is None else str(logits), log=log, pairs=sel.pairs,
                              pairs_source=sel.pairs_source, claims_from=sel.sources, builtin=sel.builtin)
-    from sims import user_claims
+    from spectheory.sims import user_claims
 
     from .runs import _claims_source, _resolved
     run = data["run"]

@@ -1,5 +1,5 @@
 """Entry point of the ``spectheory`` command: import every subcommand module (each registers its
-commands on :data:`spectheory_cli.app.app`), then run the application."""
+commands on :data:`spectheory.cli.app.app`), then run the application."""
 from __future__ import annotations
 
 # registration order is the order `spectheory --help` lists the commands in

