@@ -1,5 +1,5 @@
 """API reference pages generated from the docstrings (pdoc): ``python -m spectheory.cli.apidocs
-OUT`` (``make apidocs`` writes ``docs/api/``). It documents the notebook API first
+OUT`` (``make apidocs`` writes ``docs/api/``). It documents the notebook API
 (``spectheory.cli``: :func:`~spectheory.cli.api.verify`, :class:`~spectheory.cli.api.Report`,
 :class:`~spectheory.cli.api.ClaimResult`, :class:`~spectheory.cli.api.EvidenceTable`,
 :func:`~spectheory.cli.api.load_report`, and where a run's report goes, :mod:`spectheory.cli.runs`),
@@ -18,8 +18,13 @@ import sys
 import warnings
 from pathlib import Path
 
-#: what the reference documents (pdoc module specs; ``!`` excludes, a regular expression)
-MODULES = ("spectheory.cli", r"!spectheory.cli\.(app|main|cmd_\w+)$", "spectheory", "!spectheory._kernels")
+#: what the reference documents (pdoc module specs; ``!`` excludes, a regular expression). One root:
+#: ``spectheory`` brings every submodule; naming a submodule again would make pdoc warn that it was
+#: added twice
+MODULES = ("spectheory", r"!spectheory\.cli\.(app|main|cmd_\w+)$", r"!spectheory\._kernels")
+
+#: subpackages installed under ``spectheory`` from folders of their own (``setup.py`` maps them)
+MAPPED_SUBPACKAGES = ("spectheory.cli", "spectheory.sims", "spectheory.validate")
 
 
 class DocsError(RuntimeError):
@@ -29,8 +34,15 @@ class DocsError(RuntimeError):
 def build(out: Path, *, strict: bool = True) -> list[Path]:
     """Render the reference into ``out`` and return the pages written. ``strict``: any pdoc
     warning raises :class:`DocsError` naming every warning."""
+    import importlib
+
     import pdoc
     out = Path(out)
+    # The subpackages that live in their own folders (the notebook API, the claim registry, real
+    # logits) are not on spectheory's own path: imported first, they are its attributes, and pdoc
+    # walks them from the one root like any other submodule.
+    for name in MAPPED_SUBPACKAGES:
+        importlib.import_module(name)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pdoc.pdoc(*MODULES, output_directory=out)

@@ -62,8 +62,9 @@ def test_the_reference_documents_the_notebook_api(reference):
                  "Report.records", "Report.write", "ClaimResult.recompute", "ClaimResult.to_frame",
                  "ClaimResult.plot", "EvidenceTable.to_frame"):
         assert f'id="{name}"' in page, name
-    index = (out / "index.html").read_text()
-    assert "spectheory.cli" in index
+    root = (out / "spectheory.html").read_text()  # the index redirects to the one root's page
+    for sub in ("spectheory.cli", "spectheory.sims", "spectheory.validate"):
+        assert f'href="spectheory/{sub.rpartition(".")[2]}.html"' in root, sub
 
 
 def test_the_torch_module_is_documented_where_torch_is_installed(tmp_path, monkeypatch):
