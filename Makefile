@@ -8,6 +8,7 @@ BIN     = $(VENV)/bin
 # extra (torch, transformers) their validate tests use.
 CORE    = $(VENV)/.installed-core
 STAMP   = $(VENV)/.installed-stamp
+DOCS    = $(VENV)/.installed-docs
 
 .PHONY: verify verify-quick test test-slow mutants bench figs docs apidocs clean
 
@@ -16,6 +17,11 @@ $(CORE): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
 	touch $(CORE)
+
+# the API reference needs pdoc only: no torch (the validate extra)
+$(DOCS): $(CORE)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $(DOCS)
 
 $(STAMP): $(CORE)
 	$(BIN)/python -m pip install --quiet -e '.[test,validate]'
@@ -47,8 +53,9 @@ docs: $(STAMP)
 	$(BIN)/python -m spectheory.sims.catalog
 	$(BIN)/python -m spectheory.sims.readme_outputs
 
-## API reference pages from the docstrings (docs/api/, not committed; tests/test_api_docs.py builds them)
-apidocs: $(STAMP)
+## API reference pages from the docstrings (docs/api/, not committed; tests/test_api_docs.py builds them);
+## sets up pdoc alone, without torch
+apidocs: $(DOCS)
 	$(BIN)/python -m spectheory.cli.apidocs docs/api
 
 bench: $(STAMP)

@@ -93,8 +93,11 @@ def conformance(
     alpha: float = typer.Option(0.01, "--alpha", help="Family-wise error rate over the sampler's tests."),
     controls: bool = typer.Option(True, "--controls/--no-controls", help="Run the broken rules through the same checks."),
     probes: bool = typer.Option(True, "--probes/--no-probes", help="Block verifiers: boundary probes with forced uniforms."),
-    json_path: Path = typer.Option(Path("reports/conformance.json"), "--json", help="Where to write the JSON report."),
-    md_path: Path = typer.Option(Path("reports/conformance.md"), "--markdown", help="Where to write the Markdown report."),
+    json_path: Path = typer.Option(None, "--json", help="Where to write the JSON report (default: "
+                                   "reports/conformance-<target>.json, named after the sampler tested; the Markdown "
+                                   "goes beside it)."),
+    md_path: Path = typer.Option(None, "--markdown", help="Where to write the Markdown report (default: beside the "
+                                 "JSON)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     strict: bool = typer.Option(False, "--strict", help="Also exit with status 1 when lossless is inconclusive."),
     strict_standard: bool = typer.Option(False, "--strict-standard", help="Exit with status 1 unless it is shown "
@@ -104,28 +107,23 @@ def conformance(
 ):
     """Test a speculative-sampling implementation for losslessness against the exact theory."""
     from spectheory import conformance as sc
-    from spectheory.conformance import multidraft as md
-    from spectheory.conformance.multidraft_api import check_multidraft_verifier
+    from spectheory.conformance.kinds import KINDS, get_kind, spelled
 
     from spectheory.sims.report import to_markdown
     from spectheory.judge.format import write_json
-    from spectheory.conformance import assisted as ag
     fn = load_target(target)
-    from spectheory.conformance import ragged as rg
-    if kind not in ("block", "step", "multidraft", "assisted", "ragged"):
-        raise typer.BadParameter("kind must be 'block', 'step', 'multidraft', 'assisted' or 'ragged'",
-                                 param_hint="--kind")
-    g = _ints(gammas, "--gammas") or {"multidraft": md.GAMMAS, "assisted": ag.GAMMAS, "ragged": rg.GAMMAS}.get(
-        kind, sc.GAMMAS)
-    inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or \
-        {"multidraft": md.INSTANCES, "assisted": ag.INSTANCES}.get(kind, sc.INSTANCES)
+    if kind not in KINDS:
+        raise typer.BadParameter(f"kind must be {spelled()}", param_hint="--kind")
+    defaults = get_kind(kind)
+    g = _ints(gammas, "--gammas") or defaults.GAMMAS
+    inst = tuple(s.strip() for s in instances.split(",") if s.strip()) or defaults.INSTANCES
     if n is None:
-        n = ag.DEFAULT_N if kind == "assisted" else 10_000
+        n = defaults.DEFAULT_N
     try:
         if kind == "assisted":
             report = sc.check_assisted_generation(
                 fn, lm=lm or "hf", dtype=dtype, n=n, gammas=g, instances=inst,
-                settings=tuple(x.strip() for x in settings.split(";") if x.strip()) or ag.SETTINGS,
+                settings=tuple(x.strip() for x in settings.split(";") if x.strip()) or defaults.SETTINGS,
                 max_new_tokens=max_new_tokens, seed=seed, alpha=alpha, controls=controls, progress=progress,
                 name=target)
         elif kind == "block":
@@ -143,7 +141,7 @@ def conformance(
                                              alpha=alpha, controls=controls, probes=probes, progress=progress,
                                              name=target)
         else:
-            report = check_multidraft_verifier(
+            report = sc.check_multidraft_verifier(
                 fn, K=k_drafts, tree=_ints(tree, "--tree") or None, rule=rule or None, adapter=adapter, dtype=dtype,
                 batched=batched, framework=framework, n=n, gammas=g, instances=inst, seed=seed, alpha=alpha,
                 controls=controls, probes=probes, progress=progress, name=target)
@@ -157,15 +155,38 @@ def conformance(
     except ImportError as err:
         raise typer.BadParameter(f"{err} (torch is needed for --framework torch / --lm torch)") from None
     sc.print_report(report)
+    json_path, md_path = report_paths(target, json_path, md_path, kind=kind, seed=seed, alpha=alpha)
+    from .runs import _target_where
+    report["run"].update(target=_target_where(target), kind_option=kind)  # what its name stands for
+    json_path.parent.mkdir(parents=True, exist_ok=True)
     write_json(report, json_path)
     md_path.parent.mkdir(parents=True, exist_ok=True)
     top = "\n".join(f"- **{line}**" if i < 2 else f"- {line}" for i, line in enumerate(sc.verdict_lines(report)))
     md_path.write_text(to_markdown(report).replace("# spectheory verification report",
                                                    f"# spectheory conformance report: `{target}`\n\n{top}", 1))
-    typer.echo(f"wrote {json_path} and {md_path}")
+    from .report_index import write_index
+    from .runs import REPORTS
+    index = write_index(REPORTS) if json_path.parent.resolve() == REPORTS.resolve() else None
+    typer.echo(f"wrote {json_path} and {md_path}" + (f"; every report is listed in {index}" if index else ""))
     code = exit_status(report["verdicts"], strict=strict, strict_standard=strict_standard)
     if code and not report_only:
         raise typer.Exit(code)
+
+
+def report_paths(target: str, json_path: Path | None = None, md_path: Path | None = None, *, kind: str = "block",
+                 seed: int = 0, alpha: float = 0.01) -> tuple[Path, Path]:
+    """Where a conformance report goes: the paths given, the other beside the one given, else
+    ``reports/conformance-<target>.{json,md}`` (:func:`spectheory.cli.runs.conformance_base`)."""
+    from .runs import NameTaken, conformance_base
+    if json_path is None and md_path is None:
+        try:
+            base = conformance_base(target, kind=kind, seed=seed, alpha=alpha)
+        except NameTaken as err:
+            raise typer.BadParameter(str(err), param_hint="--json") from None
+        return Path(f"{base}.json"), Path(f"{base}.md")
+    if json_path is None:
+        return md_path.with_suffix(".json"), md_path
+    return json_path, (md_path if md_path is not None else json_path.with_suffix(".md"))
 
 
 def exit_status(verdicts: dict, *, strict: bool = False, strict_standard: bool = False) -> int:

@@ -3,11 +3,12 @@ list`` lists the claims (statements and parts); ``spectheory show CLAIM`` prints
 the last report in full.
 
 Where the report goes (docs/report_schema.md, "Files"): a run over every claim writes
-``reports/verify.{json,md,html}`` and ``reports/verify-evidence.md``; a subset
-(``--claims 'sd.*'``) or a run on your own pairs (``--instances``) writes
-``reports/verify-<slug>.*`` instead (``reports/verify-sd.*``), so it never overwrites the full
-report unless you name that file yourself. Naming one output (``--json r.json``) puts the others
-beside it (``r.md``, ``r-evidence.md``, ``r.html``)."""
+``reports/verify.{json,md,html}`` and ``reports/verify-evidence.md``; any other run writes
+``reports/verify-<what was run>.*`` (``reports/verify-sd+quick.*``): every option that changes the
+numbers (claims, claim files, pairs, logits run, tier, seed, α) is in the name, and a report of
+another run is never overwritten (:func:`spectheory.cli.runs.default_base`) unless you name that
+file yourself. Naming one output (``--json r.json``) puts the others beside it (``r.md``,
+``r-evidence.md``, ``r.html``)."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -16,7 +17,7 @@ from pathlib import Path
 import typer
 
 from .app import app, check_writable
-from .runs import (REPORTS, TRACE_CLAIMS, TRACE_ENV, check_trace_env, output_paths,  # noqa: F401
+from .runs import (REPORTS, TRACE_CLAIMS, TRACE_ENV, NameTaken, check_trace_env, output_paths,  # noqa: F401
                    real_logits_evidence, report_base, slug)
 
 @app.command()
@@ -56,12 +57,17 @@ def verify(
 
     from .api import SelectionError, run_selection, select_run, write_report
     sources = tuple(claims_from or ())
+    typer.echo(f"spectheory verify: selecting {claims!r}" + (f" from {', '.join(sources)}" if sources else "")
+               + f" ({'quick' if quick else 'default'} tier, seed {seed}, α = {alpha:g})", err=True)
     try:  # every setting checked before anything runs or any file is written
         sel = select_run(claims, claims_from=sources, with_builtin=with_builtin, instances=instances, logits=logits)
     except SelectionError as err:
         raise typer.BadParameter(str(err), param_hint=err.option) from None
-    paths = output_paths(claims, instances, json_path, md_path, html_path, sources, quick=quick, logits=logits,
-                         seed=seed)
+    try:
+        paths = output_paths(claims, instances, json_path, md_path, html_path, sources, quick=quick, logits=logits,
+                             seed=seed, alpha=alpha, builtin=with_builtin)
+    except NameTaken as err:
+        raise typer.BadParameter(str(err), param_hint="--json") from None
     stale = None if html else paths.pop("html")  # a run writes all its formats, or removes the stale one
     named = {"json": "--json", "md": "--markdown", "html": "--html", "evidence": "--markdown"}
     seen: dict = {}

@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from spectheory.judge.degeneracy import RULE
+
 from . import papers
 from .catalog import _anchor, _esc, _family
 from .registry import load_all
@@ -68,10 +70,31 @@ def render(stored: Path = STORED) -> str:
            "reading (literal, stricter, integer, another accounting or verification rule, a case the paper "
            "disclaims, ...) is a finding reported beside the headline with its own verdict, never folded into it. "
            "The **scope** says what an instance must satisfy for the claim to speak about it; a violation outside "
-           "it is reported as \"outside the claim's scope\", never as a counterexample. **Open choices** are "
-           "modelling choices the paper leaves open: when the principal reading fails, it is re-run at each value, "
-           "and the headline says `depends on <choice>` unless it fails at every one "
+           "it is reported as \"outside the claim's scope\", never as a counterexample "
            "([architecture.md](architecture.md#readings-scope-choices-ties-and-identities-issue-24)).", "",
+           "**The sweep rule.** Every claim's open choices (modelling choices the paper leaves open) are swept "
+           "whatever its verdict at the defaults: the subject is re-run at every other value of each choice, one "
+           "choice at a time, the others at their defaults, with the same seeds (the negative controls run at the "
+           "defaults; a part a control did not catch there stays undecided at every value). A re-run grades a "
+           "part that has exact evidence on that evidence alone (its Monte Carlo is not graded and not counted); a "
+           "part without exact evidence, and an `exists` part (alternatives on different instances), in its own "
+           "modes, and those Monte Carlo tests count in the Bonferroni denominator, known before anything runs. "
+           "The headline is the verdict that persists at every value of every choice; `depends on <choice>` "
+           "(with the verdict at each value) when two values give different decided verdicts, in either direction "
+           "— a hold that fails somewhere in range depends, as a failure that holds somewhere does; `inconclusive "
+           "over <choice>` when a value decides nothing where the others decide. For a hold the report gives its "
+           "least slack over the defaults and every value, where, and the call that recomputes it.", "",
+           f"**The non-degeneracy rule** (one rule, `spectheory.judge.degeneracy`): {RULE} Every claim with a "
+           "strict part names in its scope the cases of the rule in which its quantity cannot move (listed under "
+           "each claim below); `tests/test_degeneracy.py` walks every such claim's scope over every built-in "
+           "instance.", "",
+           "**Verdict classes.** What cannot fail is labelled and never counted as support for the paper: `holds "
+           "(identity)` for an identity of the paper's algebra, proved symbolically (each says the sizes its proof "
+           "covers), and `holds in the reconstructed model` for a property of a model or formula this project "
+           "reconstructed (each says what and why). A claim whose holding parts include evidence is counted as "
+           "holding on evidence; its summary names the parts of the other classes. An `exists` part (\"some "
+           "setting achieves it\") holds when one of its comparisons shows it, fails only when every comparison "
+           "is decided against it, and is inconclusive when none shows it and one could not decide.", "",
            f"{len(claims)} claims; {n_quoted} principal readings quote the paper; {n_alt} other readings. Readings, "
            f"scopes and choices are generated from the registrations (`sims/claims/*.py`) by `{COMMAND}`; "
            f"`tests/test_catalog.py` fails when this page is stale. Verdicts come from the stored run {which}.", ""]
@@ -107,12 +130,28 @@ def _claim(c, row: dict | None) -> list[str]:
         lines.append(f"- Why it is the principal reading: {p.why}")
     lines += ["", "**Scope**: " + (c.scope.statement if c.scope is not None else "none declared (every instance "
                                                                                    "the check uses is in scope).")]
+    if c.scope is not None and c.strict_parts:
+        cases = ", ".join(f"`{x}`" for x in c.scope.degenerate or ()) or "none can occur in scope"
+        lines += ["", f"**Non-degeneracy** (strict parts {', '.join(f'`{p.id}`' for p in c.strict_parts)}): {cases}."
+                  + (f" Stored run: {_esc(row['degenerate'])}." if row and row.get("degenerate") else "")]
+    classes = [p for p in c.parts if p.identity or p.reconstructed]
+    if classes:
+        lines += ["", "**What cannot fail**:", ""]
+        for p in classes:
+            what = (f"in the reconstructed model ({p.reconstructed})" if p.reconstructed else "an identity")
+            proved = f"; proved for {p.proved_for}" if p.identity else ""
+            lines.append(f"- `{p.id}`: {what}{proved}.")
     if c.choices:
-        lines += ["", "**Open choices**:", ""]
+        swept = {ch["name"]: ch for ch in (row or {}).get("choices") or []}
+        lines += ["", "**Open choices** (verdict of the principal reading at each value, stored run):", ""]
         for ch in c.choices:
+            at = (swept.get(ch.name) or {}).get("verdicts") or {}
             lines.append(f"- `{ch.name}`" + (" *(invented by this project)*" if ch.invented else "")
                          + f": default {_value(ch.default)}, values {', '.join(_value(v) for v in ch.values)}. "
-                         + ch.why)
+                         + ch.why.rstrip(".") + "." + (" Verdict: " + ", ".join(f"**{v}** at `{k}`" for k, v in at.items()) + "."
+                                     if at else " *(not in the stored run)*"))
+        if row and row.get("least_slack_over_choices"):
+            lines.append(f"- {_esc(row['least_slack_over_choices'][0].upper() + row['least_slack_over_choices'][1:])}.")
     alts = [r for r in c.readings if r.role != "principal"]
     if alts:
         lines += ["", "**Other readings**:", ""]

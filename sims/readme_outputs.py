@@ -41,16 +41,22 @@ _BLOCK = re.compile(r"(<!-- output: (?P<name>[\w-]+) -->\n```text\n)(?P<body>.*?
 def summary_rows(report: dict) -> dict:
     """What the README's table shows of a report (and what the slow tier compares), with every
     reading's verdict (what docs/readings.md quotes, :mod:`spectheory.sims.readings`) and the real pair's."""
-    from .report import controls_cell, finding, readings_differ, real_pair_text
+    from .report import (claim_class, controls_cell, degenerate_text, finding, readings_differ, real_pair_text,
+                         slack_over_choices_text)
     run = report["run"]
+    from .report import verdict_counts
     return {"run": {"seed": run["seed"], "quick": run["quick"], "duration_s": run["duration_s"],
                     "versions": run.get("versions", {}), "started_at": run.get("started_at"),
                     "schema": report.get("schema")},
+            "caption": verdict_counts(report),
             "claims": [{"id": c["id"], "relation": c.get("relation"), "verdict": c["verdict"],
-                        "summary": c.get("summary") or c["verdict"], "finding": finding(c),
+                        "summary": c.get("summary") or c["verdict"], "class": claim_class(c), "finding": finding(c),
                         "controls": controls_cell(c),
                         "readings": [{"id": r["id"], "role": r["role"], "verdict": r["verdict"],
                                       "summary": r.get("summary") or r["verdict"]} for r in c.get("readings") or []],
+                        "choices": [{"name": ch["name"], "default": ch["default"], "verdicts": ch.get("verdicts") or {}}
+                                    for ch in c.get("choices") or []],
+                        "least_slack_over_choices": slack_over_choices_text(c), "degenerate": degenerate_text(c),
                         "differ": readings_differ(c), "real": real_pair_text(c)} for c in report["claims"]]}
 
 
@@ -68,24 +74,20 @@ def run_verify() -> dict:
 
 
 def verify_table(rows: dict) -> str:
-    """The table as `spectheory verify` prints it (without colour), at :data:`WIDTH` columns."""
+    """The table exactly as `spectheory verify` prints it (:func:`spectheory.sims.report.summary_table`: the
+    same columns, title and caption; without colour, at :data:`WIDTH` columns; the legend lines it
+    prints below are left out)."""
     from rich.console import Console
-    from rich.table import Table
-    run = rows["run"]
+
+    from .report import _title, summary_table, verdict_cell
     console = Console(width=WIDTH, record=True, color_system=None, file=io.StringIO())
-    t = Table(title=f"spectheory verify (default tier, seed {run['seed']})")
-    t.add_column("claim", no_wrap=True)
-    t.add_column("relation")
-    with_readings = any("readings" in c for c in rows["claims"])  # rows stored before report/3 have none
-    t.add_column("verdict", max_width=20)
-    if with_readings:
-        t.add_column("other readings", max_width=14)
-    t.add_column("what was found", ratio=1)
-    t.add_column("controls", no_wrap=True)
+    table = []
     for c in rows["claims"]:
-        t.add_row(c["id"], c["relation"] or "–", c["summary"], *([differ_cell(c)] if with_readings else []),
-                  c["finding"], c["controls"])
-    console.print(t)
+        others = [f"{r['id']}: {r.get('summary') or r['verdict']}" for r in c.get("readings") or []
+                  if r["role"] != "principal"] + ([c["real"]] if c.get("real") else [])
+        table.append((c["id"], c["relation"] or "–", verdict_cell(c["verdict"], c["summary"], others), c["finding"],
+                      c["controls"]))
+    console.print(summary_table(table, _title({"run": rows["run"]}), rows.get("caption", "")))
     return "\n".join(line.rstrip() for line in console.export_text().splitlines()).strip("\n")
 
 

@@ -60,6 +60,25 @@ class Part:
     #: ``proof() -> (holds: bool, detail: str)``: a symbolic proof (sympy) of an identity part; the
     #: detail names the expression shown to simplify to zero (or what did not)
     proof: Callable[[], tuple[bool, str]] | None = None
+    #: an identity part: the sizes its proof covers ("general: symbolic B and k", "B = 2, 3, 4"),
+    #: shown beside its verdict (issue 34, item 3)
+    proved_for: str = ""
+    #: a property of a model or formula this project reconstructed (not printed in the paper): what was
+    #: reconstructed and why. Such a part cannot fail for the paper's reasons, so its verdict is shown as
+    #: "holds in the reconstructed model", never counted as support for the paper (issue 34, item 3)
+    reconstructed: str = ""
+    #: a strict-monotonicity or strict-improvement part (the non-degeneracy rule applies to it,
+    #: :mod:`spectheory.judge.degeneracy`); None: strict exactly when the relation is < or >
+    strict: bool | None = None
+
+    @property
+    def is_strict(self) -> bool:
+        return self.relation in ("<", ">") if self.strict is None else bool(self.strict)
+
+    @property
+    def verdict_class(self) -> str:
+        """What this part's verdict rests on (:data:`spectheory.judge.verdicts.CLASSES`)."""
+        return "reconstructed" if self.reconstructed else "identity" if self.identity else "evidence"
 
 
 @dataclass(frozen=True)
@@ -96,17 +115,57 @@ class Scope:
 
     statement: str
     guard: Callable[..., str | None] | None = None
+    #: the cases of the non-degeneracy rule (:data:`spectheory.judge.degeneracy.CASES`) in which the
+    #: quantity the claim's strict parts speak of cannot move: an instance in one of them is outside the
+    #: scope (:meth:`why_out` applies the rule before ``guard``; a case the rule cannot read from the
+    #: pair's rows, e.g. ``saturation``, the guard words with :func:`spectheory.judge.degeneracy.degenerate`).
+    #: A claim with a strict part must declare it: ``()`` says that no case of the rule can occur in scope
+    degenerate: tuple[str, ...] | None = None
+    #: ``resolve(name) -> pair``: how the rule reads an instance the checks name by a string (a family's
+    #: own instances); None: names are read only by the guard
+    resolve: Callable[[str], Any] | None = None
 
-    def why_out(self, pair, **settings) -> str | None:
-        """None if ``pair`` (with ``settings``) is in scope, else the reason it is not."""
-        return None if self.guard is None else self.guard(pair, **settings)
+    def why_out(self, pair, *, rule: bool = True, **settings) -> str | None:
+        """None if ``pair`` (with ``settings``) is in scope, else the reason it is not: first the
+        non-degeneracy rule for the scope's ``degenerate`` cases, then the claim's own guard.
+        ``rule=False``: for a part that is not strict the rule does not apply (neither here nor in a
+        degenerate reason the guard words itself)."""
+        if self.degenerate and rule:
+            inst = self.resolve(pair) if self.resolve is not None and isinstance(pair, str) else pair
+            why = degenerate_reason(self.degenerate, inst, **settings)
+            if why:
+                return why
+        why = None if self.guard is None else self.guard(pair, **settings)
+        if why and not rule:
+            from spectheory.judge.degeneracy import case_of
+            if case_of(why) is not None:
+                return None
+        return why
+
+
+def degenerate_reason(cases, pair=None, **settings) -> str | None:
+    """The non-degeneracy rule (:func:`spectheory.judge.degeneracy.cannot_move`) applied to an
+    instance: a pair's target and draft rows in the contexts the target reaches (anything with
+    ``target`` and ``draft`` tables; a pair named by a string is not read), ``lam`` (an ensemble
+    weight) and ``acceptance`` among the settings."""
+    from spectheory.judge.degeneracy import cannot_move
+    p = q = reached = None
+    if pair is not None and hasattr(pair, "target") and hasattr(pair, "draft"):
+        p, q = np.asarray(pair.target.table), np.asarray(pair.draft.table)
+        try:
+            from spectheory.markov import stationary_distribution
+            reached = stationary_distribution(pair.target.transition_matrix()) > 1e-12
+        except Exception:  # noqa: BLE001 - an order-0 or odd pair: every row counts
+            reached = None
+    lam = settings.get("lam", settings.get("λ"))
+    return cannot_move(cases, p=p, q=q, reached=reached, lam=lam, acceptance=settings.get("acceptance"))
 
 
 @dataclass(frozen=True)
 class Choice:
-    """A modelling choice the paper leaves open (issue 24, item 3): ``default`` is what the
-    checks use; ``values`` the admissible range (its ends, or a few points) the runner sweeps
-    when the principal reading fails, so that a ``fails`` is robust only if it persists across
+    """A modelling choice the paper leaves open (issue 24, item 3; issue 34): ``default`` is what the
+    checks use; ``values`` the admissible range (its ends, or a few points) the runner re-runs every
+    claim at, whatever its verdict, so that a verdict is the headline only if it persists across
     them. ``invented=True`` for a band or tolerance this project invents (the report names it
     as ours). Checks read the value in force with ``ctx.choice(name)``."""
 
@@ -231,16 +290,41 @@ class Claim:
 
     @property
     def choice_reruns(self) -> int:
-        """Re-runs of the subject a failing principal reading triggers: one per non-default value
-        of each open choice (:class:`Choice`)."""
+        """Re-runs of the subject at the open choices (:class:`Choice`), whatever its verdict at the
+        defaults: one per non-default value of each choice."""
         return sum(sum(1 for v in c.values if v != c.default) for c in self.choices)
+
+    @property
+    def rerun_required(self) -> dict[str, tuple[str, ...]]:
+        """What a choice re-run is graded in, ``{part: modes}``: a part graded in exact mode is graded
+        by its exact evidence alone (exact evidence decides it: the re-run's Monte Carlo, if the check
+        runs any, is not graded and not counted); a part without exact evidence, and an ``exists`` part
+        (its comparisons are alternatives on different instances), in its own modes (``logits`` aside,
+        which never runs here)."""
+        out = {}
+        for p in self.checkable_parts:
+            modes = tuple(m for m in self.part_modes(p) if m != "logits")
+            # an 'exists' part's comparisons are alternatives on different instances: exact alone cannot decide it
+            out[p.id] = ("exact",) if "exact" in modes and p.relation != "exists" else modes
+        return out
+
+    @property
+    def rerun_mc_tests(self) -> int:
+        """Monte Carlo tests one choice re-run grades: the check's ``mc_tests`` when some part is graded
+        in ``mc`` there (it has no exact evidence), else none."""
+        return self.mc_tests if any("mc" in ms for ms in self.rerun_required.values()) else 0
 
     @property
     def n_mc_tests(self) -> int:
         """Monte Carlo tests in one full run of this claim: the subject, its controls, and the
-        re-runs of the subject at its choices' other values (counted whether or not they run, so
-        the Bonferroni denominator is known before anything runs)."""
-        return self.mc_tests * (1 + len(self.controls) + self.choice_reruns)
+        re-runs of the subject at its choices' other values that are graded in ``mc``
+        (:attr:`rerun_mc_tests`; known before anything runs, so the Bonferroni denominator is too)."""
+        return self.mc_tests * (1 + len(self.controls)) + self.rerun_mc_tests * self.choice_reruns
+
+    @property
+    def strict_parts(self) -> tuple[Part, ...]:
+        """The checkable strict-monotonicity / strict-improvement parts (the non-degeneracy rule's)."""
+        return tuple(p for p in self.checkable_parts if p.is_strict)
 
     @property
     def relation_label(self) -> str:
@@ -259,6 +343,10 @@ class RegistrationError(ValueError):
     """A claim registration breaks the registry's rules."""
 
 
+#: the keywords :func:`register` takes (the fields of :class:`Claim`)
+REGISTER_KEYWORDS = tuple(f for f in Claim.__dataclass_fields__)
+
+
 def register(**kwargs) -> Claim:
     """Register one catalog claim.
 
@@ -270,6 +358,19 @@ def register(**kwargs) -> Claim:
     Carlo evidence declares ``mc_tests`` > 0; ``paper`` names known papers (:mod:`spectheory.sims.papers`).
     The runner then checks each control per part and per mode (:func:`spectheory.sims.runner.control_verdict`).
     """
+    unknown = [k for k in kwargs if k not in REGISTER_KEYWORDS]
+    if unknown:  # named before anything else: `relaton=` must not read as a missing relation
+        import difflib
+        close = difflib.get_close_matches(unknown[0], REGISTER_KEYWORDS, n=1, cutoff=0.6)
+        raise RegistrationError(f"{kwargs.get('id')}: register() got an unexpected keyword argument {unknown[0]!r}"
+                                + (f" (did you mean {close[0]!r}?)" if close else
+                                   f" (it takes: {', '.join(REGISTER_KEYWORDS)})"))
+    for key, cls in (("controls", Control), ("parts", Part), ("readings", Reading), ("choices", Choice),
+                     ("modes", str)):  # one item where a tuple of them goes (a missing trailing comma)
+        if isinstance(kwargs.get(key), cls):
+            raise RegistrationError(f"{kwargs.get('id')}: {key} takes a tuple of {cls.__name__}, got one {cls.__name__}: "
+                                    f"write {key}=({cls.__name__ if cls is not str else repr(kwargs[key])}"
+                                    f"{'(...)' if cls is not str else ''},) (the trailing comma makes the tuple)")
     if not kwargs.get("parts") and kwargs.get("relation") is None:
         raise RegistrationError(f"{kwargs.get('id')}: give the claim's relation ({', '.join(RELATIONS)}) "
                                 "or its parts")
@@ -395,6 +496,29 @@ def _check_readings(claim: Claim) -> None:
         if not isinstance(c.values, tuple) or not c.values:
             raise RegistrationError(f"{claim.id}: choice {c.name!r} needs a non-empty tuple of values (its admissible "
                                     f"range), got {c.values!r}")
+    _check_classes(claim)
+
+
+def _check_classes(claim: Claim) -> None:
+    """Identities say what sizes their proof covers; strict parts sit under the non-degeneracy rule."""
+    from spectheory.judge.degeneracy import CASES
+    for p in claim.parts:
+        if p.identity and not str(p.proved_for).strip():
+            raise RegistrationError(f"{claim.id}: identity part {p.id!r} must say what its proof covers (proved_for="
+                                    "'general: symbolic B and k', or the sizes it was proved at)")
+        if not isinstance(p.reconstructed, str):
+            raise RegistrationError(f"{claim.id}: part {p.id!r}: reconstructed= says what was reconstructed and why "
+                                    "(a sentence)")
+    declared = None if claim.scope is None else claim.scope.degenerate
+    cases = tuple(declared or ())
+    bad = [c for c in cases if c not in CASES]
+    if bad:
+        raise RegistrationError(f"{claim.id}: unknown degeneracy case(s) {bad}; the rule's cases: {', '.join(CASES)}")
+    if claim.strict_parts and declared is None:
+        raise RegistrationError(
+            f"{claim.id}: strict part(s) {[p.id for p in claim.strict_parts]} need a scope naming the cases of the "
+            f"non-degeneracy rule in which their quantity cannot move (Scope(..., degenerate=(...)), () when none "
+            f"can occur in scope; cases: {', '.join(CASES)})")
 
 
 def load_all() -> dict[str, Claim]:
@@ -433,6 +557,16 @@ def total_mc_tests() -> int:
     return sum(c.n_mc_tests for c in load_all().values())
 
 
+def _current_part() -> str | None:
+    from spectheory.judge.evidence import _CURRENT_PART
+    return _CURRENT_PART.get()
+
+
+#: what a scope reason says when the comparison on the instance outside the scope was a tie (a strict
+#: inequality met with equality): the report lists it beside the headline (non-degeneracy rule)
+TIE_THERE = "graded there it fails by equality (a tie)"
+
+
 @dataclass
 class Context:
     """What a check gets besides its subject: the tier, the per-test error rate and seeds."""
@@ -465,6 +599,9 @@ class Context:
     #: violations found outside the claim's scope (by the shrinker, or :meth:`outside`): reported
     #: as "outside the claim's scope", never as counterexamples (issue 24, item 2)
     scope_findings: list = field(default_factory=list, init=False)
+    #: every instance the check asked the scope about (:meth:`out_of_scope`): ``(instance, part, reason
+    #: or None)``; the non-degeneracy walk (tests/test_degeneracy.py) reads it
+    scope_checked: list = field(default_factory=list, init=False)
 
     def __post_init__(self):
         self.alpha_test = self.alpha_family / max(1, total_mc_tests() if self.mc_total is None else self.mc_total)
@@ -506,9 +643,35 @@ class Context:
         raise KeyError(f"{self.claim_id}: no choice {name!r} declared "
                        f"(choices: {', '.join(c.name for c in self.claim_choices) or 'none'})")
 
-    def out_of_scope(self, pair, **settings) -> str | None:
-        """None if ``pair`` is inside the claim's scope (or the claim declares none), else why not."""
-        return None if self.scope is None else self.scope.why_out(pair, **settings)
+    def out_of_scope(self, pair, *, part: str | None = None, **settings) -> str | None:
+        """None if ``pair`` is inside the claim's scope (or the claim declares none), else why not
+        (the non-degeneracy rule first, for the scope's ``degenerate`` cases; then the claim's guard).
+        The rule speaks of strict parts only: for ``part`` (default the part being checked, ``with
+        ctx.part(...)``) that is not strict it does not apply; with no part known it does."""
+        part = part if part is not None else _current_part()
+        why = None if self.scope is None else self.scope.why_out(pair, rule=self._strict(part), **settings)
+        self._checked(pair, part, why)
+        return why
+
+    def degenerate(self, pair, *, part: str | None = None, **settings) -> str | None:
+        """The non-degeneracy rule alone (the scope's ``degenerate`` cases, not the claim's guard): the
+        reason ``pair`` is a degenerate instance, or None. For comparisons whose instances are chosen
+        outside the claim's own guard on purpose (a negative control's sources)."""
+        part = part if part is not None else _current_part()
+        cases = () if self.scope is None or not self._strict(part) else (self.scope.degenerate or ())
+        inst = (self.scope.resolve(pair) if cases and self.scope.resolve is not None and isinstance(pair, str)
+                else pair)
+        why = degenerate_reason(cases, inst, **settings) if cases else None
+        self._checked(pair, part, why)
+        return why
+
+    def _strict(self, part: str | None) -> bool:
+        known = next((p for p in self.parts if p.id == part), None) if part is not None else None
+        return True if known is None else known.is_strict
+
+    def _checked(self, pair, part, why):
+        name = pair if isinstance(pair, str) else getattr(pair, "name", None) or type(pair).__name__
+        self.scope_checked.append((str(name), part, why))
 
     def outside(self, ev: Evidence, reason: str) -> Evidence:
         """Label ``ev`` as evidence about an instance outside the claim's scope (``reason``, e.g.
@@ -516,7 +679,9 @@ class Context:
         the claim's scope: ...", and never enters a verdict. Returns ``ev``."""
         if not reason:
             raise ValueError(f"{self.claim_id}: say why the instance is outside the claim's scope")
-        ev.out_of_scope, ev.outcome, ev.tie = str(reason), "info", False
+        tie = ev.tie or (ev.outcome == "fail" and "tie" in (ev.note or ""))
+        ev.out_of_scope = str(reason) + (f"; {TIE_THERE}" if tie and TIE_THERE not in str(reason) else "")
+        ev.outcome, ev.tie = "info", False
         return ev
 
     def rng(self, *labels: str) -> np.random.Generator:

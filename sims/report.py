@@ -27,11 +27,16 @@ LEGEND = (
                  "bound; ordering a ranking of methods; monotone in a parameter; scaling a growth rate; exists "
                  "some setting achieves it (a multi-part claim lists its parts' relations, `/`-joined)"),
     ("verdict", "the principal reading's (the paper's words, quoted in the report): holds / fails / inconclusive / "
-                "not-checkable from its parts (any part fails → fails; `fails (1 of 3 parts)` says how many); "
-                "`depends on k_max: ...` when it fails at the default of a choice the paper leaves open but not at "
-                "every value; `fails by equality (tie)` when a strict inequality is only met with equality; "
-                "`holds (identity)` when it rests on proved identities; after `·`, every other reading with its own "
-                "verdict, and the real pair's (logits) verdict, never folded into the headline"),
+                "not-checkable from its parts (any part fails → fails; `fails (1 of 3 parts)` says how many), "
+                "persisting at every value of every choice the paper leaves open (each re-run, whatever the verdict "
+                "at the defaults); `depends on k_max: holds at 2, fails at 4 (default)` when two values of a choice "
+                "give different verdicts, in either direction; `inconclusive over σ: ...` when a value decides "
+                "nothing; `fails by equality (tie)` when a strict inequality is only met with equality; "
+                "`holds (identity)` when it rests on proved identities of the paper's algebra and `holds in the "
+                "reconstructed model` on a model or formula this project reconstructed — neither counts as support "
+                "for the paper; after `·`, every other reading with its own verdict, ties on degenerate instances "
+                "(outside the scope by the non-degeneracy rule), and the real pair's (logits) verdict, never folded "
+                "into the headline"),
     ("what was found", "the verdict in the relation's terms: for a bound its least slack (≥ 0 while it holds) "
                        "and where; for an equality or law the largest exact deviation or the smallest Monte Carlo "
                        "p-value; for a failure the claimed and measured numbers where it fails"),
@@ -174,7 +179,9 @@ def part_finding(claim: dict, part: dict) -> str:
         if notes:
             bits.append(notes[0].split(":")[0])
         elif under:
-            bits.append(f"{len(under)} test(s) underpowered, e.g. {under[0]['instance']}")
+            need = samples_needed(under[0])
+            bits.append(f"{len(under)} test(s) underpowered, e.g. {under[0]['instance']}"
+                        + (f" (n = {int(_num(under[0]['n'])):,}; n = {need:,} would decide it)" if need else ""))
     slack = part.get("least_slack")
     exact = [e for e in graded if e["mode"] == "exact"]
     mc = [e for e in graded if e["mode"] == "mc" and _num(e.get("p_value")) is not None]
@@ -208,6 +215,23 @@ def part_finding(claim: dict, part: dict) -> str:
     return "; ".join(bits) or v
 
 
+def samples_needed(e: dict) -> int | None:
+    """How many samples would decide an underpowered test: ``n·(detectable/tolerance)²`` (the
+    deviation a test detects at its stated power shrinks as 1/√n: exactly so for the chi-square
+    (noncentrality n·w²) and z tests); None when the row does not say."""
+    n, det, tol = _num(e.get("n")), _num(e.get("detectable")), _num(e.get("tolerance"))
+    if e.get("outcome") != "underpowered" or not n or not det or not tol or tol <= 0 or det == float("inf"):
+        return None
+    import math
+    return int(math.ceil(n * (det / tol) ** 2))
+
+
+def outcome_text(e: dict) -> str:
+    """A row's outcome; an underpowered one says how many samples would decide it."""
+    need = samples_needed(e)
+    return e["outcome"] if need is None else f"underpowered: n = {need:,} would decide it"
+
+
 def part_phrase(claim: dict, part: dict) -> str:
     """``bound holds: least slack 0.013 at …``: the relation, the verdict in its terms, the finding."""
     noun = RELATION_NOUN.get(part["relation"], part["relation"])
@@ -225,7 +249,9 @@ def finding(claim: dict) -> str:
     for v in ("fails", "inconclusive", "holds", "not-checkable"):
         p = next((p for p in parts if p["verdict"] == v), None)
         if p is not None:
-            return (f"{p['id']}: " if len(parts) > 1 else "") + part_phrase(claim, p)
+            text = (f"{p['id']}: " if len(parts) > 1 else "") + part_phrase(claim, p)
+            slack = slack_over_choices_text(claim) if claim.get("verdict") == "holds" else ""
+            return text + (f"; {slack}" if slack else "")
     return claim["verdict"]
 
 
@@ -274,12 +300,27 @@ def real_pair_text(claim) -> str:
     return f"real pair: {v} (n {n:,}; {need:,} needed{tail})"
 
 
+def degenerate_text(claim) -> str:
+    """``tie at q = p outside the scope (degenerate: markov1-V3-equal)``: the ties found on degenerate
+    instances (the non-degeneracy rule keeps them out of the headline), '' when there are none."""
+    ties = [d for d in claim.get("degenerate") or [] if d.get("tie")]
+    if not ties:
+        return ""
+    cases: dict = {}
+    for d in ties:
+        cases.setdefault(d["case"], []).append(str(d.get("instance") or "").split(" ")[0])
+    bits = [f"{case} ({', '.join(dict.fromkeys(x for x in names if x)) or 'an instance'})"
+            for case, names in cases.items()]
+    return "tie outside the scope, degenerate: " + "; ".join(bits)
+
+
 def beside(claim) -> list[str]:
     """What is shown beside the headline: each other reading with its verdict (``integer:
-    fails``), then the real pair's verdict."""
+    fails``), the ties on degenerate instances, then the real pair's verdict."""
     out = [f"{r['id']}: {r.get('summary') or r['verdict']}" for r in alternatives(claim)]
+    deg = degenerate_text(claim)
     real = real_pair_text(claim)
-    return out + ([real] if real else [])
+    return out + ([deg] if deg else []) + ([real] if real else [])
 
 
 def verdict_text(claim) -> str:
@@ -307,15 +348,29 @@ def _cite_short(claim) -> str:
     return f"{lead} {r['year']}" + (" +" if len(recs) > 1 else "")
 
 
+def claim_class(claim) -> str:
+    """What a claim's headline rests on: ``evidence``, ``identity`` or ``reconstructed`` (reports
+    before issue 34 have no class: ``holds (identity)`` summaries read as identities)."""
+    if claim.get("class"):
+        return claim["class"]
+    return "identity" if claim["verdict"] == "holds" and "(identity" in (claim.get("summary") or "") else "evidence"
+
+
 def verdict_counts(report) -> str:
+    """``46 claims: 22 hold, 4 hold as identities, 3 hold in the reconstructed model, 14 fail, ...``:
+    holds that cannot fail are counted apart (never as support for the paper)."""
     from collections import Counter
-    n = Counter(c["verdict"] for c in report["claims"])
-    words = [f"{n[v]} {w}" for v, w in (("holds", "hold"), ("fails", "fail"), ("depends", "depend on a choice"),
+    n = Counter(c["verdict"] if c["verdict"] != "holds" or claim_class(c) == "evidence"
+                else f"holds:{claim_class(c)}" for c in report["claims"])
+    words = [f"{n[v]} {w}" for v, w in (("holds", "hold"), ("holds:identity", "hold as identities"),
+                                          ("holds:reconstructed", "hold in the reconstructed model"),
+                                          ("fails", "fail"), ("depends", "depend on a choice"),
                                           ("inconclusive", "inconclusive"), ("not-checkable", "not checkable"))
              if n[v]]
     ctl = [k for c in report["claims"] for k in c.get("controls") or []]
     rej = sum(k["verdict"] == "fails" for k in ctl)
-    return (f"{len(report['claims'])} claims: {', '.join(words)}"
+    n_claims = len(report["claims"])
+    return (f"{n_claims} claim{'s' * (n_claims != 1)}: {', '.join(words)}"
             + (f"; negative controls rejected: {rej} of {len(ctl)}" if ctl else ""))
 
 
@@ -332,26 +387,43 @@ def _escape_markup(text: str) -> str:
 
 # --- terminal --------------------------------------------------------------------------------------
 
-def print_table(report: dict, console=None) -> None:
-    """The summary table: claim, relation, verdict, what was found, controls; legend below."""
-    from rich.console import Console
+_COLOUR = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim", "depends": "magenta"}
+
+
+def verdict_cell(verdict: str, summary: str, beside_: list[str]) -> str:
+    """The summary table's verdict cell: the coloured headline, then every other reading's verdict
+    (and the real pair's) after `·`."""
+    return f"[{_COLOUR.get(verdict, 'white')}]{_escape_markup(summary)}[/]" + "".join(
+        f" · {_escape_markup(b)}" for b in beside_)
+
+
+def summary_table(rows, title: str, caption: str):
+    """The rich Table ``spectheory verify`` prints: rows of (claim, relation, verdict cell,
+    finding, controls); the README quotes the same table (:mod:`spectheory.sims.readme_outputs`)."""
     from rich.table import Table
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=160)
-    colour = {"holds": "green", "fails": "red", "inconclusive": "yellow", "not-checkable": "dim", "depends": "magenta"}
-    t = Table(title=_title(report), caption=verdict_counts(report), show_lines=False)
+    t = Table(title=title, caption=caption, show_lines=False)
     t.add_column("claim", no_wrap=True)
     t.add_column("relation")
     t.add_column("verdict", max_width=34)
     t.add_column("what was found", ratio=1)
     t.add_column("controls", no_wrap=True)
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def print_table(report: dict, console=None) -> None:
+    """The summary table: claim, relation, verdict, what was found, controls; legend below."""
+    from rich.console import Console
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=160)
+    rows = []
     for c in report["claims"]:
-        extra = beside(c)
-        t.add_row(c["id"], c.get("relation") or "–", f"[{colour.get(c['verdict'], 'white')}]{_summary(c)}[/]"
-                  + "".join(f" · {_escape_markup(b)}" for b in extra), finding(c), controls_cell(c))
-    console.print(t)
+        rows.append((c["id"], c.get("relation") or "–", verdict_cell(c["verdict"], _summary(c), beside(c)),
+                     finding(c), controls_cell(c)))
+    console.print(summary_table(rows, _title(report), verdict_counts(report)))
     errors = (report.get("run") or {}).get("implementation_errors") or []
     for err in errors:
         console.print(f"[bold red]{_escape_markup(err)}[/]", highlight=False)
@@ -373,7 +445,7 @@ def _evidence_table(evidence: list[dict], parts: bool = False) -> list[str]:
         rows.append("| " + " | ".join(([e.get("part") or "–"] if parts else []) + [
             e["mode"], _esc(e["instance"]), fmt(e["claimed"]), fmt(e["measured"]), interval(e),
             fmt(e["p_value"], 3), fmt(e["n"]), fmt(e["detectable"], 3), fmt(e["tolerance"], 3),
-            e["outcome"], _esc(e["test"] + (f"; {e['note']}" if e["note"] else ""))]) + " |")
+            outcome_text(e), _esc(e["test"] + (f"; {e['note']}" if e["note"] else ""))]) + " |")
     return rows
 
 
@@ -409,7 +481,7 @@ def _short_table(evidence, parts: bool) -> list[str]:
         inst = e["instance"] if len(e["instance"]) <= 90 else e["instance"][:87] + "…"
         rows.append("| " + " | ".join(([f"`{e.get('part')}`"] if parts else []) + [
             e["mode"], _esc(inst), fmt(e["claimed"]), fmt(e["measured"]), fmt(e["p_value"], 3),
-            e["outcome"]]) + " |")
+            outcome_text(e)]) + " |")
     return rows
 
 
@@ -515,16 +587,73 @@ def claim_section(c: dict, evidence_name: str | None = None, anchor_tag: bool = 
     return lines
 
 
+def claim_text(c: dict, width: int = 100) -> str:
+    """A claim as plain text (a notebook's or a terminal's display of one claim): headline with
+    every other reading's verdict, statement, parts, counterexample with the call that recomputes
+    it, controls, and where the evidence and plot are."""
+    import textwrap
+
+    def wrap(text, indent="  "):
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent + "  ")
+    parts = _parts(c)
+    lines = [f"{c['id']}: {verdict_text(c)}"]
+    cite = (c.get("paper") or "") + (f" · {c['reference']}" if c.get("reference") else "")
+    if cite:
+        lines.append(wrap(cite))
+    lines.append(wrap(f"“{c.get('statement', '')}”"))
+    for r in c.get("readings") or []:
+        if len(c.get("readings") or []) > 1 or r.get("quote"):
+            role = "principal" if r.get("role") == "principal" else (r.get("kind") or "alternative")
+            lines.append(wrap(f"reading {r['id']} ({role}): {r.get('summary') or r['verdict']}"))
+    if len(parts) > 1:
+        for p in parts:
+            lines.append(wrap(f"part {p['id']} ({p['relation']}): {part_verdict_text(p)}: {part_finding(c, p)}"))
+    else:
+        lines.append(wrap(part_phrase(c, parts[0])))
+    on_parts = [(p["id"], p["counterexample"]) for p in parts if p.get("counterexample")] or \
+        ([(None, c["counterexample"])] if c.get("counterexample") else [])
+    for where, cex in on_parts:
+        lines.append(wrap(f"counterexample{f' (part {where})' if where and len(parts) > 1 else ''}: "
+                          f"{settings_text(cex) or 'the instance'}: claimed {fmt(cex.get('claimed'))}, measured "
+                          f"{fmt(cex.get('measured'))}"))
+        if cex.get("call"):
+            lines.append(f"    recompute both numbers: {cex['call']}")
+    ctls = c.get("controls") or []
+    if ctls:
+        lines.append(wrap(f"controls: {controls_cell(c)} — " + "; ".join(
+            f"{k['name']}: {'rejected' if k['verdict'] == 'fails' else k['verdict']}" for k in ctls)))
+    for n in c.get("notes") or []:
+        lines.append(wrap(f"note: {n}"))
+    lines.append(wrap(f"{len(c.get('evidence') or [])} evidence items (.evidence, .to_frame()); the plot: .plot()"))
+    return "\n".join(lines)
+
+
 def part_verdict_text(p: dict) -> str:
-    """A part's verdict with its kind: ``fails by equality (tie)``, ``holds: identity (proved)``."""
+    """A part's verdict with its kind: ``fails by equality (tie)``, ``holds: identity (proved for B = 3)``,
+    ``holds in the reconstructed model``."""
     v = p["verdict"]
     if v == "fails" and p.get("failure") == "tie":
         v = "fails by equality (tie)"
+    if p.get("class") == "reconstructed":
+        v = f"{v} in the reconstructed model"
     if p.get("identity"):
-        v = f"{v}: identity ({'proved' if p['verdict'] == 'holds' else 'proof ' + p['verdict']})"
+        proved = "proved" + (f" for {p['proved_for']}" if p.get("proved_for") else "")
+        v = f"{v}: identity ({proved if p['verdict'] == 'holds' else 'proof ' + p['verdict']})"
         if p.get("implementation_test"):
             v += f"; implementation test {p['implementation_test']}"
     return v
+
+
+def slack_over_choices_text(c: dict) -> str:
+    """``least slack over the choices: accuracy 0.01723 at accuracy margin = 0.01 (mix-weak-V6 γ=4)``: a
+    hold's least slack over the defaults and every choice value, per inequality part, '' when none."""
+    bits = []
+    multi = len(_parts(c)) > 1
+    for pid, rec in (c.get("least_slack_over_choices") or {}).items():
+        at = "the defaults" if rec.get("choice") is None else f"{rec['choice']} = {_value_text(rec['choice_value'])}"
+        bits.append((f"{pid} " if multi else "") + f"{short_fmt(rec['value'])} at {at}"
+                    + (f" ({rec['instance']})" if rec.get("instance") else ""))
+    return ("least slack over the choices: " + "; ".join(bits)) if bits else ""
 
 
 def readings_lines(c: dict) -> list[str]:
@@ -557,8 +686,9 @@ def scope_lines(c: dict) -> list[str]:
 
 
 def choices_lines(c: dict) -> list[str]:
-    """The open choices (invented ones marked) and, when the principal reading failed, its verdict
-    at each value swept."""
+    """The open choices (invented ones marked), the principal reading's verdict at each value swept
+    (every claim's, whatever its verdict at the defaults), whether the headline persists, and a
+    hold's least slack over them."""
     out = []
     for ch in c.get("choices") or []:
         vals = ", ".join(str(v) for v in ch["values"])
@@ -566,9 +696,13 @@ def choices_lines(c: dict) -> list[str]:
             if ch.get("verdicts") else ""
         out.append(f"- Choice `{ch['name']}`{' (invented by this project)' if ch.get('invented') else ''}: default "
                    f"{ch['default']}, values {vals}. {ch.get('why', '')}{swept}")
-    if c.get("robust") is not None:
-        out.append("- The principal reading's failure is robust: it fails at every value of every open choice."
-                   if c["robust"] else f"- The principal reading's failure {_summary(c)}.")
+    if c.get("choices") and c.get("robust") is not None:
+        out.append(f"- The headline persists: {c['verdict']} at every value of every open choice."
+                   if c["robust"] else f"- The headline does not persist across the choices: {_summary(c)}.")
+    slack = slack_over_choices_text(c)
+    if slack:
+        out.append(f"- {slack[0].upper()}{slack[1:]}; recompute: "
+                   + "; ".join(f"`{r['call']}`" for r in c["least_slack_over_choices"].values() if r.get("call")))
     return (["**Open choices.**", ""] + out + [""]) if out else []
 
 

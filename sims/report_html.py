@@ -25,8 +25,8 @@ import os
 from spectheory.judge.format import fmt, interval
 
 from .report import (LEGEND, _num, _parts, _summary, anchor, beside, bound_slack, choices_lines, controls_cell,
-                     finding, key_evidence, part_finding, part_phrase, part_verdict_text, readings_lines, scope_lines,
-                     settings_text, verdict_counts)
+                     finding, key_evidence, outcome_text, part_finding, part_phrase, part_verdict_text, readings_lines,
+                     scope_lines, settings_text, verdict_counts)
 
 #: settings never used as an axis
 _META = ("claimed", "measured", "outcome")
@@ -45,10 +45,12 @@ h1{font-size:26px;margin:0 0 6px}h2{font-size:19px;margin:0 0 4px}
 table{border-collapse:collapse;margin:8px 0 14px;font-size:13.5px}
 th,td{border-bottom:1px solid #e3e6ea;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f0f2f5;font-weight:600}
-table.summary td:nth-child(4){min-width:470px}table.summary td:nth-child(5){white-space:nowrap}
+table.summary{width:100%}table.summary td:nth-child(1){white-space:nowrap}
+table.summary td:nth-child(3){max-width:300px}
+td{overflow-wrap:anywhere}.scroll{max-width:100%;overflow-x:auto}
 code,pre{font-family:SFMono-Regular,Consolas,Menlo,monospace;font-size:12.5px}
 pre{background:#f3f4f6;border:1px solid #e1e4e8;padding:8px 10px;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
-.badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12.5px;font-weight:600;color:#fff;white-space:nowrap}
+.badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12.5px;font-weight:600;color:#fff;max-width:100%;box-sizing:border-box}
 .holds{background:#2e7d32}.fails{background:#c62828}.inconclusive{background:#b26a00}.not-checkable{background:#78828c}
 .depends{background:#7b3fa0}.underpowered{background:#b26a00}.beside{font-size:12.5px;color:#444}
 section.claim{border-top:3px solid #e3e6ea;padding:18px 0 8px;margin-top:18px}
@@ -57,7 +59,7 @@ section.claim.v-inconclusive{border-top-color:#b26a00}
 blockquote{margin:8px 0;padding:6px 12px;border-left:4px solid #c9d1d9;background:#fafbfc}
 .cite{color:#444;font-style:italic;font-size:13.5px}.rel{font-family:inherit;font-weight:600}
 .finding{margin:6px 0}.cex{background:#fff4f4;border:1px solid #f3c2c2;padding:8px 12px;margin:10px 0}
-figure{margin:10px 0}figure img{max-width:100%;border:1px solid #e3e6ea}
+figure{margin:10px 0}figure img{max-width:100%;height:auto;box-sizing:border-box;border:1px solid #e3e6ea}
 figcaption{font-size:12.5px;color:#555}
 dl.legend{font-size:13px;display:grid;grid-template-columns:130px 1fr;gap:3px 12px;margin:4px 0 12px}
 dl.legend dt{font-weight:600}dl.legend dd{margin:0}
@@ -122,13 +124,13 @@ def _axes_of(points) -> tuple[str | None, list[str]]:
     return x, [k for k in varying if k != x]
 
 
-def _sweep_groups(claim) -> list[tuple[tuple, list[dict]]]:
-    """Evidence with ≥ 2 points, grouped by (part, x setting, other settings): one panel each,
-    failing groups first, then the largest."""
+def _sweep_groups(claim, part=None) -> list[tuple[tuple, list[dict]]]:
+    """Evidence with ≥ 2 points (of ``part`` when given), grouped by (part, x setting, other
+    settings): one panel each, failing groups first, then the largest."""
     groups: dict = {}
     for e in claim["evidence"]:
         pts = e.get("points") or []
-        if len(pts) < 2 or e["outcome"] == "info":
+        if len(pts) < 2 or e["outcome"] == "info" or (part is not None and e.get("part") != part):
             continue
         x, other = _axes_of(pts)
         groups.setdefault((e.get("part"), x, tuple(other)), []).append(e)
@@ -155,9 +157,11 @@ def quantity(e: dict) -> str:
     the tolerance (``exact P(accept first draft) vs Σmin(p,q), worst state, |Δ| ≤ 1e-10`` →
     ``P(accept first draft) vs Σmin(p,q)``)."""
     t = (e.get("test") or "").strip()
-    for prefix in ("exact ", "Monte Carlo ", "mc "):
+    for prefix in ("exact ", "Monte Carlo ", "mc ", "one-sided z-test of ", "two-sided z-test of ",
+                   "two-sided z-test on ", "z-test of "):
         if t.startswith(prefix):
             t = t[len(prefix):]
+    t = t.split("; ")[0]
     cut = min([i for i in (t.find(tail) for tail in _TAILS) if i > 0] or [len(t)])
     t = t[:cut].strip().rstrip(",")
     for tail in (" ≤ 1e-12", " ≤ bound", " ≥ bound"):
@@ -165,12 +169,46 @@ def quantity(e: dict) -> str:
     return t or "measured value"
 
 
+def _what(evs) -> str:
+    """What a panel's evidence measures: the quantity most of it shares, and how many others."""
+    from collections import Counter
+    qs = Counter(quantity(e) for e in evs)
+    q, _ = qs.most_common(1)[0]
+    more = len(qs) - 1
+    return q + (f" (and {more} other quantit{'ies' if more > 1 else 'y'})" if more else "")
+
+
 def _hashable(v):
     """A point's setting as a dict key (a report read back from JSON has lists where tuples were)."""
     return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
 
 
-def _draw_sweep(ax, key, evs, relation):
+def focus_parts(claim: dict) -> list[str]:
+    """The parts behind a ``fails`` or ``depends`` headline: the principal reading's failing parts,
+    in the order the summary names them (its first is the part :func:`spectheory.sims.report.finding` shows);
+    their evidence is drawn first, in panels that name them."""
+    if claim.get("verdict") not in ("fails", "depends"):
+        return []
+    principal = next((r for r in claim.get("readings") or [] if r.get("role") == "principal"), None)
+    mine = set(principal["parts"]) if principal else None
+    return [p["id"] for p in _parts(claim) if p.get("verdict") == "fails" and (mine is None or p["id"] in mine)]
+
+
+def _part_prefix(claim: dict, parts) -> str:
+    """``part batch-moderate (fails): `` when a panel shows one part of a multi-part claim."""
+    known = {p["id"]: p for p in _parts(claim)}
+    parts = {p for p in parts if p is not None}
+    if len(known) <= 1 or len(parts) != 1:
+        return ""
+    (pid,) = parts
+    return f"part {pid} ({known[pid]['verdict']}): " if pid in known else f"part {pid}: "
+
+
+def _title(ax, text: str, width: int = 56) -> None:
+    ax.set_title(_wrap(text, width), fontsize=8.5)
+
+
+def _draw_sweep(ax, key, evs, relation, prefix: str = ""):
     part, x, other = key
     distance = all(_num(p["claimed"]) == 0 for e in evs for p in e["points"])
     series = []
@@ -216,9 +254,12 @@ def _draw_sweep(ax, key, evs, relation):
     if x and all(float(p[x]).is_integer() for e in evs for p in e["points"]):
         from matplotlib.ticker import MaxNLocator
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    what = _what(evs)
     ax.set_ylabel(_wrap(quantity(evs[0]), 38), fontsize=7.5)
-    what = (f"part {part}: " if part and part != "main" else "")
-    ax.set_title(_wrap(what + (f"{len(evs)} sweeps" if len(evs) > 1 else evs[0]["instance"]), 52), fontsize=8.5)
+    against = f" against {_SYMBOL.get(x, x)}" if x else ""
+    on = (f", {len(series)} series" if many else f", {len(evs)} instances") if len(evs) > 1 else \
+        f" ({evs[0]['instance']})"
+    _title(ax, f"{prefix}{what}{against}{on}")
     if many:
         ax.text(0.02, 0.02, f"{len(series)} series", transform=ax.transAxes, fontsize=7, color="#555")
 
@@ -229,7 +270,7 @@ def _marker(e) -> str:
     return "^" if "≥ bound" in test else ("v" if "≤ bound" in test else "o")
 
 
-def _draw_comparisons(ax, evs, relation):
+def _draw_comparisons(ax, evs, relation, prefix: str = ""):
     cl = [_num(e["claimed"]) for e in evs]
     me = [_num(e["measured"]) for e in evs]
     bad = [e["outcome"] == "fail" for e in evs]
@@ -244,22 +285,23 @@ def _draw_comparisons(ax, evs, relation):
     for m in set(marks):
         idx = [i for i, k in enumerate(marks) if k == m]
         ax.scatter([xs[i] for i in idx], [me[i] for i in idx], c=[cols[i] for i in idx], s=18, marker=m, zorder=3)
+    what = _what(evs)
+    n = f"{len(evs)} comparison{'s' * (len(evs) != 1)}"
     if same:  # a distance that must be 0, a constant bound: measured against the claimed line
         ax.axhline(cl[0], color="#444", ls="--", lw=1.0)
         line = f"claimed {fmt(cl[0])}"
         ax.set_xlabel("instance")
-        step = max(1, math.ceil(len(evs) / 16))
-        ax.set_xticks(xs[::step])
-        ax.set_xticklabels([e["instance"].split(" ")[0] for e in evs][::step], rotation=60, ha="right", fontsize=6)
+        _instance_ticks(ax, xs, evs)
+        _title(ax, f"{prefix}measured {what} on {n}, against the claimed {fmt(cl[0])}")
     else:
         lo_v, hi_v = min(cl + me), max(cl + me)
         pad = 0.05 * (hi_v - lo_v or 1.0)
         ax.plot([lo_v - pad, hi_v + pad], [lo_v - pad, hi_v + pad], "--", color="#444", lw=1.0)
         line = "measured = claimed"
         ax.set_xlabel("claimed")
-    qs = {quantity(e) for e in evs}
-    ax.set_ylabel(_wrap("measured " + (qs.pop() if len(qs) == 1 else "value (each test's quantity)"), 38),
-                  fontsize=7.5)
+        _title(ax, f"{prefix}measured against claimed {what}, {n}")
+    ax.set_ylabel(_wrap("measured " + quantity(evs[0]) if len({quantity(e) for e in evs}) == 1
+                        else "measured value (each comparison's quantity)", 38), fontsize=7.5)
     from matplotlib.lines import Line2D
     handles = [Line2D([], [], ls="--", color="#444", label=line)]
     handles += [Line2D([], [], marker="o", ls="", color=c, label=t) for c, t in
@@ -267,19 +309,32 @@ def _draw_comparisons(ax, evs, relation):
     handles += [Line2D([], [], marker=m, ls="", color="#555", label=t) for m, t in
                 (("^", "lower bound: on or above"), ("v", "upper bound: on or below")) if m in marks]
     ax.legend(handles=handles, fontsize=6.5, loc="best", framealpha=0.7)
-    parts = {e.get("part") for e in evs}
-    what = f"part {parts.pop()}: " if len(parts) == 1 and None not in parts and "main" not in parts else ""
-    ax.set_title(f"{what}{len(evs)} comparisons", fontsize=9)
 
 
-def _plain(claim) -> list[dict]:
-    """Graded comparisons that are not sweeps, with finite numbers; a Monte Carlo one only with
-    its confidence interval or when it fails (a law test's empirical distance is sampling noise
-    around 0, its p-value is the evidence)."""
-    return [e for e in claim["evidence"] if e["outcome"] != "info" and len(e.get("points") or []) < 2
-            and _num(e.get("claimed")) is not None and _num(e.get("measured")) is not None
-            and all(math.isfinite(_num(e[k])) for k in ("claimed", "measured"))
-            and (e["mode"] == "exact" or e.get("ci_low") is not None or e["outcome"] == "fail")]
+def _instance_ticks(ax, xs, evs) -> None:
+    """Instance names under a panel's points, thinned so that at most 12 show (never overlapping)."""
+    step = max(1, math.ceil(len(evs) / 12))
+    ax.set_xticks(xs[::step])
+    ax.set_xticklabels([_wrap(e["instance"].split(" ")[0], 18) for e in evs][::step], rotation=50, ha="right",
+                       rotation_mode="anchor", fontsize=6)
+
+
+def _plain(claim, part=None, least: int = 1) -> list[dict]:
+    """Graded comparisons that are not sweeps (of ``part`` when given), with finite numbers; a
+    Monte Carlo one only with its confidence interval or when it fails (a law test's empirical
+    distance is sampling noise around 0, its p-value is the evidence)."""
+    out = [e for e in claim["evidence"] if e["outcome"] != "info" and len(e.get("points") or []) < 2
+           and (part is None or e.get("part") == part)
+           and _num(e.get("claimed")) is not None and _num(e.get("measured")) is not None
+           and all(math.isfinite(_num(e[k])) for k in ("claimed", "measured"))
+           and (e["mode"] == "exact" or e.get("ci_low") is not None or e["outcome"] == "fail")]
+    return out if len(out) >= least else []
+
+
+def _tests(claim, part=None) -> list[dict]:
+    """Graded Monte Carlo and real-logits tests with a p-value (of ``part`` when given)."""
+    return [e for e in claim["evidence"] if e["mode"] in ("mc", "logits") and e["outcome"] != "info"
+            and _num(e.get("p_value")) is not None and (part is None or e.get("part") == part)]
 
 
 def _series_count(key, evs) -> int:
@@ -289,72 +344,110 @@ def _series_count(key, evs) -> int:
     return sum(min(len({tuple(repr(p.get(k)) for k in other) for p in e["points"]}), MAX_SERIES + 1) for e in evs)
 
 
+def _chunks(key, evs) -> list[list[dict]]:
+    """A sweep group split so that a panel has at most :data:`MAX_SERIES` lines."""
+    chunks, cur = [], []
+    for e in evs:
+        if cur and _series_count(key, cur + [e]) > MAX_SERIES:
+            chunks.append(cur)
+            cur = []
+        cur.append(e)
+    return chunks + [cur]
+
+
 def _panels(claim) -> tuple[list, int]:
-    """The panels of a claim's figure (at most :data:`MAX_PANELS`) and how many sweep groups
-    did not get one. A group with more lines than colours is drawn instance by instance."""
-    panels, skipped = [], 0
+    """The panels of a claim's figure (at most :data:`MAX_PANELS`), each ``(kind, data, focus)``,
+    and how many did not get one. The parts behind a ``fails`` or ``depends`` headline
+    (:func:`focus_parts`) come first, each in a panel of its own (its failing sweep, else its
+    comparisons, else its tests); then the other sweeps, the remaining comparisons and the
+    statistical tests, each mode in at least one panel."""
+    panels: list = []
+    skipped = 0
+    drawn: set = set()
+
+    def add(kind, data, focus=False, replace=False):
+        nonlocal skipped
+        if len(panels) < MAX_PANELS:
+            panels.append((kind, data, focus))
+        elif replace and any(not f for _, _, f in panels):
+            skipped += 1
+            i = max(i for i, (_, _, f) in enumerate(panels) if not f)
+            panels[i] = (kind, data, focus)
+        else:
+            skipped += 1
+            return
+        drawn.update(id(e) for e in (data[1] if kind == "sweep" else data))
+
+    for part in focus_parts(claim)[:2]:
+        groups = _sweep_groups(claim, part)
+        failing = [e for e in claim["evidence"] if e.get("part") == part and e["outcome"] == "fail"]
+        statistical = bool(failing) and all(e["mode"] in ("mc", "logits") and _num(e.get("p_value")) is not None
+                                            for e in failing)
+        if groups:
+            key, evs = groups[0]
+            add("sweep", (key, _chunks(key, evs)[0]), True)
+        elif _tests(claim, part) and (statistical or not _plain(claim, part)):  # a failing test: its p-value
+            add("tests", _tests(claim, part), True)
+        elif _plain(claim, part):
+            add("plain", _plain(claim, part), True)
     for key, evs in _sweep_groups(claim):
-        chunks, cur = [], []
-        for e in evs:  # at most as many lines per panel as there are colours
-            if cur and _series_count(key, cur + [e]) > MAX_SERIES:
-                chunks.append(cur)
-                cur = []
-            cur.append(e)
-        chunks.append(cur)
-        for ch in chunks:
-            if len(panels) < MAX_PANELS:
-                panels.append(("sweep", (key, ch)))
-            else:
-                skipped += 1
-    plain = _plain(claim)
+        for ch in _chunks(key, [e for e in evs if id(e) not in drawn]) if any(id(e) not in drawn for e in evs) else []:
+            add("sweep", (key, ch))
+    plain = [e for e in _plain(claim, least=2) if id(e) not in drawn]
     if len(plain) >= 2:
-        if len(panels) >= MAX_PANELS:
-            skipped += 1
-            panels[-1] = ("plain", plain)
-        else:
-            panels.append(("plain", plain))
-    drawn = {id(e) for e in plain} | {id(e) for kind, d in panels if kind == "sweep" for e in d[1]}
-    tests = [e for e in claim["evidence"] if e["mode"] in ("mc", "logits") and e["outcome"] != "info"
-             and _num(e.get("p_value")) is not None and id(e) not in drawn]
+        add("plain", plain, replace=True)
+    tests = [e for e in _tests(claim) if id(e) not in drawn]
     if tests:  # every statistical mode used gets drawn: its tests' p-values
-        if len(panels) >= MAX_PANELS:
-            skipped += 1
-            panels[-1] = ("tests", tests)
-        else:
-            panels.append(("tests", tests))
+        add("tests", tests, replace=True)
     return panels, skipped
 
 
-def _draw_tests(ax, evs):
+def _draw_tests(ax, evs, prefix: str = ""):
     """Monte Carlo (and real-logits) tests whose evidence is a p-value: each test's p-value against
-    its per-test level α (log scale); a point below the line rejects the claim."""
+    its per-test level α (log scale, dotted); a point below the line rejects the claim."""
     ps = [max(_num(e["p_value"]), 1e-300) for e in evs]
     cols = ["#c62828" if e["outcome"] == "fail" else ("#ff7f0e" if e["mode"] == "mc" else "#2ca02c") for e in evs]
     xs = list(range(len(evs)))
     ax.scatter(xs, ps, c=cols, s=22, zorder=3)
     alphas = {_num(e.get("alpha")) for e in evs if _num(e.get("alpha"))}
     for a in alphas:
-        ax.axhline(a, color="#444", ls="--", lw=1.0)
+        ax.axhline(a, color="#444", ls=":", lw=1.2)
     ax.set_yscale("log")
     ax.set_ylim(min(min(ps), min(alphas, default=1.0)) / 10, 1.5)
-    step = max(1, math.ceil(len(evs) / 16))
-    ax.set_xticks(xs[::step])
-    ax.set_xticklabels([e["instance"].split(" ")[0] for e in evs][::step], rotation=60, ha="right", fontsize=6)
+    _instance_ticks(ax, xs, evs)
     ax.set_xlim(-0.7, len(evs) - 0.3)
     ax.set_xlabel("instance")
     ax.set_ylabel("p-value of the test (log scale)", fontsize=7.5)
     from matplotlib.lines import Line2D
-    handles = [Line2D([], [], ls="--", color="#444", label="per-test level α: below rejects")]
+    handles = [Line2D([], [], ls=":", color="#444", label="per-test level α: below rejects")]
     handles += [Line2D([], [], marker="o", ls="", color=c, label=t) for c, t in
                 (("#ff7f0e", "Monte Carlo"), ("#2ca02c", "real logits"), ("#c62828", "fails")) if c in cols]
     ax.legend(handles=handles, fontsize=6.5, loc="best", framealpha=0.7)
-    ax.set_title(f"{len(evs)} statistical test{'s' * (len(evs) != 1)}", fontsize=8.5)
+    kinds = " and ".join(k for k, m in (("Monte Carlo", "mc"), ("real-logits", "logits")) if any(e["mode"] == m for e in evs))
+    _title(ax, f"{prefix}p-values of {len(evs)} {kinds} test{'s' * (len(evs) != 1)}")
+
+
+def _figure_legend(fig, kinds: set, fails: bool) -> None:
+    """One legend for the whole figure, above the panels: what dashed, dots and crosses mean."""
+    from matplotlib.lines import Line2D
+    handles = []
+    if kinds & {"sweep", "plain"}:
+        handles += [Line2D([], [], ls="--", color="#444", label="claimed (dashed)"),
+                    Line2D([], [], ls="-", marker="o", ms=4, lw=0.8, color="#444", label="measured (dots)")]
+        if fails:
+            handles.append(Line2D([], [], ls="", marker="x", ms=7, mew=2, color="#c62828", label="fails there (red)"))
+    if "tests" in kinds:
+        handles.append(Line2D([], [], ls=":", lw=1.2, color="#444", label="per-test α (dotted): a p-value below rejects"))
+    fig.legend(handles=handles, loc="outside upper center", ncol=len(handles), fontsize=7.5, frameon=False)
 
 
 def claim_plot(claim: dict, *, backend: str | None = "Agg"):
     """``(figure, caption)``: a claim's plot as a matplotlib Figure (the caller closes it), or
-    None when its evidence has no curve and fewer than two comparisons. ``backend``: the
-    matplotlib backend to select first (None keeps the current one, e.g. a notebook's)."""
+    None when its evidence has no curve and no comparison. Each panel's title says what it draws
+    (the quantity, against what, on which instances); the part behind a ``fails`` or ``depends``
+    headline comes first and is named; one legend above the panels says what dashed (claimed) and
+    dots (measured) mean. ``backend``: the matplotlib backend to select first (None keeps the
+    current one, e.g. a notebook's)."""
     panels, skipped = _panels(claim)
     if not panels:
         return None
@@ -366,39 +459,114 @@ def claim_plot(claim: dict, *, backend: str | None = "Agg"):
     n = len(panels)
     cols = min(n, 2 if n == 4 else 3)
     rows = math.ceil(n / cols)
-    w = {1: 6.0, 2: 5.2}.get(cols, 4.3)
-    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, 4.1 * rows), squeeze=False)
-    for ax, (kind, data) in zip(axes.flat, panels):
+    w = {1: 6.4, 2: 5.4}.get(cols, 4.4)
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, 4.0 * rows + 0.4), squeeze=False, layout="constrained")
+    for ax, (kind, data, _focus) in zip(axes.flat, panels):
         if kind == "sweep":
             key, evs = data
-            _draw_sweep(ax, key, evs, parts.get(key[0], claim.get("relation")))
+            _draw_sweep(ax, key, evs, parts.get(key[0], claim.get("relation")), _part_prefix(claim, [key[0]]))
             handles = ax.get_legend_handles_labels()[0]
             if handles:
                 ax.legend(fontsize=6.5, loc="best", ncol=2 if len(handles) > 4 else 1, framealpha=0.7)
         elif kind == "tests":
-            _draw_tests(ax, data)
+            _draw_tests(ax, data, _part_prefix(claim, [e.get("part") for e in data]))
         else:
-            _draw_comparisons(ax, data, claim.get("relation"))
+            _draw_comparisons(ax, data, claim.get("relation"), _part_prefix(claim, [e.get("part") for e in data]))
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.25)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
-    # fixed margins in inches (tight_layout's measuring pass costs a full draw per figure)
-    W, H = fig.get_size_inches()
-    fig.subplots_adjust(left=0.95 / W, right=1 - 0.2 / W, bottom=1.45 / H, top=1 - 0.55 / H,
-                        wspace=1.0 * cols / W, hspace=1.6 * rows / H)
+    drawn = [e for kind, data, _ in panels for e in (data[1] if kind == "sweep" else data)]
+    _figure_legend(fig, {k for k, _, _ in panels}, any(e["outcome"] == "fail" for e in drawn))
     cap = []
-    if any(k == "sweep" for k, _ in panels):
-        cap.append("Sweeps: claimed (dashed) and measured (dots) against the setting that varies, one colour per "
+    focus = focus_parts(claim)
+    if focus and any(f for _, _, f in panels):
+        cap.append(f"First: the part{'s' * (len(focus) > 1)} behind the headline ({', '.join(focus[:2])})")
+    if any(k == "sweep" for k, _, _ in panels):
+        cap.append("sweeps: claimed (dashed) and measured (dots) against the setting that varies, one colour per "
                    "instance; red crosses mark failing points")
-    if any(k == "tests" for k, _ in panels):
-        cap.append("tests: each Monte Carlo (or real-logits) test's p-value against the per-test level (dashed)")
-    if any(k == "plain" for k, _ in panels):
+    if any(k == "tests" for k, _, _ in panels):
+        cap.append("tests: each Monte Carlo (or real-logits) test's p-value against the per-test level (dotted)")
+    if any(k == "plain" for k, _, _ in panels):
         cap.append("comparisons: measured against claimed (exact in blue, Monte Carlo in orange with its "
                    "confidence interval, failures in red)")
     if skipped > 0:
         cap.append(f"{skipped} more panel(s) not drawn: every number is in the evidence table")
     return fig, "; ".join(cap) + "."
+
+
+def _text_box(t, renderer):
+    """A text's four corners on the canvas: its box, rotated about its anchor when it is turned
+    (rotation_mode ``anchor``; a quarter turn's box is its extent)."""
+    import numpy as np
+    rot = t.get_rotation() % 360
+    if rot % 90 == 0 or t.get_rotation_mode() != "anchor":
+        b = t.get_window_extent(renderer)
+        return np.array([[b.x0, b.y0], [b.x1, b.y0], [b.x1, b.y1], [b.x0, b.y1]])
+    t.set_rotation(0)
+    b = t.get_window_extent(renderer)
+    t.set_rotation(rot)
+    cx, cy = t.get_transform().transform(t.get_position())
+    c, s_ = np.cos(np.radians(rot)), np.sin(np.radians(rot))
+    pts = np.array([[b.x0, b.y0], [b.x1, b.y0], [b.x1, b.y1], [b.x0, b.y1]]) - [cx, cy]
+    return pts @ np.array([[c, s_], [-s_, c]]) + [cx, cy]
+
+
+def _overlap(a, b, tolerance: float) -> bool:
+    """Whether two convex quadrilaterals overlap by more than ``tolerance`` pixels along every
+    separating direction (their edges' normals)."""
+    import numpy as np
+    for poly in (a, b):
+        for i in range(4):
+            edge = poly[(i + 1) % 4] - poly[i]
+            n = np.array([-edge[1], edge[0]])
+            norm = np.hypot(*n)
+            if norm == 0:
+                continue
+            pa, pb = a @ n / norm, b @ n / norm
+            if min(pa.max(), pb.max()) - max(pa.min(), pb.min()) <= tolerance:
+                return False
+    return True
+
+
+def label_overlaps(fig, tolerance: float = 1.0) -> list[tuple[str, str]]:
+    """The pairs of texts of a figure that overlap on the canvas by more than ``tolerance``
+    pixels (titles, axis labels, tick labels within the view, legends, annotations; turned tick
+    labels by their turned boxes), and any text cut off by the figure's edge (paired with
+    ``"<edge>"``): what a reader cannot read. Draws the figure."""
+    from matplotlib.text import Text
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    texts = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            span = (hi - lo) or 1.0
+            texts += [t.label1 for t in axis.get_major_ticks()
+                      if lo - 1e-9 * span <= t.get_loc() <= hi + 1e-9 * span and t.label1.get_visible()]
+            texts.append(axis.label)
+        texts += [ax.title, *ax.texts]
+        leg = ax.get_legend()
+        if leg is not None:
+            texts += leg.get_texts()
+    for leg in fig.legends:
+        texts += leg.get_texts()
+    texts += [t for t in fig.texts if isinstance(t, Text)]
+    if getattr(fig, "_suptitle", None) is not None:
+        texts.append(fig._suptitle)
+    boxes = [(t.get_text(), _text_box(t, r)) for t in texts if t.get_visible() and t.get_text().strip()]
+    out = []
+    W, H = fig.bbox.width, fig.bbox.height
+    for i, (a, ba) in enumerate(boxes):
+        if ba[:, 0].min() < -tolerance or ba[:, 1].min() < -tolerance or ba[:, 0].max() > W + tolerance \
+                or ba[:, 1].max() > H + tolerance:
+            out.append((a, "<edge>"))
+        for b, bb in boxes[i + 1:]:
+            if _overlap(ba, bb, tolerance):
+                out.append((a, b))
+    return out
 
 
 def claim_figure(claim: dict) -> tuple[str, str] | None:
@@ -451,11 +619,11 @@ def _evidence_rows(evidence, parts: bool, limit: int | None = None) -> str:
         rows.append("<tr>" + (f"<td>{_e(e.get('part') or '–')}</td>" if parts else "") + "".join(
             f"<td>{_e(v)}</td>" for v in (e["mode"], e["instance"], fmt(e["claimed"]), fmt(e["measured"]),
                                           interval(e), fmt(e["p_value"], 3), fmt(e["n"])))
-            + f'<td class="{_e(e["outcome"])}">{_e(e["outcome"])}</td>'
+            + f'<td class="{_e(e["outcome"])}">{_e(outcome_text(e))}</td>'
             + f"<td>{_e(e['test'] + ('; ' + e['note'] if e['note'] else ''))}</td></tr>")
     more = (f"<p class=\"more\">{left} more passing or info rows: every row is in the Markdown evidence file "
             "(<code>*-evidence.md</code>) and the JSON report.</p>") if left else ""
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>{more}"
+    return f"<div class=scroll><table><tr>{head}</tr>{''.join(rows)}</table></div>{more}"
 
 
 def _figure_of(claim: dict):
@@ -489,11 +657,11 @@ def _section(c: dict, plots: bool, figs: dict | None = None) -> str:
         out.append(f"<p><b>Reading.</b> {_e(c['interpretation'])}</p>")
     out.append(_md_block(readings_lines(c)))
     if multi:
-        out.append("<table><tr><th>part</th><th>relation</th><th>verdict</th><th>what it says</th>"
+        out.append("<div class=scroll><table><tr><th>part</th><th>relation</th><th>verdict</th><th>what it says</th>"
                    "<th>what was found</th></tr>" + "".join(
                        f"<tr><td><code>{_e(p['id'])}</code></td><td class=rel>{_e(p['relation'])}</td>"
                        f"<td>{_badge(p['verdict'], part_verdict_text(p))}</td><td>{_e(p['statement'])}</td>"
-                       f"<td>{_e(part_finding(c, p))}</td></tr>" for p in parts) + "</table>")
+                       f"<td>{_e(part_finding(c, p))}</td></tr>" for p in parts) + "</table></div>")
     else:
         ident = part_verdict_text(parts[0]) + " · " if parts[0].get("identity") else ""
         out.append(f'<p class="finding"><b>Verdict.</b> {_e(ident + part_phrase(c, parts[0]))}.</p>')
@@ -541,6 +709,43 @@ def _section(c: dict, plots: bool, figs: dict | None = None) -> str:
     return "\n".join(out)
 
 
+def _summary_table(report: dict, links: bool = True) -> str:
+    rows = "".join(
+        "<tr><td>" + (f'<a href="#{anchor(c["id"])}"><code>{_e(c["id"])}</code></a>' if links
+                      else f"<code>{_e(c['id'])}</code>")
+        + f"</td><td class=rel>{_e(c.get('relation') or '–')}</td><td>{_badge(c['verdict'], _summary(c))}{_beside(c)}</td>"
+        f"<td>{_e(finding(c))}</td><td>{_e(controls_cell(c))}</td></tr>" for c in report["claims"])
+    return ('<div class=scroll><table class="summary"><tr><th>claim</th><th>relation</th><th>verdict</th>'
+            f"<th>what was found</th><th>controls</th></tr>{rows}</table></div>")
+
+
+def _scoped(css: str, scope: str) -> str:
+    """The page's CSS with every selector inside ``scope`` (a notebook's output must not restyle
+    the notebook); the page-level rules (body, main) are left out."""
+    import re
+    out = []
+    for sel, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css):
+        sels = [x.strip() for x in sel.split(",") if x.strip() and x.strip() not in ("body", "main")]
+        if sels:
+            out.append(",".join(f"{scope} {x}" for x in sels) + "{" + body + "}")
+    return "".join(out)
+
+
+def summary_html(report: dict) -> str:
+    """The report's verdict counts and summary table as an HTML fragment with its own scoped
+    style (a notebook's display of a :class:`spectheory.cli.Report`)."""
+    return (f"<div class=spectheory><style>{_scoped(CSS, '.spectheory')}</style>"
+            f"<p><b>{_e(verdict_counts(report))}.</b></p>{_summary_table(report, links=False)}</div>")
+
+
+def claim_html(claim: dict, *, plot: bool = True) -> str:
+    """One claim as an HTML fragment with its own scoped style: headline and every reading's
+    verdict, statement, parts, counterexample with the call that recomputes both numbers, the
+    plot, key evidence, controls (a notebook's display of a :class:`spectheory.cli.ClaimResult`)."""
+    return (f"<div class=spectheory><style>{_scoped(CSS, '.spectheory')}</style>"
+            f"{_section(claim, plot)}</div>")
+
+
 def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verification report",
             jobs: int = 1) -> str:
     """The whole report as one self-contained HTML page (``jobs``: processes drawing the plots,
@@ -555,10 +760,6 @@ def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verifi
         inst = run["instances"]
         extra = ("<p class=meta>On the user's pairs from " + _e(inst.get("source") or "the given pairs") + ": "
                  + _e(", ".join(f"{p['name']} (V={p['V']}, order {p['order']})" for p in inst["pairs"])) + "</p>")
-    rows = "".join(
-        f'<tr><td><a href="#{anchor(c["id"])}"><code>{_e(c["id"])}</code></a></td>'
-        f"<td class=rel>{_e(c.get('relation') or '–')}</td><td>{_badge(c['verdict'], _summary(c))}{_beside(c)}</td>"
-        f"<td>{_e(finding(c))}</td><td>{_e(controls_cell(c))}</td></tr>" for c in report["claims"])
     legend = "".join(f"<dt>{_e(k)}</dt><dd>{_e(t)}</dd>" for k, t in LEGEND)
     figs = figures(report, jobs) if plots else None
     body = "\n".join(_section(c, plots, figs) for c in report["claims"])
@@ -570,8 +771,7 @@ def to_html(report: dict, *, plots: bool = True, title: str = "spectheory verifi
             f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"
             f"<h1>{_e(title)}</h1><p class=meta>{_e(meta)}</p>{extra}"
             f'<p class="counts"><b>{_e(verdict_counts(report))}.</b></p>'
-            f'<table class="summary"><tr><th>claim</th><th>relation</th><th>verdict</th><th>what was found</th>'
-            f"<th>controls</th></tr>{rows}</table><dl class=legend>{legend}</dl>\n{_logits_table(report)}{body}\n"
+            f"{_summary_table(report)}<dl class=legend>{legend}</dl>\n{_logits_table(report)}{body}\n"
             f"</main></body></html>\n")
 
 

@@ -1,12 +1,13 @@
 """Every printed number is recomputed by the call printed beside it (issue 24, item 5).
 
-A report prints, beside each counterexample, least-slack record and out-of-scope finding, one line
+A report prints, beside each counterexample, least-slack record (a part's, and a hold's least slack over
+its open choices) and out-of-scope finding, one line
 of Python (``call``) that recomputes its numbers. :func:`mismatches` runs every such call of a
 report with :func:`spectheory.sims.shrink.recompute` and compares what it returns with the printed numbers at
 the precision the report prints them (a counterexample's claimed and measured: 6 significant
 digits, :func:`spectheory.judge.format.fmt`; a least slack: 4, :func:`spectheory.sims.report.short_fmt`). A
-counterexample printed as claimed 0 and measured x (a slack or shortfall encoding) may have a call
-that returns x alone::
+counterexample's call returns both numbers, ``(claimed, measured, ...)``, as the report's "Recompute
+both numbers" says (a call returning the measured value alone does not reproduce it)::
 
     python -m spectheory.sims.reproduce reports/verify.json     # exit 1 and list the calls that do not reproduce
 """
@@ -52,6 +53,8 @@ def printed_calls(report: dict, controls: bool = True) -> list[dict]:
             cex(c["id"], f"control {k['name']}", k.get("counterexample"))
             for pid, rec in (k.get("least_slack") or {}).items():
                 slack(c["id"], f"control {k['name']} part {pid}", rec)
+        for pid, rec in (c.get("least_slack_over_choices") or {}).items():
+            slack(c["id"], f"part {pid} over the choices", rec)
         for f in (c.get("scope") or {}).get("out_of_scope") or []:
             if f.get("call"):
                 out.append({"claim": c["id"], "where": f"outside the scope ({f.get('part')})",
@@ -79,8 +82,6 @@ def check_call(item: dict) -> dict | None:
         got = {"value": out if not isinstance(out, (tuple, list)) else out[0]}
         ok = _same(item["printed"]["value"], got["value"], 4)
     else:
-        if not isinstance(out, (tuple, list)) and item["printed"].get("claimed") == 0:
-            out = (0.0, out)  # a slack or shortfall encoding: claimed 0, the call gives the measured value
         if not isinstance(out, (tuple, list)) or len(out) < 2:
             return {**item, "got": f"not a (claimed, measured, ...) tuple: {out!r}"[:300]}
         got = {"claimed": out[0], "measured": out[1]}

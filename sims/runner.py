@@ -22,7 +22,7 @@ from spectheory.judge.evidence import Evidence, combine
 from spectheory.judge.format import versions
 
 from . import papers
-from .registry import Claim, Context, select, total_mc_tests
+from .registry import INEQUALITIES, TIE_THERE, Claim, Context, select, total_mc_tests
 
 SCHEMA = "spectheory.report/3"
 #: how an info evidence's note starts when a check reports an instance outside the claim's scope
@@ -34,7 +34,11 @@ def control_verdict(claim: Claim, control, evidence):
     """The judge's verdict of ``control`` of ``claim``: ``fails`` only if it fails in every
     (part, mode) it is required in. Returns (verdict, per mode, per part per mode)."""
     tag_parts(claim, evidence, f"control:{control.name}")
-    return verdicts.control_verdict(claim.control_requirements(control), evidence)
+    return verdicts.control_verdict(claim.control_requirements(control), evidence, _relations(claim))
+
+
+def _relations(claim: Claim) -> dict:
+    return {p.id: p.relation for p in claim.parts}
 
 
 def tag_parts(claim: Claim, evidence, who: str = "subject") -> None:
@@ -59,19 +63,23 @@ def tag_parts(claim: Claim, evidence, who: str = "subject") -> None:
 
 def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: bool, alpha: float,
                  user: dict | None = None, mc_total: int | None = None, required: dict | None = None,
-                 choices: dict | None = None, shrink: bool = True):
+                 choices: dict | None = None, shrink: bool = True, rerun: bool = False):
     """One check; ``user``/``mc_total``: the user's pairs and their Bonferroni denominator on a
     ``--instances`` run; ``required``: the (part, mode) pairs a control is judged on (None: the
     subject, judged on every part in its modes); ``choices``: overrides of the claim's open
-    choices (a re-run of a failing subject); ``shrink``: look for the smallest counterexample
-    when it fails."""
+    choices; ``rerun``: a re-run of the subject at a choice value, graded in
+    :attr:`Claim.rerun_required` only (evidence in other modes is dropped: it is not graded, and its
+    Monte Carlo tests are not in the Bonferroni denominator); ``shrink``: look for the smallest
+    counterexample when it fails."""
+    if rerun:
+        required = claim.rerun_required
     if required is None:
         required = {p.id: claim.part_modes(p) for p in claim.checkable_parts}
     ctx = Context(seed=seed, quick=quick, alpha_family=alpha, claim_id=claim.id, subject_name=subject_name,
                   parts=claim.parts, user=user, mc_total=mc_total, required=required,
                   claim_choices=claim.choices, scope=claim.scope, choices=dict(choices or {}))
     t0 = time.perf_counter()
-    evidence = claim.check(ctx, subject)
+    evidence = evidence_list(claim.check(ctx, subject), claim, subject_name)
     skipped_mc = ctx.mc_tests_run == 0 and not ctx.wants("mc")  # a control not graded in mc may skip it
     if user is None and ctx.mc_tests_run != claim.mc_tests and not skipped_mc:
         raise RuntimeError(f"{claim.id}: check ran {ctx.mc_tests_run} Monte Carlo tests but registered "
@@ -80,7 +88,9 @@ def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: boo
         raise RuntimeError(f"{claim.id}: check ran {ctx.mc_tests_run} Monte Carlo tests on {len(user)} user pair(s) "
                            f"but declared at most {claim.user_pairs.mc_tests_per_pair} per pair (UserPairs)")
     tag_parts(claim, evidence, subject_name)
-    if subject_name == "subject":
+    if rerun:  # graded in its exact evidence where the part has any: the rest is not this run's evidence
+        evidence = [e for e in evidence if e.outcome == "info" or e.mode in required.get(e.part, ())]
+    if subject_name == "subject" and not rerun:
         for part in claim.checkable_parts:
             graded = {e.mode for e in evidence if e.outcome != "info" and e.part == part.id}
             missing = [m for m in claim.part_modes(part) if m != "logits" and m not in graded]
@@ -96,7 +106,29 @@ def _run_subject(claim: Claim, subject, subject_name: str, seed: int, quick: boo
     counterexample = (claim.shrink(ctx, subject) if shrink and verdict == "fails" and claim.shrink and user is None
                       else None)
     return Result(verdict, evidence, counterexample, time.perf_counter() - t0, ctx.slack, ctx.notes,
-                  ctx.scope_findings)
+                  ctx.scope_findings, scope_checked=ctx.scope_checked)
+
+
+class CheckReturnError(TypeError):
+    """A check returned something other than a list of Evidence (the message says what)."""
+
+
+def evidence_list(returned, claim: Claim, who: str) -> list:
+    """What a check returned, as a list of Evidence; :class:`CheckReturnError` naming what it
+    returned instead (a float, None from a missing ``return``, a tuple of numbers, ...)."""
+    what = f"{claim.id} ({who}): its check {getattr(claim.check, '__qualname__', claim.check)!s}"
+    want = "a check returns a list of Evidence (spectheory.sims.shapes builds them: each, sweep, mc_law, ...)"
+    if isinstance(returned, Evidence):
+        raise CheckReturnError(f"{what} returned one Evidence, not a list of them; {want}: return [evidence]")
+    if returned is None or isinstance(returned, (str, bytes, dict)) or not hasattr(returned, "__iter__"):
+        got = "None (no `return` statement?)" if returned is None else f"a {type(returned).__name__} ({returned!r:.60})"
+        raise CheckReturnError(f"{what} returned {got}; {want}")
+    out = list(returned)
+    for i, e in enumerate(out):
+        if not isinstance(e, Evidence):
+            raise CheckReturnError(f"{what} returned a list whose item {i} is a {type(e).__name__} ({e!r:.60}), not an "
+                                   f"Evidence; {want}")
+    return out
 
 
 @dataclass
@@ -111,11 +143,14 @@ class Result:
     notes: list = field(default_factory=list)
     #: violations found outside the claim's scope (the shrinker's), for the report
     scope_findings: list = field(default_factory=list)
-    #: the subject re-run at other values of the claim's choices (when its principal reading
-    #: failed): ``[{"choice", "value", "parts": {part: verdict}, "seconds"}]``
+    #: the subject re-run at every other value of each of the claim's choices (whatever its verdict
+    #: at the defaults): ``[{"choice", "value", "parts": {part: verdict}, "implementation":
+    #: {identity part: verdict}, "slack": {part: record}, "seconds"}]``
     choice_runs: list = field(default_factory=list)
     #: parts a control left inconclusive (set by the report assembly)
     demoted: set = field(default_factory=set)
+    #: every instance the check asked the scope about: ``(instance, part, reason or None)``
+    scope_checked: list = field(default_factory=list)
 
 
 def proof_evidence(claim: Claim) -> list[Evidence]:
@@ -148,9 +183,9 @@ def part_verdicts(claim: Claim, evidence) -> tuple[dict, dict]:
             out[p.id] = verdicts.NOT_CHECKABLE
         elif p.identity:
             out[p.id] = combine([e for e in mine if e.mode == "proof"])
-            impl[p.id] = combine([e for e in mine if e.mode != "proof"])
+            impl[p.id] = verdicts.combine_part([e for e in mine if e.mode != "proof"], p.relation)
         else:
-            out[p.id] = combine(mine)
+            out[p.id] = verdicts.combine_part(mine, p.relation)
     return out, impl
 
 
@@ -158,18 +193,64 @@ def principal_verdict(claim: Claim, part_v: dict) -> str:
     return verdicts.reading_verdict(part_v, claim.principal.parts)
 
 
+def withheld(part_v: dict, impl: dict, demoted=()) -> dict:
+    """The part verdicts a run's evidence gives, with what the report withholds, the same way at the
+    defaults and at every choice value: an identity part whose implementation test fails, and a part
+    one of its negative controls (run at the defaults) did not catch, are ``inconclusive`` unless they
+    fail."""
+    out = dict(part_v)
+    for pid, iv in impl.items():
+        if iv == "fails" and out[pid] != "fails":
+            out[pid] = "inconclusive"
+    for pid in demoted:
+        if out.get(pid) not in ("fails", verdicts.NOT_CHECKABLE, None):
+            out[pid] = "inconclusive"
+    return out
+
+
+def part_slack(claim: Claim, evidence, records: dict) -> dict:
+    """Each inequality part's least slack in one run: its least-slack record (the searched tightest
+    instance) and the slack of every graded comparison of it (``Evidence.slack``), the least of them,
+    with the instance where it was found: ``{part: {"value", "instance", "source"}}`` (source
+    ``search`` or ``exact`` / ``mc``: exact comparisons preferred, Monte Carlo ones where the part has
+    none)."""
+    import math
+    out = {}
+    for p in claim.checkable_parts:
+        if p.relation not in INEQUALITIES:
+            continue
+        cands = []
+        rec = records.get(p.id)
+        if rec and rec.get("value") is not None and math.isfinite(float(rec["value"])):
+            inst = rec.get("instance")
+            if isinstance(inst, dict):
+                inst = ", ".join(f"{k}={v}" for k, v in inst.items())
+            cands.append((float(rec["value"]), inst if isinstance(inst, str) else rec.get("call", ""), "search"))
+        mine = [e for e in evidence if e.part == p.id and e.outcome != "info" and e.slack is not None
+                and e.mode in ("exact", "mc") and math.isfinite(float(e.slack))]
+        exact = [e for e in mine if e.mode == "exact"]
+        for e in exact or mine:
+            cands.append((float(e.slack), e.instance, e.mode))
+        if cands:
+            v, inst, src = min(cands, key=lambda t: t[0])
+            out[p.id] = {"value": v, "instance": inst, "source": src}
+    return out
+
+
 def _sweep_choices(claim: Claim, res: Result, seed: int, quick: bool, alpha: float, mc_total) -> None:
     """Re-run the subject at every non-default value of each open choice (one choice at a time,
-    the others at their defaults, same seeds, no shrinking) and keep each run's part verdicts."""
+    the others at their defaults, same seeds, no shrinking), graded in :attr:`Claim.rerun_required`,
+    and keep each run's part verdicts, implementation tests and least slack per part."""
     proofs = [e for e in res.evidence if e.mode == "proof"]
     for ch in claim.choices:
         for value in ch.values:
             if value == ch.default:
                 continue
             r = _run_subject(claim, claim.subject, "subject", seed, quick, alpha, None, mc_total, None,
-                             choices={ch.name: value}, shrink=False)
-            pv, _ = part_verdicts(claim, list(r.evidence) + proofs)
-            res.choice_runs.append({"choice": ch.name, "value": value, "parts": pv, "seconds": r.seconds})
+                             choices={ch.name: value}, shrink=False, rerun=True)
+            pv, impl = part_verdicts(claim, list(r.evidence) + proofs)
+            res.choice_runs.append({"choice": ch.name, "value": value, "parts": pv, "implementation": impl,
+                                    "slack": part_slack(claim, r.evidence, r.slack), "seconds": r.seconds})
 
 
 def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha: float,
@@ -190,16 +271,18 @@ def _run_task(claim_id: str, control: str | None, seed: int, quick: bool, alpha:
                            None if ctl is None else claim.control_requirements(ctl))
         if ctl is None:
             res.evidence = list(res.evidence) + proof_evidence(claim)
-            if user is None and claim.choices and \
-                    principal_verdict(claim, part_verdicts(claim, res.evidence)[0]) == "fails":
+            if user is None and claim.choices:  # every claim's choices, whatever its verdict at the defaults
                 _sweep_choices(claim, res, seed, quick, alpha, mc_total)
         return res
     except Exception as err:  # noqa: BLE001 - only user claims are rewrapped
         if not user_claims.is_user_claim(claim_id):
             raise
+        if isinstance(err, CheckReturnError):  # located at the check's definition, not in this runner
+            raise user_claims.UserClaimsError(f"{err}{user_claims.check_location(claim.check)}") from None
         origin = getattr(sys.modules.get(claim.check.__module__), "__file__", "") or ""
-        raise user_claims.UserClaimsError(f"{claim_id} ({who}): {type(err).__name__}: {err}"
-                                          f"{user_claims._where(err, origin)}") from None
+        raise user_claims.UserClaimsError(f"{claim_id} ({who}): "
+                                          f"{user_claims.describe_error(err, origin, user_claims.check_location(claim.check))}"
+                                          ) from None
 
 
 def _run_group(items, seed: int, quick: bool, alpha: float, user: dict | None = None, mc_total: int | None = None,
@@ -398,7 +481,7 @@ def run_claims(pattern: str = "*", *, quick: bool = False, seed: int = 0, alpha:
             tag_parts(by_id[cid], evs, "extra evidence")
             r.evidence = list(r.evidence) + evs
 
-    out = [_claim_entry(claim, results, user is not None) for claim in claims]
+    out = [_claim_entry(claim, results, user is not None, seed, quick) for claim in claims]
     if user is not None:  # the report text states the instances actually used, not the built-in ones
         names = ", ".join(user)
         for c in out:
@@ -452,6 +535,12 @@ def _failing_part(claim: Claim, evidence, cex) -> str | None:
     return None
 
 
+def settings_line(cex: dict) -> str:
+    """A counterexample's settings in one line (``V=3, B=2``)."""
+    return ", ".join(f"{k}={v}" for k, v in cex.items()
+                     if k not in ("source", "claimed", "measured", "call", "part", "what", "tie", "note"))
+
+
 def _graded_modes(evidence, part: str) -> set:
     return {e.mode for e in evidence if e.part == part and e.outcome != "info"}
 
@@ -487,50 +576,115 @@ def _json_num(x):
     return _num(x)
 
 
-def _choices_entry(claim: Claim, res: Result, headline_parts: dict) -> tuple[list, bool | None, list]:
-    """The claim's choices with the principal verdict at each swept value; ``robust`` (None unless
-    the principal reading fails at the defaults) and the choices the failure depends on."""
-    pv_default = principal_verdict(claim, headline_parts)
-    out, depends = [], []
+def _choices_entry(claim: Claim, res: Result, part_v: dict) -> tuple[list, dict]:
+    """The claim's choices with the principal reading's verdict (and every part's) at each value,
+    and the headline over them (:func:`spectheory.judge.verdicts.over_choices`). ``part_v``: the
+    part verdicts at the defaults, as the report gives them (controls and implementation tests
+    applied); a re-run's part verdicts go through the same :func:`withheld` (the controls run at the
+    defaults only)."""
+    default = principal_verdict(claim, part_v)
+    out, swept = [], {}
     for ch in claim.choices:
         entry = {"name": ch.name, "default": _json_value(ch.default), "values": [_json_value(v) for v in ch.values],
-                 "why": ch.why, "invented": bool(ch.invented), "verdicts": {}}
+                 "why": ch.why, "invented": bool(ch.invented), "verdicts": {}, "parts": {}}
         runs = [r for r in res.choice_runs if r["choice"] == ch.name]
-        if pv_default == "fails" and runs:
+        if runs:
             vals = list(ch.values) if ch.default in ch.values else [ch.default] + list(ch.values)
             for v in vals:
                 if v == ch.default:
-                    entry["verdicts"][_value_key(v)] = pv_default
-                    continue
-                run = next(r for r in runs if r["value"] == v)
-                pv = {pid: ("inconclusive" if pid in res.demoted and v_ != "fails" else v_)  # controls at defaults
-                      for pid, v_ in run["parts"].items()}
-                entry["verdicts"][_value_key(v)] = principal_verdict(claim, pv)
-            if any(v != "fails" for v in entry["verdicts"].values()):
-                depends.append(ch.name)
+                    pv = part_v
+                else:
+                    run = next(r for r in runs if r["value"] == v)
+                    pv = withheld(run["parts"], run.get("implementation", {}), res.demoted)
+                key = _value_key(v)
+                entry["verdicts"][key] = principal_verdict(claim, pv)
+                entry["parts"][key] = dict(pv)
+            swept[ch.name] = {k: v for k, v in entry["verdicts"].items() if k != _value_key(ch.default)}
         out.append(entry)
-    robust = None if pv_default != "fails" else not depends
-    return out, robust, depends
+    head = verdicts.over_choices(default, swept)
+    head["swept"] = bool(swept)
+    return out, head
 
 
-def _depends_text(choices: list, depends: list) -> str:
-    """``depends on k_max: holds at 2, fails at 4 (default)``; several choices `;`-joined."""
+def _choice_text(choices: list, names: list) -> str:
+    """``k_max: holds at 2, fails at 4 (default), fails at 8``; several choices `;`-joined."""
     bits = []
     for ch in choices:
-        if ch["name"] not in depends:
+        if ch["name"] not in names:
             continue
         d = _value_key(ch["default"])
         bits.append(f"{ch['name']}: " + ", ".join(f"{v} at {k}" + (" (default)" if k == d else "")
                                                   for k, v in ch["verdicts"].items()))
-    return "depends on " + "; ".join(bits)
+    return "; ".join(bits)
 
 
-def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
+def _depends_text(choices: list, depends: list) -> str:
+    """``depends on k_max: holds at 2, fails at 4 (default)``; several choices `;`-joined."""
+    return "depends on " + _choice_text(choices, depends)
+
+
+def _undecided_text(choices: list, undecided: list) -> str:
+    """``inconclusive over σ: holds at 0.1 (default), inconclusive at 0.3``: a verdict that some
+    value of a choice leaves undecided does not persist across its range."""
+    return "inconclusive over " + _choice_text(choices, undecided)
+
+
+def least_slack_over_choices(claim: Claim, res: Result, part_v: dict, seed: int, quick: bool) -> dict:
+    """Each holding inequality part of the principal reading: its least slack over the defaults and every
+    choice value, where, and the call that recomputes it (:func:`slack_at`)."""
+    runs = [(None, None, part_slack(claim, res.evidence, res.slack))]
+    runs += [(r["choice"], r["value"], r.get("slack") or {}) for r in res.choice_runs]
+    out = {}
+    for pid in claim.principal.parts:
+        if part_v.get(pid) != "holds":
+            continue
+        found = [(rec[pid]["value"], ch, v, rec[pid]) for ch, v, rec in runs if pid in rec]
+        if not found:
+            continue
+        value, ch, v, rec = min(found, key=lambda t: t[0])
+        choices = {} if ch is None else {ch: v}
+        out[pid] = {"value": value, "choice": ch, "choice_value": _json_value(v) if ch is not None else None,
+                    "instance": rec["instance"], "source": rec["source"],
+                    "call": f"import spectheory.sims.runner; spectheory.sims.runner.slack_at({claim.id!r}, {pid!r}, {choices!r}, "
+                            f"quick={bool(quick)}, seed={int(seed)})"}
+    return out
+
+
+def slack_at(claim_id: str, part: str, choices: dict | None = None, *, quick: bool = False, seed: int = 0) -> float:
+    """A part's least slack with the claim's choices at ``choices`` (the others at their defaults):
+    the subject's check re-run as the sweep runs it (:func:`part_slack`). The call a report prints
+    beside a hold's least slack over the choices."""
+    from .registry import load_all
+    claim = load_all()[claim_id]
+    r = _run_subject(claim, claim.subject, "subject", seed, quick, 0.01, choices=dict(choices or {}), shrink=False,
+                     rerun=True)
+    return part_slack(claim, r.evidence, r.slack)[part]["value"]
+
+
+def _degenerate(scope_findings: list) -> list[dict]:
+    """The scope findings that are degenerate instances (the non-degeneracy rule), each with its
+    case and whether the comparison there is a tie (claimed = measured)."""
+    from spectheory.judge.degeneracy import case_of
+    out = []
+    for f in scope_findings:
+        case = case_of(f.get("reason"))
+        if case is None:
+            continue
+        c, m = f.get("claimed"), f.get("measured")
+        tie = TIE_THERE in (f.get("reason") or "") or (
+            isinstance(c, (int, float)) and isinstance(m, (int, float)) and abs(c - m) <= 1e-9 * max(1.0, abs(c)))
+        out.append({"case": case, "part": f.get("part"), "instance": f.get("instance"), "tie": bool(tie)})
+    return out
+
+
+def _claim_entry(claim: Claim, results, user: bool = False, seed: int = 0, quick: bool = False) -> dict:
     """One claim of the report: parts and their verdicts, readings and their verdicts (the
-    principal one is the headline), scope findings, open choices (swept when the principal reading
-    fails), the evidence, every control's verdict per part per mode, and the real pair's own
+    principal one is the headline, over every value of the open choices), what each verdict rests
+    on (evidence, an identity, the reconstructed model), scope findings and the degenerate
+    instances among them, the open choices with the verdict at each value, a hold's least slack over
+    them, the evidence, every control's verdict per part per mode, and the real pair's own
     verdict. ``user``: a user-pairs run, where a part no user pair fits is not checkable and
-    controls are required only where the subject was graded."""
+    controls are required only where the subject was graded (its choices are not swept)."""
     res = results[(claim.id, None)]
     evidence, cex, secs, slack = res.evidence, res.counterexample, res.seconds, res.slack
     part_v, impl = part_verdicts(claim, evidence)
@@ -563,7 +717,7 @@ def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
             need = {p: tuple(m for m in ms if m in _graded_modes(evidence, p)) for p, ms in need.items()}
             need = {p: ms for p, ms in need.items() if ms}
         tag_parts(claim, cev, f"control:{ctl.name}")
-        cv, per_mode, per_part = (verdicts.control_verdict(need, cev) if need
+        cv, per_mode, per_part = (verdicts.control_verdict(need, cev, _relations(claim)) if need
                                   else (verdicts.NOT_CHECKABLE, verdicts.mode_verdicts(cev), {}))
         entry = {"name": ctl.name, "description": ctl.description, "verdict": cv,
                  "modes": per_mode, "required_modes": list(claim.control_modes(ctl)),
@@ -577,10 +731,12 @@ def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
             continue
         for pid, modes in need.items():
             missed = [m for m in modes if m != "logits" and per_part.get(pid, {}).get(m) != "fails"]
-            if not missed or part_v[pid] in ("fails", verdicts.NOT_CHECKABLE):
+            if not missed:
+                continue
+            res.demoted.add(pid)  # at every choice value too: the controls run at the defaults only
+            if part_v[pid] in ("fails", verdicts.NOT_CHECKABLE):
                 continue
             part_v[pid] = "inconclusive"
-            res.demoted.add(pid)
             where = "" if one else f" in part {pid!r}"
             note = (f"negative control {ctl.name!r} did not fail{where} in mode(s) {missed} "
                     f"(per mode: {per_part.get(pid) if not one else per_mode}): the check cannot tell a broken "
@@ -588,9 +744,18 @@ def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
             notes.append(note)
             part_notes[pid].append(note)
     by_part: dict = {}
+    kept = []
     for x in _counterexamples(cex):  # each counterexample on the part it names (else the first failing one)
-        by_part.setdefault(_failing_part(claim, evidence, x), x)
+        pid = _failing_part(claim, evidence, x)
+        if pid is not None and part_v.get(pid) != "fails":   # a failing instance of an undecided part
+            part_notes[pid].append(f"a failing instance was found ({settings_line(x)}), but the part is "
+                                   f"{part_v[pid]}: not a counterexample")
+            continue
+        by_part.setdefault(pid, x)
+        kept.append(x)
+    cex = kept or None   # the claim shows the shrink's first counterexample of a failing part
     syn = verdicts.synthetic(evidence)
+    classes = {p.id: p.verdict_class for p in claim.parts}
     parts = []
     for p in claim.parts:
         used = [e for e in syn if e.part == p.id and (e.mode == "proof") == p.identity]
@@ -600,48 +765,80 @@ def _claim_entry(claim: Claim, results, user: bool = False) -> dict:
                  "identity": bool(p.identity), "reading": claim.reading_of(p.id).id,
                  "evidence": sum(e.part == p.id for e in evidence),
                  "counterexample": by_part.get(p.id),
-                 "least_slack": slack.get(p.id), "notes": part_notes[p.id]}
+                 "least_slack": slack.get(p.id), "notes": part_notes[p.id],
+                 "class": classes[p.id], "strict": p.is_strict}
         if p.identity:
             entry["implementation_test"] = impl.get(p.id)
+            entry["proved_for"] = p.proved_for
+        if p.reconstructed:
+            entry["reconstructed"] = p.reconstructed
         parts.append(entry)
     readings = []
     for r in claim.readings:
         rv = {pid: part_v[pid] for pid in r.parts}
         readings.append({"id": r.id, "role": r.role, "kind": r.kind, "statement": r.statement, "quote": r.quote,
                          "why": r.why, "parts": list(r.parts), "verdict": verdicts.reading_verdict(part_v, r.parts),
+                         "class": verdicts.reading_class(part_v, classes, r.parts),
                          "summary": _reading_summary(claim, r.parts, rv, parts)})
     principal = next(r for r in readings if r["role"] == "principal")
-    choices, robust, depends = _choices_entry(claim, res, part_v)
-    verdict, summary = principal["verdict"], principal["summary"]
-    if depends:
-        verdict, summary = "depends", _depends_text(choices, depends)
+    choices, head = _choices_entry(claim, res, part_v)
+    verdict, summary = head["verdict"], principal["summary"]
+    if head["depends_on"]:
+        summary = _depends_text(choices, head["depends_on"])
+    elif head["undecided_on"]:
+        summary = _undecided_text(choices, head["undecided_on"])
+    # robust: the headline persists at every value of every choice (vacuously with none); null when the
+    # choices were not swept (a user-pairs run)
+    robust = None if user else (not head["depends_on"] and not head["undecided_on"])
+    found_outside = _scope_findings(claim, evidence, res)
     scope = {"statement": claim.scope.statement if claim.scope is not None else None,
-             "out_of_scope": _scope_findings(claim, evidence, res)}
+             "out_of_scope": found_outside,
+             "degenerate_cases": list(claim.scope.degenerate or ()) if claim.scope is not None else [],
+             "checked": len(res.scope_checked)}
     real = verdicts.real_pair_verdict(evidence)
     keys = papers.keys_of(claim.paper)
-    return {"id": claim.id, "verdict": verdict, "summary": summary,
-            "relation": claim.relation_label, "statement": claim.statement,
-            "paper": papers.cite(claim.paper), "papers": [papers.PAPERS[k].to_json() for k in keys],
-            "reference": claim.reference, "interpretation": claim.interpretation,
-            "readings": readings, "scope": scope, "choices": choices, "robust": robust, "depends_on": depends,
-            "sources": {"synthetic": verdict, "real": real}, "parts": parts,
-            "evidence": [e.to_json() for e in evidence], "counterexample": (_counterexamples(cex) or [None])[0],
-            "controls": controls, "notes": notes, "implementation_errors": errors, "seconds": round(secs, 3)}
+    entry = {"id": claim.id, "verdict": verdict, "summary": summary,
+             "class": principal["class"] if verdict == principal["verdict"] else "evidence",
+             "relation": claim.relation_label, "statement": claim.statement,
+             "paper": papers.cite(claim.paper), "papers": [papers.PAPERS[k].to_json() for k in keys],
+             "reference": claim.reference, "interpretation": claim.interpretation,
+             "readings": readings, "scope": scope, "degenerate": _degenerate(found_outside),
+             "choices": choices, "robust": robust, "depends_on": head["depends_on"],
+             "undecided_on": head["undecided_on"],
+             "least_slack_over_choices": (least_slack_over_choices(claim, res, part_v, seed, quick)
+                                          if head["swept"] and verdict == "holds" else {}),
+             "sources": {"synthetic": verdict, "real": real}, "parts": parts,
+             "evidence": [e.to_json() for e in evidence], "counterexample": (_counterexamples(cex) or [None])[0],
+             "controls": controls, "notes": notes, "implementation_errors": errors, "seconds": round(secs, 3),
+             "choice_seconds": round(sum(r["seconds"] for r in res.choice_runs), 3)}
+    return entry
 
 
 def _reading_summary(claim: Claim, pids, rv: dict, parts: list) -> str:
     """A reading's verdict in words: ``fails (1 of 3 parts)``, ``fails by equality (tie)``,
-    ``holds (identity)`` (every checkable part an identity, proved)."""
+    ``holds (identity)`` (every holding part a proved identity), ``holds in the reconstructed
+    model`` (every holding part a property of a model this project reconstructed), ``holds (3 of 3
+    parts; 1 identity, 1 in the reconstructed model)`` (what the holding parts that are not evidence
+    rest on)."""
     text = verdicts.summary(rv)
     v = verdicts.claim_verdict(rv)
     mine = [p for p in parts if p["id"] in pids]
-    tag = None
+    head, _, rest = text.partition(" (")
+    rest = rest[:-1] if rest.endswith(")") else rest
     if v == "fails" and all(p["failure"] == "tie" for p in mine if p["verdict"] == "fails"):
-        v, tag = "fails by equality", "tie"
-    checked = [p for p in mine if p["checkable"]]
-    if v == "holds" and checked and all(p["identity"] for p in checked):
-        tag = "identity"
-    if tag is None:
+        return "fails by equality (tie" + (f"; {rest})" if rest else ")")
+    if v != "holds":
         return text
-    head = text.split(" (", 1)
-    return f"{v} ({tag}; {head[1]}" if len(head) > 1 else f"{v} ({tag})"
+    held = [p for p in mine if p["verdict"] == "holds"]
+    n_id = sum(p.get("class") == "identity" for p in held)
+    n_rec = sum(p.get("class") == "reconstructed" for p in held)
+    if held and n_id == len(held):
+        return "holds (identity" + (f"; {rest})" if rest else ")")
+    if held and n_id + n_rec == len(held):
+        extra = "; ".join(x for x in (rest, f"{n_id} identity" if n_id else "") if x)
+        return "holds in the reconstructed model" + (f" ({extra})" if extra else "")
+    extra = ", ".join(x for x in (f"{n_id} identity" if n_id else "",
+                                  f"{n_rec} in the reconstructed model" if n_rec else "") if x)
+    if not extra:
+        return text
+    return f"{head} ({rest}; {extra})" if rest else f"{head} ({extra})"

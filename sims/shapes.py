@@ -108,7 +108,7 @@ def strict_bound(instance: str, bound, measured, *, side: str = "gt", tol: float
     tie = abs(gap) <= slack
     ev = Evidence("exact", instance, b, m, test=f"exact {what} {'>' if side == 'gt' else '<'} bound (strict; "
                                                  f"equality within tol {tol:g} is a tie)",
-                  tolerance=tol, outcome="pass" if gap > slack else "fail", note=note)
+                  tolerance=tol, outcome="pass" if gap > slack else "fail", note=note, slack=gap)
     if tie:
         ev.tie = True
         ev.note = "; ".join(x for x in (note, f"fails by equality (tie): |measured − bound| = {abs(gap):.3g} ≤ "
@@ -170,6 +170,7 @@ def clipped_bound(side: str = "ge", *, strict: bool = False, tol: float = stats.
         else:
             ok = value < bound - tol if strict else value <= bound + tol
         ev = stats.exact_equal(instance, bound, bound if ok else value, what=what, note=note)
+        ev.slack = (value - bound) if side == "ge" else (bound - value)
         if strict and not ok and abs(value - bound) <= tol:  # a strict inequality met with equality
             ev.outcome, ev.tie = "fail", True
             ev.note = "; ".join(x for x in (note, f"fails by equality (tie): |value − bound| ≤ {tol:g}") if x)
@@ -181,7 +182,9 @@ def shortfall(*, shift: float = 0.0, what: str = "shortfall"):
     """A ``judge`` for :func:`sweep` whose measure returns (0, a − b) for a claim a ≥ b: reported
     as claimed 0 and measured min(0, a − b + shift) (0 while the ordering holds)."""
     def judge(instance, zero, diff, note):
-        return stats.exact_equal(instance, 0.0, min(0.0, diff + shift), what=what, note=note)
+        ev = stats.exact_equal(instance, 0.0, min(0.0, diff + shift), what=what, note=note)
+        ev.slack = diff + shift
+        return ev
     return judge
 
 
@@ -195,6 +198,24 @@ def _grade(instance, grade, side, c, m, tol, what, note) -> Evidence:
                             note=note)
     return stats.exact_bound(instance, c, m, side=side, tol=stats.EXACT_TOL if tol is None else tol, what=what,
                              note=note)
+
+
+def in_scope(ctx, pair, ev, *, rule_only: bool = False, **settings):
+    """``ev`` (an Evidence or a list) kept graded when ``pair`` (with ``settings``) is inside the
+    claim's scope, else labelled outside it (``ctx.outside``: info, never a counterexample; a
+    degenerate instance under the non-degeneracy rule is one such). Every instance a strict part is
+    graded on goes through the scope this way (or through ``ctx.out_of_scope`` itself).
+    ``rule_only``: the non-degeneracy rule alone (``ctx.degenerate``), for instances chosen outside
+    the claim's own guard on purpose (a negative control's sources)."""
+    part = next((e.part for e in (ev if isinstance(ev, list) else [ev]) if e.part is not None), None)
+    why = (ctx.degenerate(pair, part=part, **settings) if rule_only
+           else ctx.out_of_scope(pair, part=part, **settings))
+    if why:
+        for e in ev if isinstance(ev, list) else [ev]:
+            ctx.outside(e, why)
+            for pt in e.points or ():
+                pt["outcome"] = "info"
+    return ev
 
 
 # --- Monte Carlo against the exact or claimed value -------------------------------------------

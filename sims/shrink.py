@@ -169,6 +169,18 @@ def call_line(fn: Callable, *args, **kwargs) -> str:
     return (f"import {', '.join(mods)}; " if mods else "") + expr
 
 
+def both_numbers(call: str, claimed: float) -> str:
+    """A one-line call that returns ``(claimed, value)`` where ``call`` returns the measured value
+    alone (a slack or shortfall encoded as claimed 0): what a counterexample's "recompute both
+    numbers" needs."""
+    tree = ast.parse(call)
+    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+        raise ValueError(f"the call must end in an expression: {call!r}")
+    last = ast.get_source_segment(call, tree.body[-1])
+    head = call[:call.rindex(last)]
+    return f"{head}({float(claimed)!r}, {last})"
+
+
 def recompute(call: str):
     """Run a one-line call (as written by :func:`call_line`): every statement but the last is
     executed, the last expression's value returned."""

@@ -50,6 +50,14 @@ def permuted_rows(pair: MarkovPair) -> MarkovPair:
                       {**pair.params, "rows": "permuted"})
 
 
+def _sparse(V: int, mass: dict) -> np.ndarray:
+    """A distribution on V tokens with the given mass on a few of them (0 elsewhere)."""
+    row = np.zeros(V)
+    for token, m in mass.items():
+        row[token] = m
+    return row
+
+
 _BUILDERS = {
     # i.i.d. (order-0) pairs: β is the same at every position
     "iid-V4-random": lambda: random_pair(4, 0, 1.0, seed=11),
@@ -68,6 +76,12 @@ _BUILDERS = {
     # target with an order-1 n-gram draft (lifted: 3 draft rows shared by 9 states)
     "markov1-V4-permrows": lambda: permuted_rows(perturbed_pair(4, 1, how="mix", strength=0.5, seed=19)),
     "markov2-V3-ngram1": lambda: ngram_pair(dirichlet_source(3, 2, 0.5, seed=22), 3000, draft_order=1, seed=23),
+    # a large vocabulary with sparse support (i.i.d.): the target on tokens 1..4, the draft also on
+    # tokens 5..8 where p = 0 (token 0 has p = q = 0); a bug that gives every token a floor of mass
+    # (a clamp) puts mass ~V·floor on impossible tokens, which grows with V
+    "iid-V4096-sparse4": lambda: pair_from_tables(_sparse(4096, {1: 0.4, 2: 0.3, 3: 0.2, 4: 0.1}),
+                                                  _sparse(4096, {1: 0.2, 2: 0.1, 3: 0.1, 4: 0.1, 5: 0.2, 6: 0.1,
+                                                                 7: 0.1, 8: 0.1}), name="sparse"),
     # Monte Carlo scale
     "markov1-V50-strong": lambda: aligned_pair(50, 1, "strong", seed=31),
     "markov1-V50-weak": lambda: aligned_pair(50, 1, "weak", seed=32),

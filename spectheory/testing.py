@@ -54,12 +54,17 @@ def _check(fn, kind: str, seed: int, options: dict) -> dict:
 
 
 def _calls(report: dict, group: str) -> list[str]:
-    out = [c["call"] for c in report.get("crashes", []) if c.get("call")]
+    """One rerunnable call per distinct bug of the lossless verdict, then the failing checks'
+    calls of ``group`` not said yet."""
+    out = []
+    if group == "lossless":
+        out = [f["call"] for f in report["verdicts"]["lossless"].get("failures") or [] if f.get("call")]
+        out += [c["call"] for c in report.get("crashes", []) if c.get("call") and c["call"] not in out]
     for c in report["claims"]:
         cx = c.get("counterexample") or {}
         if c["group"] == group and c["verdict"] == "fails" and cx.get("call") and cx["call"] not in out:
             out.append(cx["call"])
-    return out
+    return list(dict.fromkeys(out))
 
 
 def failure_message(report: dict, groups=("lossless",)) -> str:
@@ -103,7 +108,7 @@ def assert_lossless(fn, *, kind: str = "block", budget_s: float | None = None, s
     """Raise ``AssertionError`` unless the sampler ``fn`` (a callable or ``"file.py:function"``)
     is shown lossless; return the report. ``kind``: ``"block"`` (``fn(p, q, draft_tokens,
     rng)``), ``"multidraft"`` (``K=``/``tree=``), ``"step"`` (``make_step``), ``"assisted"``
-    (a generation stack, :mod:`spectheory.conformance.assisted`) or ``"ragged"`` (a batched sampler in
+    (a generation stack, :mod:`spectheory.conformance.kinds.assisted`) or ``"ragged"`` (a batched sampler in
     the serving layout, ``offsets=``/``bonus=``); ``options``: those
     of the check function (``adapter``, ``dtype``, ``batched``, ``framework``, ``n``, ``gammas``,
     ``instances``, ``alpha``, ``controls``, ...). Deterministic for a given ``seed``."""

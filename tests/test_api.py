@@ -87,3 +87,116 @@ def test_python_dash_m_spectheory_runs_the_command_line():
     res = subprocess.run([sys.executable, "-m", "spectheory", "--version"], capture_output=True, text=True, env=env,
                          cwd=ROOT, timeout=120)
     assert res.returncode == 0 and res.stdout.startswith("spectheory "), res.stderr
+
+
+# --- a Report a notebook user can lean on ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def thm1_report():
+    return verify("sb.thm1,sd.acceptance", quick=True)
+
+
+def test_a_report_is_a_mapping_consistent_with_indexing(sd_report):
+    from collections.abc import Mapping
+    rep = sd_report
+    assert isinstance(rep, Mapping)
+    assert "sd.acceptance" in rep and "sd.acceptence" not in rep and 5 not in rep and None not in rep
+    assert list(rep) == list(rep.keys()) == ["sd.acceptance", "sd.expected_tokens"]
+    assert [c.id for c in rep.values()] == list(rep) and len(rep) == 2
+    assert all(rep[k] is v for k, v in rep.items())
+    assert rep.get("sd.acceptance") is rep["sd.acceptance"] and rep.get("nope") is None and rep.get(0, "d") == "d"
+    assert dict(rep) == {c.id: c for c in rep.claims}
+    with pytest.raises(KeyError, match=r"claim ids are strings .*report\.claims\[i\]"):
+        rep[0]
+
+
+def test_a_claims_display_has_its_verdict_readings_counterexample_call_controls_and_plot(thm1_report):
+    c = thm1_report["sb.thm1"]
+    cex = c.counterexample
+    text = repr(c)
+    assert text.startswith(f"sb.thm1: {c.raw['summary']} · integer: fails")
+    assert "reading real-gamma (principal): " in text and "reading integer (integer): fails" in text
+    assert f"recompute both numbers: {cex['call']}" in text
+    assert "controls: 2/2 rejected — " in text and "evidence items (.evidence, .to_frame())" in text
+    html = c._repr_html_()
+    import html as html_mod
+    assert '<div class=spectheory><style>.spectheory ' in html  # its own scoped style: the notebook is not restyled
+    assert "body{" not in html and "main{" not in html
+    assert html_mod.escape(cex["call"]) in html and "Recompute both numbers" in html
+    assert 'src="data:image/png;base64,' in html and "Negative controls" in html
+    assert 'class="badge' in html and "Principal reading" in html
+    summary = thm1_report._repr_html_()
+    assert summary.count("<tr>") == 3 and '<span class="badge holds">' in summary
+
+
+def test_records_and_frames_at_report_and_claim_level(thm1_report, monkeypatch):
+    pd = pytest.importorskip("pandas")
+    rows = thm1_report.records()
+    assert [r["claim"] for r in rows] == ["sd.acceptance", "sb.thm1"]
+    thm1 = rows[1]
+    cex = thm1_report["sb.thm1"].counterexample
+    assert (thm1["claimed"], thm1["measured"], thm1["call"]) == (cex["claimed"], cex["measured"], cex["call"])
+    assert thm1["controls_rejected"] == thm1["controls"] == 2 and thm1["verdict"] == "holds"
+    frame = thm1_report.to_frame()
+    assert list(frame.index) == ["sd.acceptance", "sb.thm1"] and frame.loc["sb.thm1", "verdict"] == "holds"
+    assert pd.DataFrame(rows).shape[0] == 2
+    c = thm1_report["sb.thm1"]
+    ev = c.to_frame()
+    assert len(ev) == len(c.evidence) and list(ev.columns[:4]) == ["claim", "part", "mode", "instance"]
+    assert set(ev["claim"]) == {"sb.thm1"} and (ev["mode"] == "exact").sum() == len(c.evidence.where(mode="exact"))
+    assert len(c.evidence.to_frame()) == len(c.evidence) and len(pd.DataFrame(c.records())) == len(c.evidence)
+    import sys
+    monkeypatch.setitem(sys.modules, "pandas", None)  # pandas is not a dependency: a clear error without it
+    for obj in (thm1_report, c, c.evidence):
+        with pytest.raises(ImportError, match=r"needs pandas \(pip install pandas\); .*records\(\)"):
+            obj.to_frame()
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(quick="yes"), TypeError, "quick must be True or False, got str 'yes'"),
+    (dict(quick=1), TypeError, "quick must be True or False"),
+    (dict(progress="no"), TypeError, "progress must be True or False"),
+    (dict(with_builtin="no"), TypeError, "with_builtin must be True or False"),
+    (dict(seed="1"), TypeError, "seed must be an integer"),
+    (dict(seed=1.5), ValueError, "seed must be an integer"),
+    (dict(jobs=-1), ValueError, "jobs must be ≥ 0"),
+    (dict(alpha="0.01"), TypeError, "alpha"),
+    (dict(log=3), TypeError, "log must be a callable"),
+    (dict(claims_from=3), TypeError, "claims_from must be a path, a module name or a list of them"),
+    (dict(claims_from=[3]), TypeError, "each claims_from entry"),
+    (dict(instances=5), TypeError, r"instances \(a pairs file, or a \{name: MarkovPair\} dict\) must be a path"),
+    (dict(instances={"a": 1}), TypeError, "instances must map names"),
+    (dict(instances={}), ValueError, "instances is an empty dict"),
+    (dict(logits=5), TypeError, "logits .* must be a path"),
+])
+def test_argument_types_are_checked_before_anything_runs(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        verify(**{"claims": "sd.acceptance", "quick": True, **kwargs})
+
+
+def test_the_reports_methods_check_their_arguments(sd_report):
+    with pytest.raises(TypeError, match="path must be a path"):
+        load_report(5)
+    with pytest.raises(TypeError, match="base must be a path"):
+        sd_report.write(5)
+    with pytest.raises(TypeError, match="html must be True or False"):
+        sd_report.write("x", html="no")
+    with pytest.raises(TypeError, match="path must be a path"):
+        sd_report.to_json(None)
+    with pytest.raises(TypeError, match="a column name is a string"):
+        sd_report["sd.acceptance"].evidence.column(0)
+
+
+def test_a_claim_file_given_as_a_path_object_runs(tmp_path):
+    from spectheory.sims import user_claims
+    path = tmp_path / "pathclaims.py"
+    path.write_text(
+        "from spectheory.sims.registry import Control, register\nfrom spectheory.judge.evidence import Evidence\n"
+        "def check(ctx, s):\n    return [Evidence('exact', 't', 0.0, float(s(0)), outcome='pass' if s(0) == 0 else 'fail')]\n"
+        "register(id='pth.zero', relation='=', paper='leviathan2023', reference='t', statement='f(0) = 0.',\n"
+        "         check=check, subject=lambda x: x, modes=('exact',), controls=(Control('p1', lambda x: x + 1, 'f'),))\n")
+    try:
+        rep = verify(claims_from=path, quick=True)
+        assert rep.verdicts == {"pth.zero": "holds"} and rep.run["claims_files"][0]["path"] == str(path)
+    finally:
+        user_claims.unload_all()

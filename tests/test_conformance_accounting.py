@@ -17,10 +17,10 @@ import pytest
 
 import spectheory.conformance
 from spectheory import conformance as sc
-from spectheory.conformance import multidraft as md
+from spectheory.conformance.kinds import multidraft as md
 from spectheory.conformance.compiled import compiled_in
 from spectheory.conformance.forced import CountingGenerator, ForcedUniforms, smallest_uniform
-from spectheory.conformance.multidraft_api import check_multidraft_verifier
+from spectheory.conformance import check_multidraft_verifier
 
 SMALL = dict(instances=("markov1-V3-mix0.4",), gammas=(2,), n=1000, controls=False)
 _CACHE: list = []
@@ -54,15 +54,22 @@ def test_uniforms_reused_across_calls_never_pass_a_probe():
 
 
 def test_per_call_accounting_alone_refuses_a_probe_whose_decision_used_no_forced_uniform():
-    """Without the runs (the probe call only): one rejection decision and one residual draw need
-    two forced values; the cached verifier draws one (the residual), so the probe is not applied."""
-    from spectheory.conformance.adapters import BlockVerifier
+    """Without the runs (the probe call only): where p(x) < q(x) the rejection decision needs a
+    uniform and the correction another value; the cached verifier draws one (the correction), so
+    the probe is not applied. At p(x) = 0 no uniform is needed: graded on its output."""
+    from spectheory.conformance.kinds.block import BlockKind
     from spectheory.conformance.probes import base_probes, run_probe
     _CACHE[:] = [0.3] * 8
-    probe = base_probes()[0]  # p=0 drafted token, u=0
-    support, _ = run_probe(BlockVerifier(cached_uniform_sd), probe)
-    assert support.outcome == "info" and "1 uniform from the forced source" in support.note, support.note
-    ok, _ = run_probe(BlockVerifier(sc.reference_verifier), probe)
+    kind = BlockKind(cached_uniform_sd)
+    zero_mass = next(p for p in kind.probes(kind.sampler) if "zero-mass" in p.name)  # 0 < p(x) < q(x)
+    support, _, _ = run_probe(kind, kind.sampler, zero_mass)
+    assert support.outcome == "info" and "needed 1 uniform" in support.note, support.note
+    assert "it drew 1 uniform from the forced source" in support.note, support.note
+    probe = base_probes()[0]  # p=0 drafted token, u=0: the rejection needs no uniform
+    cached, _, _ = run_probe(kind, kind.sampler, probe)
+    assert cached.outcome == "pass", cached.note
+    ref = BlockKind(sc.reference_verifier)
+    ok, _, _ = run_probe(ref, ref.sampler, probe)
     assert ok.outcome == "pass", ok.note
     assert "Targets the acceptance test u < p(x)/q(x)" in ok.note and "2^-53" in ok.note
 

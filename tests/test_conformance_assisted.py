@@ -1,4 +1,4 @@
-"""End-to-end conformance of assisted generation (spectheory.conformance.assisted; issue 26 5(a)).
+"""End-to-end conformance of assisted generation (spectheory.conformance.kinds.assisted; issue 26 5(a)).
 
 Fast tier: the transformers model wrapper (logits are the source's rows at every position; the
 cache is real: cropped it gives the rows of the kept history, not cropped it gives the rows of a
@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from spectheory import instances as inst  # noqa: E402
-from spectheory.conformance import assisted as ag  # noqa: E402
-from spectheory.conformance.assisted_api import check_assisted_generation  # noqa: E402
+from spectheory.conformance.kinds import assisted as ag  # noqa: E402
+from spectheory.conformance import check_assisted_generation  # noqa: E402
 from spectheory.conformance.hf_models import markov_hf_lm  # noqa: E402
 from spectheory.judge import stats  # noqa: E402
 
@@ -142,8 +142,14 @@ def test_reference_stack_holds_with_power_and_every_control_fails():
     assert r["verdicts"]["standard"]["verdict"] == "not-checkable"
     for c in r["claims"]:
         assert all(e["outcome"] == "pass" and e["detectable"] <= e["tolerance"] for e in c["evidence"]), c["evidence"]
-        assert {k["name"]: k["verdict"] for k in c["controls"]} == {
-            "target-unprocessed": "fails", "cache-not-cropped": "fails", "residual=norm(p)": "fails"}
+        ctl = {k["name"]: k["verdict"] for k in c["controls"]}
+        # top-k 2 of 3 tokens: the processed target has zeros, which both wiring bugs emit (a proof, at once);
+        # the law checks are failed by the wrong residual (the wiring bugs' law effect beyond the impossible
+        # tokens is small at control_n = 1,500 calls)
+        must = ("target-unprocessed", "cache-not-cropped") if c["id"] == "conformance.impossible_tokens" else \
+            ("residual=norm(p)",)
+        assert all(ctl[m] == "fails" for m in must), (c["id"], ctl)
+        assert c["verdict"] == "holds" and not c["notes"], c
     assert r["warnings"] == []
 
 
@@ -158,7 +164,7 @@ def test_each_buggy_stack_fails_in_law_with_a_rerunnable_call(stack, setting):
     assert lossless["verdict"] == "fails" and lossless["severity"] == "law", lossless
     failed = next(c for c in r["claims"] if c["verdict"] == "fails")
     call = failed["counterexample"]["call"]
-    assert call.startswith("spectheory.conformance.replay_check('spectheory.conformance.assisted:")
+    assert call.startswith("spectheory.conformance.replay_check('spectheory.conformance.kinds.assisted:")
     again = eval(call)  # noqa: S307  (our own printed call)
     bad = next(e for e in failed["evidence"] if e["outcome"] == "fail")
     assert again["outcome"] == "fail" and again["p_value"] == bad["p_value"] and again["n"] == bad["n"]
@@ -184,7 +190,7 @@ def test_a_stack_returning_the_wrong_length_is_a_crash_and_bad_signatures_a_usag
 def test_command_line_kind_assisted_exit_status(tmp_path):
     from typer.testing import CliRunner
     from spectheory.cli.main import app
-    res = CliRunner().invoke(app, ["conformance", "spectheory.conformance.assisted:target_unprocessed_stack",
+    res = CliRunner().invoke(app, ["conformance", "spectheory.conformance.kinds.assisted:target_unprocessed_stack",
                                    "--kind", "assisted", "--settings", "T=0.7,top_k=2", "--gammas", "1", "--n", "1000",
                                    "--no-controls", "--no-progress", "--json", str(tmp_path / "r.json"),
                                    "--markdown", str(tmp_path / "r.md")])
@@ -195,7 +201,7 @@ def test_command_line_kind_assisted_exit_status(tmp_path):
 def test_assert_lossless_kind_assisted():
     from spectheory.testing import assert_lossless
     with pytest.raises(AssertionError, match=r"LOSSLESS: fails \[law\]"):
-        assert_lossless("spectheory.conformance.assisted:cache_not_cropped_stack", kind="assisted",
+        assert_lossless("spectheory.conformance.kinds.assisted:cache_not_cropped_stack", kind="assisted",
                         instances=(PAIR,), settings=("T=1",), gammas=(3,), n=1000, controls=False)
 
 

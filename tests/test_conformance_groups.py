@@ -100,7 +100,7 @@ def test_its_acceptance_differs_from_alg1():
 
 
 SETTINGS = dict(instances=("markov1-V3-mix0.4", "iid-V4-strong", "iid-V3-disjoint", "iid-V1"), gammas=(2,),
-                n=8000)
+                n=10_000)
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,8 @@ def test_lossless_nonstandard_sampler_gets_lossless_holds_standard_fails(nonstan
     assert verdicts["bonus_by_state"] == "holds"  # its bonus is drawn from p(·|s) too
     groups = {c["id"]: c["group"] for c in r["claims"]}
     assert {k for k, g in groups.items() if g == "lossless"} == {
-        "conformance.first_tokens", "conformance.token_law_by_state", "conformance.support_probes"}
+        "conformance.impossible_tokens", "conformance.first_tokens", "conformance.token_law_by_state",
+        "conformance.support_probes"}
 
 
 def test_the_report_answers_lossless_first(nonstandard_report, capsys):
@@ -173,7 +174,8 @@ def test_design_spends_alpha_once():
         d = sequential.design(n)
         assert sum(d.weights) == pytest.approx(1.0) and d.looks[-1] == n
         assert list(d.looks) == sorted(set(d.looks)) and d.looks[0] >= min(n, sequential.MIN_LOOK)
-    assert sequential.design(10_000).looks == (625, 1250, 2500, 5000, 7500, 10_000)
+    assert sequential.design(10_000).looks == (625, 1250, 2500, 5000, 8000, 10_000)
+    assert sequential.design(10_000).weights == (1 / 32, 1 / 32, 1 / 16, 1 / 8, 1 / 2, 1 / 4)
 
 
 def _any_look_rejects(rng, design, probs, alpha, spend):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from spectheory import instances as inst
-from spectheory.conformance import multidraft as md
-from spectheory.conformance.multidraft_api import check_multidraft_verifier
+from spectheory.conformance.kinds import multidraft as md
+from spectheory.conformance import check_multidraft_verifier
 from spectheory.exact import sd as exact_sd
 from spectheory.markov import next_state
 
@@ -40,8 +40,9 @@ def specinfer_py(p, q, drafts, rng, *, residual=True):
                 accepted = x
                 break
             res = [max(a - b, 0.0) for a, b in zip(r, q_row)]
-            if sum(res) > 0:
-                r = [v / sum(res) for v in res]
+            total = sum(res)
+            if total > 0:
+                r = [v / total for v in res]
         if accepted is None:
             return out + [sample(r if residual else p_row, rng.random())]
         out.append(accepted)
@@ -70,8 +71,9 @@ def tree_py(p, q, tokens, parents, rng, *, correction_from_p=False):
                 nxt = j
                 break
             res = [max(a - b, 0.0) for a, b in zip(r, row_q)]
-            if sum(res) > 0:
-                r = [v / sum(res) for v in res]
+            total = sum(res)
+            if total > 0:
+                r = [v / total for v in res]
         if nxt is None:
             return out + [sample(row_p if correction_from_p else r, rng.random())]
         out.append(int(tokens[nxt]))

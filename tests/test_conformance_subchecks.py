@@ -25,13 +25,15 @@ import pytest
 
 from spectheory import instances as inst
 from spectheory.conformance import checks as C
-from spectheory.conformance import multidraft as MD
+from spectheory.conformance.kinds import multidraft as MD
 from spectheory.conformance import references as R
 from spectheory.conformance.adapters import BlockVerifier
-from spectheory.conformance.api import (INSTANCES, Plan, check_block_verifier, check_decoding_step, run_sequential,
-                                        step_from_block_verifier)
-from spectheory.conformance.driver import BlockRunner, Trace
-from spectheory.conformance.probes import base_probes, run_probes, zero_mass_probes
+from spectheory.conformance import INSTANCES, check_block_verifier, check_decoding_step, step_from_block_verifier
+from spectheory.conformance.driver import Plan, run_sequential
+from spectheory.conformance.kind import Block
+from spectheory.conformance.kinds.block import BlockKind, BlockRuns
+from spectheory.conformance.probes import base_probes, probe_list, run_probes, zero_mass_probes
+from spectheory.conformance.runs import Trace
 from spectheory.conformance.sequential import design
 
 FIX = Path(__file__).parent / "conformance_fixtures"
@@ -53,28 +55,35 @@ def short(check_id: str) -> str:
 # --- (a) the table: block verifiers -------------------------------------------------------------
 
 #: the sub-checks of every block check, in the order of its evidence rows
-BLOCK_SUBCHECKS = (("first_tokens", "law"), ("token_law_by_state", "law"), ("block_law", "law"),
+BLOCK_SUBCHECKS = (("impossible_tokens", "exact"), ("first_tokens", "law"), ("token_law_by_state", "law"), ("block_law", "law"),
                    ("bonus_by_state", "law"), ("acceptance_by_state", "rate"), ("expected_tau", "mean"),
                    ("tokens_per_call", "structure"), ("tokens_per_call", "law"))
 #: subject → one code per BLOCK_SUBCHECKS column, on markov1-V3-mix0.4, γ = 2, 2,000 runs, seed 7,
 #: level 1e-4: F fails; . does not fail (pass or underpowered: a statistical test of a law the
-#: subject has); 0 deterministic pass (no violating call); I info (nothing to test: no bonus).
+#: subject has); 0 deterministic pass (no violating call); I info (nothing to test: no bonus); -
+#: info, nothing to test on this instance (no token has p = 0: the impossible-token check; its
+#: subjects are in SPARSE_TABLE).
 BLOCK_TABLE = {
-    "reference": "......0.",
-    "residual=norm(p)": "FFF...F.",    # the correction from p repeats the rejected draft
-    "accept=min(1,q/p)": "FFF.FFFF",   # rejects where q < p, so the residual there has mass at x
-    "no-bonus": "..FIFFFF",            # γ accepts end on the last draft: a "repeat", no bonus
-    "bonus-from-row-γ−1": "FFFF..0.",
-    "accept-u≤ratio": "......0.",      # a probe control: the law holds (u = 0 has measure 0)
-    "unguarded-residual": "......0.",  # a probe control
-    "lossless:accept=p(x)": "..F.FF0F",
-    "fx:typical_acceptance": "FFF.FF0F",
-    "fx:bonus_wrong_row": "FFFF..0.",
-    "fx:nonstandard_lossless": "..F.FF0F",
-    "fx:unguarded_residual": "......0.",
-    "fx:hidden_generator": "......0.",
-    "fx:pure_python_sd": "......0.",
+    "reference": "-......0.",
+    "residual=norm(p)": "-FFF...F.",    # the correction from p repeats the rejected draft
+    "accept=min(1,q/p)": "-FFF.FFFF",   # rejects where q < p, so the residual there has mass at x
+    "no-bonus": "-..FIFFFF",            # γ accepts end on the last draft: a "repeat", no bonus
+    "bonus-from-row-γ−1": "-FFFF..0.",
+    "accept-u≤ratio": "-......0.",      # a probe control: the law holds (u = 0 has measure 0)
+    "unguarded-residual": "-......0.",  # a probe control
+    "residual-clamped-1e-5": "-......0.",  # impossible_tokens' control: a floor of 1e-5 on V = 3 is not seen
+    "lossless:accept=p(x)": "-..F.FF0F",
+    "fx:typical_acceptance": "-FFF.FF0F",
+    "fx:bonus_wrong_row": "-FFFF..0.",
+    "fx:nonstandard_lossless": "-..F.FF0F",
+    "fx:unguarded_residual": "-......0.",
+    "fx:hidden_generator": "-......0.",
+    "fx:pure_python_sd": "-......0.",
 }
+#: the impossible-token check on the sparse instance (V = 4096, p on tokens 1..4, q also on 5..8),
+#: γ = 3, 400 runs: F fails (an emitted token of probability 0), 0 passes (with power: the
+#: detectable mass ≤ 1e-3 needs 2,302 tokens, so at 400 runs it is underpowered: U)
+SPARSE_TABLE = {"reference": "U", "residual-clamped-1e-5": "F", "accept-u≤ratio": "U", "fx:pure_python_sd": "U"}
 
 
 def emit_token_1(p, q, draft, rng):
@@ -111,8 +120,8 @@ def block_traces():
     out = {}
     for name in BLOCK_TABLE:
         fn, kw = block_subject(name)
-        r = BlockRunner(BlockVerifier(fn, name=name, **kw), pair, TABLE_GAMMA, C.first_n(pair.V), TABLE_SEED,
-                        TABLE_INSTANCE)
+        r = BlockRuns(BlockVerifier(fn, name=name, **kw), pair, TABLE_GAMMA, C.first_n(pair.V), TABLE_SEED,
+                      TABLE_INSTANCE)
         with np.errstate(all="ignore"):
             r.extend(BLOCK_N)
         assert r.crash is None, r.crash
@@ -137,9 +146,28 @@ def test_block_table_covers_every_check_and_its_declared_controls():
     for chk in C.CHECKS:
         cols = [i for i, (c, _) in enumerate(BLOCK_SUBCHECKS) if c == short(chk.id)]
         for ctl in chk.controls:  # every control the report relies on fails some sub-check here
-            assert any(BLOCK_TABLE[ctl][i] == "F" for i in cols), (chk.id, ctl)
+            table = SPARSE_TABLE if chk.id == C.IMPOSSIBLE_ID else BLOCK_TABLE
+            assert any((table[ctl][0] if table is SPARSE_TABLE else table[ctl][i]) == "F" for i in cols), \
+                (chk.id, ctl)
     for i, (c, sub) in enumerate(BLOCK_SUBCHECKS):  # every sub-check is failed by some subject
-        assert any(codes[i] == "F" for codes in BLOCK_TABLE.values()), (c, sub)
+        table = [codes[0] for codes in SPARSE_TABLE.values()] if c == "impossible_tokens" else \
+            [codes[i] for codes in BLOCK_TABLE.values()]
+        assert "F" in table, (c, sub)
+
+
+@pytest.mark.parametrize("subject", list(SPARSE_TABLE))
+def test_impossible_tokens_on_the_sparse_instance(subject):
+    fn, kw = block_subject(subject)
+    pair = inst.get("iid-V4096-sparse4")
+    r = BlockRuns(BlockVerifier(fn, name=subject, **kw), pair, 3, C.first_n(pair.V), TABLE_SEED, pair.name)
+    r.extend(400)
+    (e,) = C.CHECKS[0].run(r.trace(), pair, TABLE_ALPHA)
+    code = SPARSE_TABLE[subject]
+    assert e.outcome == {"F": "fail", "U": "underpowered", "0": "pass"}[code], (subject, e.outcome, e.note)
+    assert e.n == int(r.trace().length.sum())
+    if code == "F":
+        bad = int(e.measured)
+        assert bad == r.impossible and bad > 0
 
 
 @pytest.mark.parametrize("subject", list(BLOCK_TABLE))
@@ -158,6 +186,8 @@ def test_every_block_subcheck_against_every_control(block_traces, subject):
             assert e.outcome == "fail", where
         elif code == "I":
             assert e.outcome == "info" and e.n == 0, where
+        elif code == "-":
+            assert e.outcome == "info" and "nothing to test" in e.note, where
         elif code == "0":
             assert e.outcome == "pass" and e.measured == 0.0, where
         else:
@@ -171,38 +201,47 @@ def test_every_block_subcheck_against_every_control(block_traces, subject):
 
 
 #: subject → (support codes, standard codes), one per probe in run_probes' order (8 base probes,
-#: then 4 zero-mass cases): a digit is the exact number of violations (0: pass; a violation fails
-#: whether the probe was applied or not); I: not applied, no violation (the forced values did not
-#: decide every step: fewer uniforms than acceptance decisions, no draw for the last token, or
-#: escaped draws — issue 26's accounting per decision).
+#: 4 zero-mass cases, 2 zero-mass cases with token 0 masked): a digit is the exact number of
+#: violations (0: pass; a violation fails whether the probe was applied or not, and a crash fails
+#: both grades); I: not applied, no violation (the forced values did not decide every step that
+#: needed a random value — a decision with 0 < p(x) < q(x), a last token of two or more possible —,
+#: nothing was drawn from the forced source, or draws escaped: the accounting of issues 26 and 35).
 PROBE_TABLE = {
-    "reference": ("000000000000", "000000000000"),
-    "residual=norm(p)": ("000000000000", "000000000000"),
-    "accept=min(1,q/p)": ("111100000000", "111100100000"),
-    "no-bonus": ("0000III00000", "000011100000"),  # 2 accepts, no draw for a last token: I where no violation
-    "bonus-from-row-γ−1": ("000000100000", "000000000000"),
-    "accept-u≤ratio": ("101000000000", "101000000000"),
-    "unguarded-residual": ("000000001111", "000000000000"),
-    "lossless:accept=p(x)": ("000000000000", "000000100000"),
-    "fx:typical_acceptance": ("IIIIIIIIIIII", "IIIIIIIIIIII"),  # accepts by a threshold: no uniform decides
-    "fx:bonus_wrong_row": ("000000100000", "000000000000"),
-    "fx:nonstandard_lossless": ("000000000000", "000000100000"),
-    "fx:unguarded_residual": ("000000001111", "000000000000"),
-    "fx:hidden_generator": ("IIIIIIIIIIII", "IIIIIIIIIIII"),
-    "fx:pure_python_sd": ("000000000000", "000000000000"),
-    "local:emit-token-1": ("IIII11IIIIII", "IIIIII1IIIII"),  # one uniform for a decision and a token
-    "local:prefix-shifted": ("IIIIIIIIIIII", "2222II111111"),  # prefix off the draft (+ must-reject rows)
+    "reference": ("00000000000000", "00000000000000"),
+    "residual=norm(p)": ("00000000000000", "00000000000000"),
+    "accept=min(1,q/p)": ("11110000000000", "11110010000000"),
+    "no-bonus": ("00000000000000", "00001110000000"),  # no bonus: valid ids, not Alg. 1's output
+    "bonus-from-row-γ−1": ("00000010000000", "00000000000000"),
+    "accept-u≤ratio": ("10100000000000", "10100000000000"),
+    "unguarded-residual": ("00000000111111", "00000000111111"),  # a crash fails both grades
+    "residual-clamped-1e-5": ("10010000000000", "00000000000000"),  # token 0 keeps mass 1e-5: u = 0 picks it
+    "lossless:accept=p(x)": ("00000000000000", "00000010000000"),
+    "fx:typical_acceptance": ("IIII000IIIIIII", "IIII000IIIIIII"),  # accepts by a threshold: no uniform decides
+    "fx:bonus_wrong_row": ("00000010000000", "00000000000000"),
+    "fx:nonstandard_lossless": ("00000000000000", "00000010000000"),
+    "fx:unguarded_residual": ("00000000111111", "00000000111111"),
+    "fx:hidden_generator": ("IIIIIIIIIIIIII", "IIIIIIIIIIIIII"),
+    "fx:pure_python_sd": ("00000000000000", "00000000000000"),
+    "local:emit-token-1": ("00001100IIIIII", "00000010IIIIII"),  # one uniform for a decision and a token
+    "local:prefix-shifted": ("0000000IIIIIII", "22220011111111"),  # prefix off the draft (+ must-reject rows)
 }
 
 
+def _block_probes(fn, **kw):
+    kind = BlockKind(fn, name=getattr(fn, "__name__", "subject"), **kw)
+    return run_probes(kind, kind.sampler)[:2]
+
+
 def test_probe_table_covers_every_probe_and_the_declared_probe_controls():
-    from spectheory.conformance.api import STANDARD_PROBE_CONTROLS, SUPPORT_PROBE_CONTROLS
-    n_probes = len(base_probes()) + len(zero_mass_probes(BlockVerifier(R.reference_verifier)))
+    kind = BlockKind(R.reference_verifier)
+    n_probes = len(probe_list(kind.sampler))
+    assert n_probes == len(base_probes()) + 4 + 2
     assert all(len(s) == len(t) == n_probes for s, t in PROBE_TABLE.values())
-    for ctl in SUPPORT_PROBE_CONTROLS:
-        assert set(PROBE_TABLE[ctl][0]) - {"0", "I"}, ctl
-    for ctl in STANDARD_PROBE_CONTROLS:
-        assert set(PROBE_TABLE[ctl][1]) - {"0", "I"}, ctl
+    for c in kind.controls():
+        if "support probes" in c.roles:
+            assert set(PROBE_TABLE[c.name][0]) - {"0", "I"}, c.name
+        if "standard probes" in c.roles:
+            assert set(PROBE_TABLE[c.name][1]) - {"0", "I"}, c.name
     for grade in (0, 1):  # every probe row that can fail a sampler is failed by some subject
         failed = {i for codes in PROBE_TABLE.values() for i, c in enumerate(codes[grade]) if c not in "0I"}
         can_fail = set(range(n_probes)) - ({7} if grade == 0 else set())  # support at the tie: no subject here
@@ -213,7 +252,7 @@ def test_probe_table_covers_every_probe_and_the_declared_probe_controls():
 def test_every_probe_row_against_every_control(subject):
     fn, kw = block_subject(subject)
     with np.errstate(all="ignore"):
-        support, standard = run_probes(BlockVerifier(fn, name=subject, **kw))
+        support, standard = _block_probes(fn, **kw)
     for grade, rows, codes in (("support", support, PROBE_TABLE[subject][0]),
                                ("standard", standard, PROBE_TABLE[subject][1])):
         assert len(rows) == len(codes)
@@ -228,9 +267,8 @@ def test_every_probe_row_against_every_control(subject):
 
 def test_escaped_uniform_fixture_fails_exactly_the_p0_u0_support_probe():
     pytest.importorskip("torch")
-    v = BlockVerifier(fixture("escaped_uniform_le"), adapter="logits", dtype="float32", batched=True,
-                      framework="torch", name="escaped")
-    support, standard = run_probes(v)
+    support, standard = _block_probes(fixture("escaped_uniform_le"), adapter="logits", dtype="float32", batched=True,
+                                      framework="torch")
     names = [e.instance for e in support]
     assert support[names.index("p=0 drafted token, u=0")].outcome == "fail"
     assert support[names.index("p=0 drafted token, u=0")].measured == 1
@@ -238,9 +276,9 @@ def test_escaped_uniform_fixture_fails_exactly_the_p0_u0_support_probe():
 
 def test_a_crashing_fixture_fails_every_check_with_a_crash_row():
     pair = inst.get(TABLE_INSTANCE)
-    runner = BlockRunner(BlockVerifier(fixture("crash_token0"), name="crash"), pair, 2, C.first_n(pair.V), 7,
-                         TABLE_INSTANCE)
-    plan = Plan(C.CHECKS, [(TABLE_INSTANCE, 2)], 0.01, design(200))
+    runner = BlockRuns(BlockVerifier(fixture("crash_token0"), name="crash"), pair, 2, C.first_n(pair.V), 7,
+                       TABLE_INSTANCE)
+    plan = Plan(C.CHECKS, [Block(TABLE_INSTANCE, 2)], 0.01, design(200))
     ev, crash, _, _ = run_sequential(runner, pair, C.CHECKS, plan, f"{TABLE_INSTANCE} γ=2")
     assert crash is not None and "crash_token0.py:9 in verify" in crash.location
     for chk in C.CHECKS:
@@ -250,31 +288,41 @@ def test_a_crashing_fixture_fails_every_check_with_a_crash_row():
 
 # --- (a) the table: multi-draft and tree verifiers ----------------------------------------------
 
-MULTI_SUBCHECKS = ("first_tokens", "token_law_by_state", "rule_block_law", "rule_expected_tau", "structure")
+MULTI_SUBCHECKS = ("impossible_tokens", "first_tokens", "token_law_by_state", "rule_block_law", "rule_expected_tau",
+                   "structure")
 #: (layout, K, tree, rule) → subject → codes per MULTI_SUBCHECKS column, then one per support
-#: probe (markov1-V3-mix0.4, γ = 2, 1,000 runs, seed 7, level 1e-4); codes as in BLOCK_TABLE.
+#: probe (the block kind's 14, every draft / tree node carrying the probe's token; markov1-V3-mix0.4,
+#: γ = 2, 1,000 runs, seed 7, level 1e-4); codes as in BLOCK_TABLE.
 MULTI_TABLE = {
     ("drafts", 2, None, "specinfer"): {
-        "specinfer": "....0" "000000",
-        "specinfer:residual-not-updated": "FFFF0" "000000",
-        "first-draft-SD": "..FF0" "000000",
-        "alive-not-filtered": "....F" "000000",
-        "prefix-shifted": "FFFFF" "000000",
-        "specinfer:accept-u≤ratio": "....0" "202000",  # token 0 accepted at both positions
+        "specinfer": "-....0" "00000000000000",
+        "specinfer:residual-not-updated": "-FFFF0" "00000000000000",
+        "first-draft-SD": "-..FF0" "00000000000000",
+        "alive-not-filtered": "-....F" "00000000000000",
+        "prefix-shifted": "-FFFFF" "00000000000000",
+        "specinfer:accept-u≤ratio": "-....0" "20200000000000",  # token 0 accepted at both positions
+        "specinfer:residual-clamped-1e-5": "-....0" "20210000000000",  # token 0 keeps mass: u = 0 picks it
     },
     ("tree", 1, (2, 2), "specinfer"): {
-        "specinfer-tree": "....0" "000000",
-        "specinfer-tree:residual-not-updated": "FFFF0" "000000",
-        "first-path-SD": "..FF0" "000000",
-        "children-by-depth": "..FFF" "000000",
-        "specinfer-tree:accept-u≤ratio": "....0" "202000",
+        "specinfer-tree": "-....0" "00000000000000",
+        "specinfer-tree:residual-not-updated": "-FFFF0" "00000000000000",
+        "first-path-SD": "-..FF0" "00000000000000",
+        "children-by-depth": "-..FFF" "00000000000000",
+        "specinfer-tree:accept-u≤ratio": "-....0" "20200000000000",
+        "specinfer-tree:residual-clamped-1e-5": "-....0" "20210000000000",
     },
     ("drafts", 3, None, "kseq"): {
-        "kseq": "....0" "000000",
-        "fx:kseq_rho_one": "FFFF0" "000000",
-        "fx:multidraft_specinfer_numpy": "...F0" "000000",  # lossless, another rule
+        "kseq": "-....0" "00000000000000",
+        "fx:kseq_rho_one": "-FFFF0" "00000000000000",
+        "fx:multidraft_specinfer_numpy": "-...F0" "00000000000000",  # lossless, another rule
     },
 }
+
+
+def _multi_probes(fn, K, tree, gamma):
+    kind = MD.MultiDraftKind(fn, name=getattr(fn, "__name__", "subject"), K=K, tree=tree)
+    kind.run_gammas = (gamma,)
+    return run_probes(kind, kind.sampler)[0]
 
 
 def multi_subject(name: str, tree):
@@ -315,7 +363,7 @@ def test_multi_table_covers_every_check_and_its_declared_controls():
         for chk in checks:
             i = MULTI_SUBCHECKS.index(short(chk.id))
             for ctl in chk.controls:
-                if ctl in rows:
+                if ctl in rows and chk.id != C.IMPOSSIBLE_ID:  # its control shows on the sparse instance
                     assert rows[ctl][i] == "F", (layout, chk.id, ctl)
         mine = [c[0] for c in MD.CONTROLS if c[1] == layout and (tree is not None or K >= c[5])]
         if rule == "specinfer":  # every control of the layout is in the table
@@ -344,7 +392,7 @@ def test_every_multidraft_subcheck_against_every_control(key, subject):
             return out
 
     v = MD.MultiDraftVerifier(recording, name=subject, K=K, tree=tree)
-    runner = MD.MultiRunner(v, pair, TABLE_GAMMA, C.first_n(pair.V), TABLE_SEED, TABLE_INSTANCE)
+    runner = MD.MultiRuns(v, pair, TABLE_GAMMA, C.first_n(pair.V), TABLE_SEED, TABLE_INSTANCE)
     runner.extend(MULTI_N)
     assert runner.crash is None, runner.crash
     trace = runner.trace()
@@ -358,12 +406,14 @@ def test_every_multidraft_subcheck_against_every_control(key, subject):
             assert e.outcome == "fail", where
         elif code == "0":
             assert e.outcome == "pass" and e.measured == 0.0, where
+        elif code == "-":
+            assert e.outcome == "info" and "nothing to test" in e.note, where
         else:
             assert e.outcome in ("pass", "underpowered"), where
         if short(chk.id) == "structure":
             assert e.mode == "exact" and e.n == trace.n_calls == len(outs)
             assert e.measured == float(on_tree_violations(seen, outs, tree)), where
-    probes = MD.run_multi_probes(MD.MultiDraftVerifier(fn, name=subject, K=K, tree=tree), TABLE_GAMMA)
+    probes = _multi_probes(fn, K, tree, TABLE_GAMMA)
     assert len(probes) == len(codes) - len(MULTI_SUBCHECKS)
     for e, code in zip(probes, codes[len(MULTI_SUBCHECKS):]):
         assert e.measured == int(code) and e.outcome == ("pass" if code == "0" else "fail"), (subject, e.instance)
@@ -373,12 +423,12 @@ def test_every_multidraft_subcheck_against_every_control(key, subject):
 def test_every_multidraft_probe_row_fails_a_local_bad_sampler(K, tree):
     """The rows no shipped control fails (u = 1−ulp, one-token vocabulary): a sampler that accepts
     the first drafted token whatever p says and then emits token 1 (outside V = 1) fails each
-    exactly once."""
+    exactly once; on the other rows its output is valid and, drawing nothing, it is not applied."""
     def accept_then_1(p, q, *rest):
         return [int(np.asarray(rest[0]).ravel()[0]), 1]
 
-    probes = MD.run_multi_probes(MD.MultiDraftVerifier(accept_then_1, name="accept-then-1", K=K, tree=tree), 2)
-    assert [(e.measured, e.outcome) for e in probes] == [(1, "fail")] * 6
+    probes = _multi_probes(accept_then_1, K, tree, 2)
+    assert [(e.measured, e.outcome) for e in probes] == [(1, "fail")] * 6 + [(0.0, "info")] * 8
 
 
 # --- (a) hand-computed small inputs for the deterministic branches -------------------------------
@@ -425,11 +475,12 @@ def test_tokens_per_call_of_a_decoding_step_has_only_the_law():
 
 def test_first_tokens_on_hand_built_runs():
     """iid-V3-disjoint: p = (½, ½, 0), N = 4, so each of the 16 sequences over {0, 1} has p^N = 1/16;
-    one run with token 2 is a draw in a zero-probability cell: TV = ½(2(1/3 − 1/16) + 14/16 + 1/3)."""
+    a run with token 2 (p = 0) is left out of the statistic — the impossible-token check fails it,
+    with certainty — and the two others are tested: TV = ½(2(1/2 − 1/16) + 14/16)."""
     runs = [(0, 1, 0, 1), (1, 1, 0, 0), (2, 0, 0, 0)]
     t = hand_trace("iid-V3-disjoint", 1, [(0, 0)] * 3, run_tokens=runs)
     e = C.first_tokens(t, inst.get("iid-V3-disjoint"), 0.01)
-    assert (e.n, e.outcome, e.p_value) == (3, "fail", 0.0)
+    assert (e.n, e.outcome) == (2, "underpowered") and "1 run(s) with a token of probability 0 left out" in e.note
     assert e.measured == pytest.approx(0.875)
     ok = C.first_tokens(hand_trace("iid-V3-disjoint", 1, [(0, 0)] * 2, run_tokens=runs[:2]),
                         inst.get("iid-V3-disjoint"), 0.01)
@@ -485,14 +536,15 @@ def test_expected_tau_on_hand_built_calls():
     assert e.p_value == pytest.approx(2 * norm.sf(1.0))
 
 
-def test_token_law_by_state_fails_on_a_zero_probability_token():
-    """iid-V3-disjoint, γ = 1: an emitted token 2 (p = 0) anywhere in the block fails at once;
-    n counts every position of every completed block."""
+def test_token_law_by_state_leaves_a_zero_probability_token_to_the_impossible_token_check():
+    """iid-V3-disjoint, γ = 1: an emitted token 2 (p = 0) is left out of the statistic and named;
+    the impossible-token check fails it at once, with its call; n counts every other position."""
     pair = inst.get("iid-V3-disjoint")
     t = hand_trace("iid-V3-disjoint", 1, [(0,), (1,), (2,)])
     e = C.token_law_by_state(t, pair, 0.01)
-    assert (e.n, e.outcome, e.p_value) == (6, "fail", 0.0)
-    assert "1 draws in zero-probability cells" in e.test
+    assert e.n == 5 and e.outcome != "fail" and "1 draw(s) of probability 0 left out" in e.note
+    imp = C.impossible_tokens(t, pair)
+    assert (imp.outcome, imp.measured, imp.n) == ("fail", 1.0, 3) and "position 0, token 2" in imp.note
     ok = C.token_law_by_state(hand_trace("iid-V3-disjoint", 1, [(0,), (1,), (1,)]), pair, 0.01)
     assert ok.outcome != "fail" and ok.n == 6
 
@@ -509,7 +561,7 @@ def test_multidraft_structure_on_hand_built_calls(K, tree):
         return next(calls)
 
     pair = inst.get("iid-V3-disjoint")
-    runner = MD.MultiRunner(MD.MultiDraftVerifier(fixed, name="fixed", K=K, tree=tree), pair, 2, 1, 0, pair.name)
+    runner = MD.MultiRuns(MD.MultiDraftVerifier(fixed, name="fixed", K=K, tree=tree), pair, 2, 1, 0, pair.name)
     runner.extend(len(outs))
     assert runner.trace().on_tree.tolist() == [True, True, True, False, False, False]
     structure = MD._rule_checks("specinfer", K, tree)[2]
@@ -546,23 +598,30 @@ def runs_of(lengths, n_tokens):
     return runs
 
 
-def stated_n(lengths, gamma):
+def stated_n(lengths, gamma, runs: int, one_state: bool):
     """The sample size each test states, recomputed from the calls: runs for the laws of first
-    tokens / first blocks / L; calls; every completed token; attempts; bonus draws."""
-    return {"calls": len(lengths), "tokens": len(lengths) * (gamma + 1),
+    tokens; the calls from state 0 (the first of each run; every call on an i.i.d. instance) for
+    the laws of blocks and of L; calls; every completed token; every emitted token; attempts;
+    bonus draws."""
+    return {"runs": runs, "calls": len(lengths), "tokens": len(lengths) * (gamma + 1), "emitted": sum(lengths),
+            "from state 0": len(lengths) if one_state else runs,
             "attempts": sum(min(L, gamma) for L in lengths), "bonus": sum(L == gamma + 1 for L in lengths)}
 
 
-BLOCK_N_OF = {("first_tokens", 0): "runs", ("token_law_by_state", 0): "tokens", ("block_law", 0): "runs",
-              ("bonus_by_state", 0): "bonus", ("acceptance_by_state", 0): "attempts", ("expected_tau", 0): "calls",
-              ("tokens_per_call", 0): "calls", ("tokens_per_call", 1): "runs"}
+#: the size of each row: on an i.i.d. instance (one state) the block law and the law of L use every
+#: call (each starts in state 0), elsewhere the first call of each run ("from state 0")
+BLOCK_N_OF = {("impossible_tokens", 0): "emitted", ("first_tokens", 0): "runs", ("token_law_by_state", 0): "tokens",
+              ("block_law", 0): "from state 0", ("bonus_by_state", 0): "bonus", ("acceptance_by_state", 0): "attempts",
+              ("expected_tau", 0): "calls", ("tokens_per_call", 0): "calls", ("tokens_per_call", 1): "from state 0"}
 ALL_INSTANCES = tuple(inst.names())
 SMALL_RUNS = 120
 
 
 #: what each evidence row's note says it tested: (check, row) → (pattern, which group is its n)
-STATED = {("first_tokens", 0): (r"^(\d+) independent runs", 1), ("block_law", 0): (r"^first call of (\d+) runs", 1),
-          ("tokens_per_call", 1): (r"per first call of (\d+) runs", 1),
+STATED = {("first_tokens", 0): (r"^(\d+) independent runs", 1),
+          ("block_law", 0): (r"^(?:first call of (\d+) runs|every call \((\d+);)", None),
+          ("tokens_per_call", 1): (r"(?:first call of (\d+) runs|every call \((\d+);)", None),
+          ("impossible_tokens", 0): (r"^(\d+) emitted tokens", 1),
           ("acceptance_by_state", 0): (r"^(\d+) attempts in (\d+) calls", 1),
           ("expected_tau", 0): (None, None), ("rule_block_law", 0): (r"^first call of (\d+) runs", 1),
           ("bonus_by_state", 0): (r"^(\d+) bonus tokens", 1)}
@@ -577,17 +636,20 @@ def assert_stated(check, j, e):
     pat, grp = STATED.get((check, j), (None, None))
     if pat is not None and e.outcome != "info":
         m = re.search(pat, e.note)
-        assert m and int(m.group(grp)) == e.n, (check, j, e.n, e.note)
+        got = int(m.group(grp)) if m and grp else int(next(g for g in m.groups() if g)) if m else None
+        assert got == e.n, (check, j, e.n, e.note)
 
 
-def assert_sizes(ev_by_check, lengths, R_, gamma, n_tokens, n_of):
+def assert_sizes(ev_by_check, lengths, R_, gamma, n_tokens, n_of, one_state):
     runs = runs_of(lengths, n_tokens)
     assert len(runs) == R_
-    sizes = {"runs": R_, **stated_n([L for r in runs for L in r], gamma)}
+    sizes = stated_n([L for r in runs for L in r], gamma, R_, one_state)
     for cid, ev in ev_by_check.items():
         assert len(ev) == sum(c == short(cid) for c, _ in n_of), cid
         for j, e in enumerate(ev):
             key = n_of[(short(cid), j)]
+            if e.outcome == "info" and short(cid) == "impossible_tokens":
+                assert "nothing to test" in e.note
             assert e.n == sizes[key], (cid, j, key, e.n, sizes)
             assert_stated(short(cid), j, e)
 
@@ -597,23 +659,27 @@ def test_block_checks_use_every_run_and_call_on_every_instance(name):
     """On every built-in instance, γ ∈ {1, 3}: the runner makes the runs asked for, the trace holds
     every call the sampler answered, and each check's n is the size it states."""
     pair = inst.get(name)
-    for gamma in (1, 3) if pair.V <= 4 else (1,):  # V = 50: γ = 1 (block_law enumerates V^(γ+1) blocks)
+    for gamma in (1, 3) if pair.V <= 4 else (1,):  # V ≥ 50: γ = 1 (block_law enumerates V^(γ+1) blocks)
         stub = Counting(R.reference_verifier)
         N = C.first_n(pair.V)
-        runner = BlockRunner(BlockVerifier(stub, name="counting"), pair, gamma, N, 3, name)
+        runner = BlockRuns(BlockVerifier(stub, name="counting"), pair, gamma, N, 3, name)
         runner.extend(SMALL_RUNS)
         trace = runner.trace()
         assert runner.calls == len(stub.lengths) == trace.n_calls
         assert trace.n_runs == int(trace.first.sum()) == SMALL_RUNS and trace.run_tokens.shape == (SMALL_RUNS, N)
         assert trace.length.tolist() == stub.lengths
-        ev = {c.id: c.run(trace, pair, 0.01) for c in C.CHECKS}
-        assert_sizes(ev, stub.lengths, SMALL_RUNS, gamma, N, BLOCK_N_OF)
+        checks = C.CHECKS if pair.V <= 1000 else C.CHECKS[:1]  # the sparse V = 4096: the impossible-token check
+        ev = {c.id: c.run(trace, pair, 0.01) for c in checks}
+        assert_sizes(ev, stub.lengths, SMALL_RUNS, gamma, N, BLOCK_N_OF, pair.n_states == 1)
 
 
 def test_first_n_is_the_largest_n_with_at_most_81_cells():
     for name in ALL_INSTANCES:
         V = inst.get(name).V
         N = C.first_n(V)
+        if V > 81:  # a large vocabulary: the first token alone
+            assert N == 1, (name, V, N)
+            continue
         assert 1 <= N <= 4 and V ** N <= 81 and (N == 4 or V ** (N + 1) > 81), (name, V, N)
 
 
@@ -629,9 +695,11 @@ LOOK = re.compile(r"after (\d+) runs")
 
 def check_report_sizes(report, stub, n, gammas, instances, n_of, kind="block"):
     """Every evidence row's n against the calls the stub answered, block by block, at the look
-    the row states; the blocks' runs and calls against the stub's."""
+    the row states; the blocks' runs and calls against the stub's (the sparse instance runs at the
+    largest γ only)."""
     blocks = report["run"]["blocks"]
-    assert [(b["instance"], b["gamma"]) for b in blocks] == [(i, g) for i in instances for g in gammas]
+    assert [(b["instance"], b["gamma"]) for b in blocks] == [
+        (i, g) for i in instances for g in gammas if i != "iid-V4096-sparse4" or g == max(gammas)]
     assert sum(b["calls"] for b in blocks) == len(stub.lengths)
     pos = 0
     per_block = {}
@@ -641,24 +709,24 @@ def check_report_sizes(report, stub, n, gammas, instances, n_of, kind="block"):
         N = C.first_n(inst.get(b["instance"]).V)
         runs = runs_of(lengths, N)
         assert len(runs) == b["runs"] and b["runs"] in design(n).looks
-        per_block[f"{b['instance']} γ={b['gamma']}"] = (runs, b["gamma"])
+        per_block[f"{b['instance']} γ={b['gamma']}"] = (runs, b["gamma"], inst.get(b["instance"]).n_states == 1)
     for claim in report["claims"]:
         if claim["id"].endswith("probes"):
             continue
         by_block: dict = {}
         for e in claim["evidence"]:
             by_block.setdefault(re.sub(r" (N|law)=\S+", "", e["instance"]), []).append(e)
-        assert set(by_block) == set(per_block), claim["id"]
+        assert set(by_block) <= set(per_block), claim["id"]  # a check runs on the blocks the plan gives it
         for blk, rows in by_block.items():
-            runs, g = per_block[blk]
+            runs, g, one_state = per_block[blk]
             for j, e in enumerate(rows):
                 R_ = int(LOOK.search(e["note"]).group(1))
                 assert R_ in design(n).looks and R_ <= len(runs)
-                sizes = {"runs": R_, **stated_n([L for r in runs[:R_] for L in r], g)}
+                sizes = stated_n([L for r in runs[:R_] for L in r], g, R_, one_state)
                 key = n_of[(short(claim["id"]), j)]
                 if kind == "step" and short(claim["id"]) == "tokens_per_call":
                     assert len(rows) == 1
-                    key = "runs"  # no drafts seen: the law of L only
+                    key = "from state 0"  # no drafts seen: the law of L only
                 assert e["n"] == sizes[key], (claim["id"], blk, j, e["n"], sizes[key])
 
 
@@ -680,13 +748,13 @@ def test_decoding_step_report_sizes_on_every_default_instance():
     check_report_sizes(rep, stub, n, (2,), INSTANCES, BLOCK_N_OF, kind="step")
 
 
-MULTI_N_OF = {("first_tokens", 0): "runs", ("token_law_by_state", 0): "tokens", ("rule_block_law", 0): "runs",
-              ("rule_expected_tau", 0): "calls", ("structure", 0): "calls"}
+MULTI_N_OF = {("impossible_tokens", 0): "emitted", ("first_tokens", 0): "runs", ("token_law_by_state", 0): "tokens",
+              ("rule_block_law", 0): "runs", ("rule_expected_tau", 0): "calls", ("structure", 0): "calls"}
 
 
 @pytest.mark.parametrize("K,tree", [(2, None), (1, (2, 2))])
 def test_multidraft_report_sizes_on_every_default_instance(K, tree):
-    from spectheory.conformance.multidraft_api import check_multidraft_verifier
+    from spectheory.conformance import check_multidraft_verifier
     fn = MD.multiround_drafts() if tree is None else MD.multiround_tree()
     stub = Counting(fn)
     n = 200
@@ -701,36 +769,41 @@ def test_multidraft_checks_use_every_run_and_call_on_every_instance(name):
     pair = inst.get(name)
     stub = Counting(MD.multiround_drafts())
     N = C.first_n(pair.V)
-    runner = MD.MultiRunner(MD.MultiDraftVerifier(stub, name="counting", K=2), pair, 2, N, 3, name)
+    runner = MD.MultiRuns(MD.MultiDraftVerifier(stub, name="counting", K=2), pair, 2, N, 3, name)
     runner.extend(SMALL_RUNS)
     trace = runner.trace()
     assert runner.calls == len(stub.lengths) == trace.n_calls == trace.on_tree.size
     assert trace.n_runs == int(trace.first.sum()) == SMALL_RUNS
     checks = MD.lossless_checks(None) + MD._rule_checks("specinfer", 2, None)
-    assert_sizes({c.id: c.run(trace, pair, 0.01) for c in checks}, stub.lengths, SMALL_RUNS, 2, N, MULTI_N_OF)
+    assert_sizes({c.id: c.run(trace, pair, 0.01) for c in checks}, stub.lengths, SMALL_RUNS, 2, N, MULTI_N_OF, False)
 
 
 def test_control_runs_are_the_stated_control_n():
     """Negative controls run max(n // 4, 1000) runs (or control_n) at most, on every block they
     are still needed on; a control that does not fail runs to the last look."""
-    from spectheory.conformance.api import run_controls
+    from spectheory.conformance.driver import run_controls
+    from spectheory.conformance.kind import Control
     pair_names = ("iid-V3-equal", "iid-V1")
-    plan = Plan(C.CHECKS, [(nm, 1) for nm in pair_names], 0.01, design(300))
-    stubs = {}
+    plan = Plan(C.CHECKS, [Block(nm, 1) for nm in pair_names], 0.01, design(300))
+    stubs = []
 
-    def make(name):
-        def mk(pair, g):
-            stubs.setdefault(name, []).append(Counting(R.reference_verifier))
-            return BlockRunner(BlockVerifier(stubs[name][-1], name=name), pair, g, C.first_n(pair.V), 1, pair.name)
-        return mk
+    class OneControl(BlockKind):
+        """The block kind with one control: a correct sampler under a control's name."""
 
-    # a correct sampler under a control's name: it never fails, so it runs every look on every block
-    out = run_controls(plan, [("residual=norm(p)", "a correct sampler as a control", make("residual=norm(p)"))])
-    assert len(stubs["residual=norm(p)"]) == len(pair_names)
-    for stub, nm in zip(stubs["residual=norm(p)"], pair_names):
-        runs = runs_of(stub.lengths, C.first_n(inst.get(nm).V))
-        assert len(runs) == 300, nm  # never fails: every look, to the last
+        def controls(self):
+            return [Control("residual=norm(p)", R.reference_verifier, "a correct sampler as a control")]
+
+        def control_sampler(self, control, for_probes=False):
+            stubs.append(Counting(control.fn))
+            return BlockVerifier(stubs[-1], name=control.name)
+
+    # it never fails, so it runs every look on every block
+    out = run_controls(OneControl(R.reference_verifier), plan, seed=1)
+    assert len(stubs) == 1
+    assert sum(len(runs_of(stub.lengths, C.first_n(3))) for stub in stubs) >= 300
     for cid, rows in out.items():
-        for _, _, ev in rows:
-            for e in ev:
-                assert "after 300 runs" in e.note, (cid, e.note)
+        for _, _, per_block in rows:
+            assert [b for b, _ in per_block] == [f"{nm} γ=1" for nm in pair_names], cid
+            for _, ev in per_block:
+                for e in ev:
+                    assert "after 300 runs" in e.note, (cid, e.note)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from spectheory import conformance as sc
-from spectheory.conformance import multidraft as md
-from spectheory.conformance.multidraft_api import check_multidraft_verifier
+from spectheory.conformance.kinds import multidraft as md
+from spectheory.conformance import check_multidraft_verifier
 
 Usage = sc.ConformanceUsageError
 QUICK = dict(n=200, instances=("iid-V1",), gammas=(1,), controls=False, probes=False)

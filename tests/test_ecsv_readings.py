@@ -11,8 +11,7 @@ from spectheory.sims.claims import ecsv as C
 from spectheory.sims.registry import load_all
 
 PRINCIPAL = {"ecsv.map": ("printed", ("printed",)),
-             "ecsv.majority": ("majority-bound", ("s1-share", "s1-soft", "s1-prob", "s2-independent",
-                                                    "drafting-averaged")),
+             "ecsv.majority": ("majority-bound", ("s1-share", "s1-prob", "s2-independent", "drafting")),
              "ecsv.prefix_length": ("per-position", ("independent", "monotone", "monotone-dependent",
                                                      "markov-marginal")),
              "ecsv.budget": ("per-output-token", ("per-step", "per-token-parallel", "per-token-sequential",

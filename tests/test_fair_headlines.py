@@ -42,7 +42,8 @@ def _tag(e, part):
 def _register(**kw):
     """A toy claim; ``check(ctx, subject)`` given; one control failing every part in exact mode."""
     base = dict(id="toy.fair", paper="leviathan2023", reference="§1", statement="A toy claim.", modes=("exact",),
-                subject="good", controls=(Control("bad", "bad", "negative control: broken"),))
+                subject="good", controls=(Control("bad", "bad", "negative control: broken"),),
+                scope=Scope("any instance (no case of the non-degeneracy rule occurs)", degenerate=()))
     base.update(kw)
     return registry.register(**base)
 
@@ -233,22 +234,30 @@ def test_a_failure_at_every_value_is_robust(empty_registry):
     assert c["choices"][0]["invented"] is True
 
 
-def test_choices_are_not_swept_when_the_principal_reading_holds(empty_registry):
+def test_choices_are_swept_when_the_principal_reading_holds_too(empty_registry):
+    """Issue 34: a hold is re-run at every value as a failure is (controls at the default only)."""
     calls = []
 
     def check(ctx, subject):
-        calls.append(ctx.choice("k_max"))
+        calls.append((subject, ctx.choice("k_max")))
         return [_tag(stats.exact_equal("x", 1.0, 2.0 if subject == "bad" else 1.0), "main")]
     _register(relation="=", check=check, choices=(Choice("k_max", 4, (2, 8), "open"),))
     c = _report()["claims"][0]
-    assert c["verdict"] == "holds" and c["robust"] is None and calls == [4, 4]
-    assert c["choices"][0]["verdicts"] == {}
+    assert c["verdict"] == "holds" and c["robust"] is True and c["depends_on"] == []
+    assert sorted(calls) == [("bad", 4), ("good", 2), ("good", 4), ("good", 8)]
+    assert c["choices"][0]["verdicts"] == {"4": "holds", "2": "holds", "8": "holds"}
 
 
 def test_choice_reruns_count_in_the_bonferroni_denominator(empty_registry):
+    """A re-run is graded in exact mode where a part has exact evidence (its Monte Carlo is then not
+    graded and not counted); a part graded in Monte Carlo alone makes every re-run count its tests."""
     cl = _register(relation="=", check=choice_check, modes=("exact", "mc"), mc_tests=2,
                    choices=(Choice("k_max", 4, (2, 4, 8), "open"),))
-    assert cl.choice_reruns == 2 and cl.n_mc_tests == 2 * (1 + 1 + 2)
+    assert cl.choice_reruns == 2 and cl.rerun_mc_tests == 0 and cl.n_mc_tests == 2 * (1 + 1)
+    mc_only = _register(id="toy.mconly", parts=(Part("main", "x", "=", modes=("mc",)),), check=choice_check,
+                        modes=("exact", "mc"), mc_tests=2, choices=(Choice("k_max", 4, (2, 4, 8), "open"),),
+                        controls=(Control("bad", "bad", "broken", modes=("mc",)),))
+    assert mc_only.rerun_required == {"main": ("mc",)} and mc_only.n_mc_tests == 2 * (1 + 1 + 2)
 
 
 # --- item 4: ties and identities --------------------------------------------------------------------------
@@ -314,7 +323,8 @@ def identity_check(ctx, subject, implementation_ok=True):
 
 
 def test_an_identity_part_is_proved_and_its_numerical_check_is_an_implementation_test(empty_registry):
-    _register(parts=(Part("square", "(a+b)² = a² + 2ab + b²", "=", identity=True, proof=_sympy_proof),),
+    _register(parts=(Part("square", "(a+b)² = a² + 2ab + b²", "=", identity=True, proof=_sympy_proof,
+                     proved_for="general: symbolic a, b"),),
               check=identity_check)
     rep = _report()
     c = rep["claims"][0]
@@ -324,12 +334,13 @@ def test_an_identity_part_is_proved_and_its_numerical_check_is_an_implementation
     proof = [e for e in c["evidence"] if e["mode"] == "proof"]
     assert len(proof) == 1 and proof[0]["outcome"] == "pass" and "= 0" in proof[0]["note"]
     assert c["controls"][0]["verdict"] == "fails"  # controls still cover the numerical mode
-    assert "identity (proved)" in to_markdown(rep)
+    assert "identity (proved for general: symbolic a, b)" in to_markdown(rep)
     _validate(rep)
 
 
 def test_a_wrong_proof_fails(empty_registry):
-    _register(parts=(Part("square", "(a+b)² = a² + b²", "=", identity=True, proof=_wrong_proof),),
+    _register(parts=(Part("square", "(a+b)² = a² + b²", "=", identity=True, proof=_wrong_proof,
+                     proved_for="general: symbolic a, b"),),
               check=identity_check)
     c = _report()["claims"][0]
     assert c["verdict"] == "fails" and c["parts"][0]["verdict"] == "fails"
@@ -337,7 +348,8 @@ def test_a_wrong_proof_fails(empty_registry):
 
 
 def test_a_failing_implementation_test_is_an_error_not_a_finding(empty_registry, capsys):
-    _register(parts=(Part("square", "(a+b)² = a² + 2ab + b²", "=", identity=True, proof=_sympy_proof),),
+    _register(parts=(Part("square", "(a+b)² = a² + 2ab + b²", "=", identity=True, proof=_sympy_proof,
+                     proved_for="general: symbolic a, b"),),
               check=lambda ctx, s: identity_check(ctx, s, implementation_ok=False))
     rep = _report()
     c = rep["claims"][0]
@@ -419,9 +431,26 @@ def test_readme_rows_carry_readings_and_the_table_counts_those_that_differ(empty
     assert row["summary"] == "holds" and row["differ"] == 1 and differ_cell(row) == "1 of 1 differ"
     assert [r["verdict"] for r in row["readings"]] == ["holds", "fails"]
     table = verify_table(rows)
-    assert "other readings" in table and "1 of 1" in table
-    old = {"run": rows["run"], "claims": [{k: v for k, v in row.items() if k not in ("readings", "differ", "real")}]}
-    assert "other readings" not in verify_table(old)  # rows stored before report/3 render as before
+    assert "integer: fails" in table and "other readings" not in table  # beside the headline, as verify prints
+
+
+def test_the_readme_table_is_the_table_verify_prints(empty_registry):
+    """The README's quoted table, rendered from the stored rows, is line for line what `spectheory
+    verify` prints (same columns, title and caption), the legend below it aside."""
+    import io
+
+    from rich.console import Console
+
+    from spectheory.sims.readme_outputs import WIDTH, summary_rows, verify_table
+    from spectheory.sims.report import print_table
+    _register(parts=(Part("printed", "a", "≤"), Part("integer", "b", "≤")), readings=TWO, check=two_readings_check)
+    report = _report()
+    console = Console(width=WIDTH, record=True, color_system=None, file=io.StringIO())
+    print_table(report, console)
+    printed = [line.rstrip() for line in console.export_text().splitlines()]
+    quoted = verify_table(summary_rows(report)).splitlines()
+    assert printed[:len(quoted)] == quoted
+    assert printed[len(quoted)].startswith("relation: ")  # then the legend
 
 
 def test_list_shows_readings_scope_and_choices(empty_registry):

@@ -56,9 +56,10 @@ def test_multi_draft_scope():
 def test_remark_scope_is_the_covering_draft():
     g = md.REMARK_SCOPE.why_out
     assert g(inst.get("iid-V4-random"), gamma=2) is None
-    assert g(inst.get("iid-V3-equal"), gamma=1) is None  # q = p covers p's support: in scope
+    # q = p covers p's support, but the bound is γ for every K: degenerate (the non-degeneracy rule)
+    assert g(inst.get("iid-V3-equal"), gamma=1).startswith("degenerate instance (q = p)")
     assert "misses part of p's support" in g(inst.get("markov1-V4-topk2"), gamma=1)
-    assert "misses part of p's support" in g(md.edge_pair(2, 0, 1.0, 1), gamma=1)  # q = (1, 0)
+    assert g(md.edge_pair(2, 0, 1.0, 1), gamma=1).startswith("degenerate instance (point-mass draft)")  # q = (1, 0)
     for tree_pair in (random_pair(3, 1, 1.0, seed=s) for s in range(5)):
         assert g(tree_pair) is None
 
@@ -67,7 +68,7 @@ def test_out_of_scope_violations_are_info_not_counterexamples():
     c = REGISTRY["spectr_gbv.remark5_2"]
     ev = c.check(_ctx(c.id), c.subject)
     topk = [e for e in ev if e.instance.startswith("markov1-V4-topk2") and e.part in ("increasing", "limit")]
-    assert topk and all(e.outcome == "info" and e.note.startswith("outside the claim's scope") for e in topk)
+    assert topk and all(e.outcome == "info" and "misses part of p's support" in e.out_of_scope for e in topk)
     assert any("graded: fail" in e.note for e in topk)  # it would fail there: reported, not graded
     lit = [e for e in ev if e.instance.startswith("markov1-V4-topk2") and e.part == "limit-any-draft"]
     assert lit and all(e.outcome == "fail" for e in lit)  # the literal reading grades it
@@ -82,7 +83,7 @@ def test_out_of_scope_violations_are_info_not_counterexamples():
 
 def recompute_pair(cex):
     import spectheory.sims.claims.multidraft  # noqa: F401  (the source names it)
-    return eval(cex["source"], {"sims": __import__("sims")})
+    return eval(cex["source"], {"spectheory": __import__("spectheory.sims")})
 
 
 @pytest.mark.parametrize("cid", ["spectr_gbv.lossless", "spectr_gbv.sub_block", "spectr_gbv.attains",
@@ -92,7 +93,7 @@ def test_instances_outside_the_multi_draft_scope_are_info(cid):
     ev = c.check(_ctx(cid), c.subject)
     for name in ("iid-V1", "iid-V3-disjoint"):
         mine = [e for e in ev if e.instance.startswith(name)]
-        assert mine and all(e.outcome == "info" and "outside the claim's scope" in e.note for e in mine), (cid, name)
+        assert mine and all(e.outcome == "info" and e.out_of_scope for e in mine), (cid, name)
 
 
 # --- the substantive failures stay failures, in scope --------------------------------------------------
@@ -114,12 +115,15 @@ def test_step_ties_tell_equality_from_a_fall():
     assert md.step_ties([0.5, 0.6, 0.4]) == (1, False)  # a strict fall is not a tie
 
 
-def test_remark_increasing_fails_in_scope_only_by_a_tie_at_q_eq_p():
+def test_remark_increasing_ties_only_at_q_eq_p_which_is_degenerate():
+    """Strict increase never fails in scope; at q = p it ties (the bound is γ for every K), and q = p is a
+    degenerate instance under the non-degeneracy rule: outside the scope, the tie kept in the reason."""
     c = REGISTRY["spectr_gbv.remark5_2"]
     ev = c.check(_ctx(c.id), c.subject)
-    failing = [e for e in ev if e.part == "increasing" and e.outcome == "fail"]
-    assert failing and all(e.tie and e.instance.startswith("iid-V3-equal") for e in failing)
-    assert all("saturated at γ" in e.note for e in failing)
+    assert not [e for e in ev if e.part == "increasing" and e.outcome == "fail"]
+    equal = [e for e in ev if e.part == "increasing" and e.instance.startswith("iid-V3-equal")]
+    assert equal and all(e.outcome == "info" and e.out_of_scope.startswith("degenerate instance (q = p)")
+                         and "a tie" in e.out_of_scope and "saturated at γ" in e.note for e in equal)
     assert combine([e for e in ev if e.part == "limit"]) == "holds"
     assert combine([e for e in ev if e.part == "limit-any-draft"]) == "fails"
     # 200 random (full-support, p ≠ q) pairs: graded, all strictly increase and reach γ

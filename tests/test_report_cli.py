@@ -341,3 +341,32 @@ def test_html_evidence_tables_keep_every_failing_row_and_cap_the_rest():
     assert all(f">fail{i}<" in html for i in range(3)) and ">weak<" in html
     assert f"{len(evs) - MAX_ROWS} more passing or info rows" in html
     assert "more passing" not in _evidence_rows(evs[:5], parts=False, limit=MAX_ROWS)
+
+
+def test_an_underpowered_row_says_how_many_samples_would_decide_it():
+    """n·(detectable/tolerance)²: a chi-square test's detectable w scales as 1/√n (noncentrality
+    n·w²), a z test's detectable deviation too; the text appears in the finding and the tables."""
+    from spectheory.sims.report_html import _evidence_rows
+    row = dict(mode="mc", instance="iid-V4 N=1", claimed=0.0, measured=0.01, ci_low=None, ci_high=None,
+               p_value=0.4, n=4000, detectable=0.1, tolerance=0.05, outcome="underpowered", test="chi-square",
+               note="", part="main")
+    assert rp.samples_needed(row) == 16000
+    assert rp.samples_needed(dict(row, detectable=0.051)) == 4162          # ceil(4000·1.0404)
+    assert rp.samples_needed(dict(row, outcome="pass")) is None
+    assert rp.samples_needed(dict(row, detectable=None)) is None and rp.samples_needed(dict(row, n=None)) is None
+    assert rp.outcome_text(row) == "underpowered: n = 16,000 would decide it"
+    assert rp.outcome_text(dict(row, outcome="pass")) == "pass"
+    from spectheory.judge import stats
+    ev = stats.chisquare_gof("x", [500, 500], [0.5, 0.5], alpha=1e-3, tolerance_w=0.05)
+    big = stats.chisquare_gof("x", [500 * 9, 500 * 9], [0.5, 0.5], alpha=1e-3, tolerance_w=0.05)
+    need = rp.samples_needed(ev.to_json())
+    assert ev.outcome == "underpowered" and need is not None
+    assert big.detectable == pytest.approx(ev.detectable / 3, rel=1e-9)  # the 1/√n the formula rests on
+    assert stats.chisquare_gof("x", [need // 2, need - need // 2], [0.5, 0.5], alpha=1e-3,
+                               tolerance_w=0.05).outcome == "pass"     # that many samples decide it
+    claim = {"id": "x.u", "verdict": "inconclusive", "evidence": [row],
+             "parts": [{"id": "main", "relation": "law", "verdict": "inconclusive", "statement": "s",
+                        "checkable": True, "reason": "", "least_slack": None, "counterexample": None, "notes": []}]}
+    assert "(n = 4,000; n = 16,000 would decide it)" in rp.finding(claim)
+    assert "underpowered: n = 16,000 would decide it" in _evidence_rows([row], parts=False)
+    assert "underpowered: n = 16,000 would decide it" in "\n".join(rp._evidence_table([row]))

@@ -27,10 +27,13 @@ def test_a_call_that_does_not_reproduce_its_number_is_caught():
     assert check_call({"kind": "counterexample", "call": "(0.123456700001, 2.0)",
                        "printed": {"claimed": 0.1234567, "measured": 2.0}}) is None
     assert check_call({"kind": "least slack", "call": "1/0", "printed": {"value": 1.0}})["got"].startswith("raised")
-    # a slack encoding (claimed 0): the call may give the measured value alone, and must give it right
-    assert check_call({"kind": "counterexample", "call": "-0.0054", "printed": {"claimed": 0.0, "measured": -0.0054}}) \
-        is None
-    assert check_call({"kind": "counterexample", "call": "-0.0055", "printed": {"claimed": 0.0, "measured": -0.0054}})
+    # "Recompute both numbers": a call giving the measured value alone does not reproduce, even for
+    # a slack encoding (claimed 0); both numbers, right, do
+    assert check_call({"kind": "counterexample", "call": "-0.0054", "printed": {"claimed": 0.0, "measured": -0.0054}})
+    assert check_call({"kind": "counterexample", "call": "(0.0, -0.0054)",
+                       "printed": {"claimed": 0.0, "measured": -0.0054}}) is None
+    assert check_call({"kind": "counterexample", "call": "(0.0, -0.0055)",
+                       "printed": {"claimed": 0.0, "measured": -0.0054}})
     assert check_call({"kind": "counterexample", "call": "1.0", "printed": {"claimed": 0.5, "measured": 1.0}})
 
 

@@ -103,11 +103,16 @@ def test_every_claim_has_a_quoted_principal_reading():
 
 
 def test_mechanism_scope_guard():
-    """In scope: SpecBranch forks ≥ 2 branches in a reached context and H-RAD is not constant."""
+    """In scope: SpecBranch forks ≥ 2 branches in a reached context; a constant H-RAD is still
+    SpecBranch as deployed, except for the ablation of H-RAD (issue 34); q = p and a point-mass draft
+    are degenerate (the non-degeneracy rule, applied by the scope to strict parts)."""
     from spectheory.sims.claims import sb as S
     assert "never forks" in S.mechanism_reason(S.weak_pair(2, 0, 0), c=2.0)  # the old smallest counterexample
     assert S.mechanism_reason("bimodal-weak-V6", c=4.0, study=S.STUDY, gmax=8) is None
-    assert "H-RAD is constant" in S.mechanism_reason("bimodal-strong-V6", c=4.0, study=S.STUDY, gmax=8)
+    assert S.mechanism_reason("bimodal-strong-V6", c=4.0, study=S.STUDY, gmax=8) is None  # H-RAD constant: graded
+    assert S.MECHANISM.why_out("markov1-V3-equal").startswith("degenerate instance (q = p)")
+    assert S.MECHANISM.why_out("markov1-V3-equal", rule=False) is None or "never forks" in \
+        S.MECHANISM.why_out("markov1-V3-equal", rule=False)
     # the ablation needs only the removed component active: branches fork on the strong pair
     assert S.mechanism_reason("bimodal-strong-V6", c=4.0, study=S.STUDY, gmax=8, component="no_branch") is None
     assert S.fork_reason("iid-V4-random") is not None and S.fork_reason("bimodal-V4") is None

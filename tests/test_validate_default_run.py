@@ -23,12 +23,20 @@ def evidence():
     return real_logits_evidence(RUN, 0.01, ["sd.acceptance", "sd.expected_tokens"], log=PROGRESS.append)
 
 
-def test_the_replay_reports_progress_one_line_per_replay(evidence):
-    """`verify --logits` replays for about a minute: it prints a line as each replay finishes (issue 28)."""
+def test_the_replay_runs_only_what_the_claims_need_and_names_it_with_its_eta(evidence):
+    """`verify --logits` for the SD claims replays SD alone (the family replays feed other claims),
+    with a line naming the replays needed, one naming the replay and its ETA as it starts, and one
+    with its time as it ends."""
     from spectheory.validate.evidence import family_modules
     n = 1 + len(family_modules())
-    assert len(PROGRESS) == n, PROGRESS
-    assert PROGRESS[0].startswith(f"logits replay 1/{n}: sd (") and PROGRESS[-1].startswith(f"logits replay {n}/{n}: ")
+    assert len(PROGRESS) == 4, PROGRESS
+    assert PROGRESS[0] == f"loading the logits run {RUN} …"
+    assert PROGRESS[1].startswith(f"logits replays the selected claims need: sd (1 of {n}; ")
+    assert PROGRESS[1].endswith(" in all, estimated from the run's size)")
+    assert PROGRESS[2].startswith("logits replay 1/1: sd (for sd.acceptance, sd.expected_tokens, sd.walltime): ") \
+        and "all replays done about " in PROGRESS[2]
+    assert PROGRESS[3].startswith("logits replay 1/1: sd done in ")
+    assert set(evidence) == {"sd.acceptance", "sd.expected_tokens", "sd.walltime"}
 
 
 @pytest.mark.parametrize("claim", ["sd.acceptance", "sd.expected_tokens"])

@@ -205,45 +205,74 @@ def family_modules():
     return mods
 
 
-def logits_evidence(run_dir, alpha: float = 1e-3, progress=None, claims=None) -> dict[str, list[Evidence]]:
-    """All ``logits`` evidence for a run directory, keyed by claim id (SD plus every family's).
-    ``progress(done, total, name, seconds)``: called after each replay (SD, then each family), so a
-    long replay shows where it is (``spectheory verify --logits`` prints a line each). ``claims``:
-    only these claim ids (the replays that feed none of them are not run). A claim that does not
-    apply to the run's setting (:mod:`spectheory.validate.settings`) gets one info row ``does not apply: <why>``
-    instead of its replays' rows."""
+#: the claims each logits replay gives evidence to: SD's (this module) and each family's
+#: (``validate.replay_<name>``), so that a run for some claims replays only what they need
+#: (``verify --logits RUN --claims 'sd.*'``: the SD replay alone). A replay module missing here is
+#: always run.
+REPLAY_CLAIMS = {
+    "sd": ("sd.acceptance", "sd.expected_tokens", "sd.walltime"),
+    "ecsv": ("ecsv.falsification", "ecsv.majority"),
+    "ersd": ("ersd.lemma3_1", "zero_order.underestimates"),
+    "loops": ("se.acceptance", "ersd.lemma3_1", "kseq.rho", "gbv.optimal", "spectr_gbv.attains"),
+    "multidraft": ("gbv.optimal", "spectr_gbv.upper_bound", "spectr_gbv.attains"),
+    "sb": ("sb.trunc_geom", "sb.rollback", "sb.speedup", "sb.hrad"),
+    "se": ("se.acceptance", "se.thm3_1", "se.thm3_2"),
+}
+
+
+def replay_name(mod) -> str:
+    """``spectheory.validate.replay_ecsv`` → ``ecsv``."""
+    return mod.__name__.rsplit(".", 1)[-1].removeprefix("replay_")
+
+
+def replays_for(claims=None, skip=()) -> list[str]:
+    """The replays (``sd``, then the family modules in discovery order) that give evidence to any
+    of ``claims`` (claim ids; None: every replay) other than those in ``skip`` (claims that do not
+    apply to the run's setting: a replay that feeds only those is not run)."""
+    names = ["sd"] + [replay_name(m) for m in family_modules()]
+    skip = set(skip)
+    live = {n: set(REPLAY_CLAIMS[n]) - skip for n in names if n in REPLAY_CLAIMS}
+    if claims is None:
+        return [n for n in names if n not in live or live[n]]
+    wanted = set(claims)
+    return [n for n in names if n not in REPLAY_CLAIMS or wanted & live[n]]
+
+
+def logits_evidence(run_dir, alpha: float = 1e-3, progress=None, claims=None, starting=None) -> dict[str, list[Evidence]]:
+    """The ``logits`` evidence for a run directory, keyed by claim id (SD plus every family's);
+    ``claims``: only the replays these claim ids need (:data:`REPLAY_CLAIMS`; None: every replay).
+    A claim that does not apply to the run's decoding setting (:mod:`spectheory.validate.settings`)
+    gets one info row ``does not apply: <why>`` instead of its replays' rows.
+    ``starting(i, total, name)`` before and ``progress(done, total, name, seconds)`` after each
+    replay, so a long replay shows where it is (``spectheory verify --logits`` prints a line each)."""
     import time
 
-    from .settings import REPLAY_CLAIMS, FAMILIES, Setting, not_applicable
+    from .settings import FAMILIES, Setting, not_applicable
     check_level(alpha)
     run = run_dir if isinstance(run_dir, Run) else load_run(run_dir)
-    wanted = None if claims is None else set(claims)
     skip = {c: why for cs in FAMILIES.values() for c in cs if (why := not_applicable(run.config, c))}
-
-    def needed(names):
-        live = [c for c in names if c not in skip]
-        return bool(live) and (wanted is None or bool(wanted & set(live)))
-    # a replay module this table does not know (a new family) always runs; its rows are filtered after
-    mods = [m for m in family_modules() if (names := REPLAY_CLAIMS.get(m.__name__.rsplit(".", 1)[-1])) is None
-            or needed(names)]
-    run_sd = needed(REPLAY_CLAIMS["sd"])
-    t0 = time.perf_counter()
-    out = sd_evidence(run, alpha) if run.sd and run_sd else {}
-    if progress is not None:
-        progress(1, 1 + len(mods), "sd", time.perf_counter() - t0)
-    for i, mod in enumerate(mods):
+    names = replays_for(claims, skip)
+    if not run.sd:
+        names = [n for n in names if n != "sd"]
+    mods = {replay_name(m): m for m in family_modules()}
+    out: dict[str, list[Evidence]] = {}
+    for i, name in enumerate(names):
+        if starting is not None:
+            starting(i + 1, len(names), name)
         t0 = time.perf_counter()
-        for cid, evs in mod.logits_evidence(run, alpha).items():
-            out.setdefault(cid, []).extend(evs)
+        got = sd_evidence(run, alpha) if name == "sd" else mods[name].logits_evidence(run, alpha)
+        for cid, evs in got.items():
+            if cid not in skip:
+                out.setdefault(cid, []).extend(evs)
         if progress is not None:
-            progress(i + 2, 1 + len(mods), mod.__name__.rsplit(".", 1)[-1].removeprefix("replay_"),
-                     time.perf_counter() - t0)
+            progress(i + 1, len(names), name, time.perf_counter() - t0)
     label = Setting.of(run.config).label()
     for cid, why in skip.items():
         e = stats.info("logits", f"does not apply: {label}", None, None, test=f"does not apply: {why}",
                        note=f"setting of {run.path}: {label}")
         e.part = _first_part(cid)   # an info row of the claim (a multi-part claim's evidence names a part)
         out[cid] = [e]
-    if wanted is not None:
+    if claims is not None:
+        wanted = set(claims)
         out = {c: v for c, v in out.items() if c in wanted}
     return out

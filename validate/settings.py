@@ -31,17 +31,6 @@ FAMILIES = {
     "sb": ("sb.hrad", "sb.trunc_geom", "sb.rollback", "sb.speedup"),
     "ecsv": ("ecsv.majority", "ecsv.falsification"),
 }
-#: the claims each source of logits evidence feeds: real SD (spectheory.validate.evidence) and each
-#: validate/replay_<name>.py module (the family loops' records, the compact traces' replays)
-REPLAY_CLAIMS = {
-    "sd": FAMILIES["sd"],
-    "replay_loops": ("se.acceptance", "gbv.optimal", "spectr_gbv.attains", "kseq.rho", "ersd.lemma3_1"),
-    "replay_se": FAMILIES["se"],
-    "replay_ersd": FAMILIES["ersd"],
-    "replay_multidraft": ("gbv.optimal", "spectr_gbv.upper_bound", "spectr_gbv.attains"),
-    "replay_sb": FAMILIES["sb"],
-    "replay_ecsv": FAMILIES["ecsv"],
-}
 #: family loop of spectheory.validate.loops → its family
 LOOP_FAMILY = {"se": "se", "gbv": "gbv", "spectr_gbv": "spectr_gbv", "kseq": "kseq", "ersd": "ersd"}
 

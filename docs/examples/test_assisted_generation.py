@@ -33,7 +33,7 @@ def transformers_assisted(target, draft, prompt, *, max_new_tokens, num_assistan
 def processors_on_the_draft_only(target, draft, prompt, **kw):
     """A stack with a wiring bug: the draft samples with the processors, the target verifies
     its raw distribution (spectheory's own plain loop with that bug)."""
-    from spectheory.conformance.assisted import target_unprocessed_stack
+    from spectheory.conformance.kinds.assisted import target_unprocessed_stack
     return target_unprocessed_stack(target, draft, prompt, **kw)
 
 

@@ -39,8 +39,8 @@ from spectheory.rules import ersd as R
 
 from .. import slack
 from ..registry import REGISTRY, Choice, Control, Part, Reading, Scope, register
-from ..shapes import each, grid, label, least_slack, mc_bound, mc_law, mc_per_state, shrinker, sweep
-from ..shrink import call_line
+from ..shapes import each, grid, in_scope, label, least_slack, mc_bound, mc_law, mc_per_state, shrinker, sweep
+from ..shrink import both_numbers, call_line
 from ..slack import PairSpace, search_pairs
 
 PAPER = "kobus2025"  # Kobus & Gündüz, Speculative Decoding via Exponential Races (sims/papers.py)
@@ -157,7 +157,8 @@ def _first_failing(part: str, slack_fn, scan: dict, call, source):
     for pt in grid(**scan):
         value = float(slack_fn(**pt))
         if value < -stats.EXACT_TOL:
-            return {"part": part, **pt, "source": source(**pt), "claimed": 0.0, "measured": value, "call": call(**pt)}
+            return {"part": part, **pt, "source": source(**pt), "claimed": 0.0, "measured": value,
+                    "call": both_numbers(call(**pt), 0.0)}
     return None
 
 
@@ -371,7 +372,9 @@ register(
                    "formula. Logits (a captured trace in $SPECTHEORY_TRACE, or `verify --logits`): "
                    "spectheory.validate.replay_ersd.",
     parts=(Part("formula", "ERSD's first-draft acceptance P(X_p = X_q) equals Σ_x 1/Σ_y max(p(y)/p(x), "
-                           "q(y)/q(x)).", relation="=", identity=True, proof=prove_race_formula),
+                           "q(y)/q(x)).", relation="=", identity=True, proof=prove_race_formula,
+                proved_for="general: any V (the integral for any total rate S of the rivals; the product of the "
+                           "exponentials shown for three rivals, the same for any number)"),
            Part("lower", "ERSD's first-draft acceptance is at least the Poisson-matching bound Σ_x p(x)q(x)/"
                          "(p(x)+q(x)).", relation="≥", modes=("exact", "logits")),
            Part("upper", "ERSD's first-draft acceptance (hence also the Poisson-matching bound) is at most "
@@ -1322,7 +1325,8 @@ def zero_order_scope(pair, **settings) -> str | None:
 ZO_SCOPE = Scope("sources with higher-order dependence: Markov order ≥ 1 whose conditionals differ across contexts; "
                  "the principal reading's mechanism (alignment in persistent regimes, acceptance positively "
                  "correlated along the text: lag-1 covariance > 0, stated on each of its instances) is built into "
-                 "its instances", zero_order_scope)
+                 "its instances. Non-degeneracy: where q = p every drafted token is accepted and the 0th-order "
+                 "model is exact, so the plateau cannot rise above it", zero_order_scope, degenerate=("q = p",))
 
 
 def zero_order_sample(seeds, Vs=(2, 3), orders=(1,), margin: float = ZO_MARGIN) -> tuple[float, float, float, int]:
@@ -1350,10 +1354,10 @@ def check_zero_order(ctx, sources):
     with ctx.part("higher-order"):
         for name in sources.exact:
             for rule in METHODS:
-                ev += [stats.exact_bound(label(name, method=rule.name, tree=tname), pred * (1 + margin), meas,
+                ev += [in_scope(ctx, get(name), rule_only=True, ev=stats.exact_bound(label(name, method=rule.name, tree=tname), pred * (1 + margin), meas,
                                          side="ge", note=f"gap {100 * (meas - pred) / pred:+.2f}%; lag-1 covariance "
                                                          f"of acceptance {acceptance_covariance(get(name), rule):+.4f}",
-                                         what=f"exact E[generated] ≥ (1+{margin:g})·0th-order prediction")
+                                         what=f"exact E[generated] ≥ (1+{margin:g})·0th-order prediction"))
                        for tname, pred, meas in zero_order_gaps(get(name), rule)]
         if not ctx.quick:  # the share on each side of the prediction over random sources (info)
             below, above, agree, n = zero_order_sample(ZO_SAMPLE_SEEDS, margin=margin)
@@ -1369,10 +1373,10 @@ def check_zero_order(ctx, sources):
         pair = flattened(get("o1-V4-regimes")) if sources.flatten else get("o1-V4-regimes")
         for rule in METHODS:
             cov = acceptance_covariance(pair, rule)
-            ev += [stats.exact_bound(label("o1-V4-regimes", method=rule.name, tree=tname), pred * (1 + margin),
-                                     meas, side="ge", note=f"gap {100 * (meas - pred) / pred:+.2f}%; lag-1 covariance "
-                                                           f"of acceptance {cov:+.4f} (the mechanism: > 0)",
-                                     what=f"exact E[generated] ≥ (1+{margin:g})·0th-order prediction")
+            ev += [in_scope(ctx, pair, rule_only=True, ev=stats.exact_bound(
+                       label("o1-V4-regimes", method=rule.name, tree=tname), pred * (1 + margin), meas, side="ge",
+                       note=f"gap {100 * (meas - pred) / pred:+.2f}%; lag-1 covariance of acceptance {cov:+.4f} (the "
+                            f"mechanism: > 0)", what=f"exact E[generated] ≥ (1+{margin:g})·0th-order prediction"))
                    for tname, pred, meas in zero_order_gaps(pair, rule)]
     ev += _scanned(ctx, "regimes", lambda stay, skew: regime_slack(sources, stay, skew, margin), REGIME_SCAN,
                    lambda stay, skew: call_line(regime_slack, sources, stay=stay, skew=skew, margin=margin),

@@ -25,13 +25,14 @@ from spectheory.closed_forms import optimum as opt
 from spectheory.divergences import total_variation
 from spectheory.exact import multidraft as ex
 from spectheory.judge import stats
+from spectheory.judge.degeneracy import degenerate
 from spectheory.montecarlo import multidraft as mc
 from spectheory.opcount import count_opcodes
 from spectheory.pairs import random_pair
 from spectheory.rules import multidraft as R
 
 from ..registry import Choice, Control, Part, Reading, Scope, register
-from ..shapes import differs, each, grid, label, least_slack, shortfall, shrinker, sweep
+from ..shapes import differs, each, grid, in_scope, label, least_slack, shortfall, shrinker, sweep
 from ..slack import PairSpace, exhaustive, search_pairs
 from ..shrink import smallest_counterexample
 
@@ -116,14 +117,11 @@ def gbv_rule(ctx, rule):
 def scoped(ctx, evidence, pair, **settings):
     """Evidence on an instance outside the claim's scope turns into info "outside the claim's scope: ..."
     (issue 24, item 2); in scope it is returned unchanged."""
-    why = ctx.out_of_scope(pair, **settings)
-    if why is None:
-        return evidence
     out = []
     for e in evidence if isinstance(evidence, list) else [evidence]:
-        if e.outcome != "info":
-            e = replace(e, outcome="info", note=f"outside the claim's scope: {why} (graded: {e.outcome}); {e.note}",
-                        tie=False)
+        why = ctx.out_of_scope(pair, part=e.part, **settings)   # the non-degeneracy rule speaks of strict parts
+        if why is not None and e.outcome != "info":
+            e = ctx.outside(replace(e, note=f"graded: {e.outcome}; {e.note}"), why)
         out.append(e)
     return out if isinstance(evidence, list) else out[0]
 
@@ -248,6 +246,17 @@ def kseq_rise_slack(pair, rule, state: int = 0) -> float:
     return float(min(1.0, np.where(below | (steps < 0), steps, 1.0).min()))
 
 
+def kseq_saturated(pair, **_) -> str | None:
+    """kseq.rho's scope guard for its rise in K (the non-degeneracy rule's saturation): degenerate when
+    in every context the acceptance already sits at its cap p(supp q) at K = 1 (q ≥ p wherever q > 0:
+    p = q, a top-k draft, V = 1, disjoint supports), where no number of drafts can raise it."""
+    rows = [(pair.target.conditional(s), pair.draft.conditional(s)) for s in range(pair.n_states)]
+    if all(float(np.minimum(p, q).sum()) >= float(p[q > 0].sum()) - 1e-12 for p, q in rows):
+        return degenerate("saturation", "K-SEQ's acceptance is at its cap p(supp q) from K = 1 in every context "
+                                        "(q ≥ p wherever q > 0): no number of drafts can raise it")
+    return None
+
+
 RHO_K = Choice("rho_k", "retained", ("retained", "initial"),
                why="after a position only the drafts carrying the accepted token go on (Sec. 3.2); the paper does "
                    "not say whether ρ is re-solved for that number ('retained') or kept for the initial K "
@@ -275,10 +284,11 @@ def check_kseq(ctx, rule):
                         note=lambda p, c, m, d: f"worst at state {p['state']}, K={p['K']}"))
         steps = [rise_steps(pair, [per[s][K][2] for K in KSEQ_KS], s) for s in per]
         bad = sum(int(((st < -1e-12) | (below & (st <= 0.0))).sum()) for st, below in steps)
-        ev.append(ctx.part("rises")(stats.exact_equal(
-            label(name, K="1..4"), 0.0, float(bad),
-            what="number of steps K → K+1 where the acceptance falls, or fails to rise while below its cap p(supp q)",
-            note=f"smallest step over states: {min(float(st.min()) for st, _ in steps):+.3g}")))
+        with ctx.part("rises"):
+            ev.append(in_scope(ctx, pair, stats.exact_equal(
+                label(name, K="1..4"), 0.0, float(bad),
+                what="number of steps K → K+1 where the acceptance falls, or fails to rise while below its cap "
+                     "p(supp q)", note=f"smallest step over states: {min(float(st.min()) for st, _ in steps):+.3g}")))
         flat = sum(int((st <= 1e-12).sum()) for st, _ in steps)
         falls = sum(int((st < -1e-12).sum()) for st, _ in steps)
         strict = stats.exact_equal(label(name, K="1..4"), 0.0, float(flat),
@@ -333,7 +343,7 @@ register(
                               "(= 1 − (1 − β(ρ))^K at the root).", relation="="),
            Part("lossless", "K-SEQ emits sequences distributed exactly as p.", relation="law"),
            Part("rises", "K-SEQ's acceptance rises with K: it never falls, and rises strictly while below "
-                         "p(supp q).", relation="monotone", modes=("exact",)),
+                         "p(supp q).", relation="monotone", modes=("exact",), strict=True),
            Part("rises-strictly", "K-SEQ's acceptance rises strictly at every step K → K + 1, on any pair (literal).",
                 relation="monotone", modes=("exact",))),
     readings=(Reading(
@@ -351,7 +361,11 @@ register(
                       why="'increases' read as strict everywhere: where the acceptance is at its cap from K = 1 (p = q, "
                           "a top-k draft, V = 1, disjoint supports) it cannot rise, and the steps tie")),
     scope=Scope("Any pair, K = 1..4 (K = 1 is token-level SD); ρ equation and acceptance per state, the law of the "
-                "first 3 emitted tokens over iterations."),
+                "first 3 emitted tokens over iterations. Non-degeneracy (the rise in K): a pair whose acceptance sits "
+                "at its cap p(supp q) from K = 1 in every context (q = p, a top-k draft, V = 1, disjoint supports) "
+                "cannot rise: saturated, outside the scope of 'rises', its tie reported beside the headline; in a "
+                "pair saturated in some contexts only, those contexts' steps may be 0.", guard=kseq_saturated,
+                degenerate=("q = p", "saturation")),
     choices=(RHO_K,),
     check=check_kseq, subject=R.KSEQ,
     controls=(Control("rho=1", R.KSEQ_RHO_ONE, R.KSEQ_RHO_ONE.description, parts=("rho", "acceptance", "lossless")),
@@ -861,8 +875,9 @@ def remark_guard(pair, gamma: int | None = None, **_) -> str | None:
 REMARK_SCOPE = Scope(
     "A draft that covers p's support (q(x^i) > 0 wherever p(x^i) > 0: the convergence bullet's limit L needs it, "
     "since the bound tends to Σ_i Σ_{q(x^i)>0} p(x^i)) and drafts that can differ (V ≥ 2, a draft that is not a "
-    "point mass). q = p is in scope: there the bound is L for every K, and strict increase fails by equality.",
-    guard=remark_guard)
+    "point mass). Non-degeneracy: at q = p every block has m = 1 and the bound is γ for every K, so it cannot "
+    "increase; such a pair is outside the scope and its tie is reported beside the headline.",
+    guard=remark_guard, degenerate=("q = p", "point-mass draft"))
 
 
 def step_ties(vals) -> tuple[int, bool]:
@@ -979,16 +994,17 @@ register(
                    "(Bound(K+1) − Bound(K) = Σ p m (1 − m)^K ≥ 0); it increases strictly exactly when some block "
                    "has 0 < q(x^i) < p(x^i), and tends to Σ_i Σ_{x^i: q(x^i)>0} p(x^i), which is γ exactly when q "
                    "covers p's support. Scope: a draft that covers p's support (the convergence bullet's tacit "
-                   "assumption) and drafts that can differ. In scope, strict increase fails only at q = p, by "
-                   "equality (a tie: the bound is γ for every K). The literal reading (any draft: top-k, disjoint "
+                   "assumption) and drafts that can differ; q = p is degenerate (the bound is γ for every K: it "
+                   "cannot increase) and outside the scope, its tie reported beside the headline. The literal "
+                   "reading (any draft: q = p, top-k, disjoint "
                    "supports, V = 1 too) is reported beside it. K = 1 is an identity of the model, proved "
                    "symbolically; its numerical check and GBV's simulated τ against Bound(1) stay as "
                    "implementation tests.",
     parts=(Part("increasing", "Bound(K) strictly increases in K (draft covering p's support).", relation="monotone",
-                modes=("exact",)),
+                modes=("exact",), strict=True),
            Part("limit", "Bound(K) tends to γ as K → ∞ (draft covering p's support).", relation="=", modes=("exact",)),
            Part("k1", "Bound(1) equals GBV's optimum Σ_i Σ_{x^i} min(p(x^i), q(x^i)).", relation="=", identity=True,
-                proof=bound_k1_identity),
+                proof=bound_k1_identity, proved_for="general: per block, any p(x^i) > 0 and q(x^i) ≥ 0 (so any V, γ)"),
            Part("increasing-any-draft", "Bound(K) strictly increases in K, for any draft (literal).",
                 relation="monotone", modes=("exact",)),
            Part("limit-any-draft", "Bound(K) tends to γ as K → ∞, for any draft (literal).", relation="=",
@@ -1003,7 +1019,8 @@ register(
                 why="'converges to the maximum acceptance length L' holds only if every block the target can emit "
                     "can be drafted, so the remark tacitly assumes a draft that covers the target's support (the "
                     "paper's drafts are softmax models, positive everywhere); the three bullets are read together "
-                    "under that assumption. q = p stays in scope: it covers the support"),
+                    "under that assumption. q = p is a degenerate instance of the strict increase (the bound is γ "
+                    "for every K): outside the scope by the non-degeneracy rule, its tie reported beside"),
         Reading("literal", "For any draft (one missing part of p's support too, V = 1): strict increase and the "
                            "limit γ.", ("increasing-any-draft", "limit-any-draft"), kind="literal",
                 why="the bullets as printed, without the covering assumption: top-k and disjoint drafts leave the "

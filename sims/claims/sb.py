@@ -19,6 +19,7 @@ from spectheory import instances as inst
 from spectheory.closed_forms import sb as cf
 from spectheory.exact import sb as ex
 from spectheory.judge import stats
+from spectheory.judge.degeneracy import degenerate
 from spectheory.markov import MarkovPair, stationary_distribution
 from spectheory.montecarlo import sb as mc
 from spectheory.pairs import aligned_pair, bimodal_pair, dirichlet_source, pair_from_tables
@@ -54,8 +55,15 @@ _BUILDERS = {
     "mix-strong-V6": lambda: aligned_pair(6, 1, "strong", seed=2),
     "bimodal-V4": lambda: bimodal_pair(4, 1, hard_fraction=0.5, hard_strength=0.9, concentration=1.0, seed=4),
     "markov1-V3-equal": equal_markov_pair,
+    # the paper's weak regime ("mismatched models (e.g., 68M vs 13B, α ≤ 0.5)"): stationary acceptance
+    # 0.490 (easy and hard contexts) and 0.449 (every context hard: the draft independent of the target)
+    "bimodal-a0.49-V6": lambda: bimodal_pair(6, 1, hard_fraction=0.84, hard_strength=1.0, concentration=0.6, seed=5),
+    "uniform-a0.45-V6": lambda: bimodal_pair(6, 1, hard_fraction=1.0, hard_strength=1.0, concentration=0.6, seed=4),
 }
-WEAK = ("bimodal-weak-V6", "mix-weak-V6")
+#: weakly aligned pairs: stationary acceptance 0.645 and 0.688, and the paper's weak regime α ≤ 0.5
+#: (:data:`WEAK_REGIME`)
+WEAK_REGIME = ("bimodal-a0.49-V6", "uniform-a0.45-V6")
+WEAK = ("bimodal-weak-V6", "mix-weak-V6") + WEAK_REGIME
 STRONG = ("bimodal-strong-V6", "mix-strong-V6")
 #: the same family at both alignment levels (for the ablation sentences)
 FAMILIES = (("bimodal", "bimodal-weak-V6", "bimodal-strong-V6"), ("mix", "mix-weak-V6", "mix-strong-V6"))
@@ -162,12 +170,19 @@ class Study:
     hrad_prompts: int = 200
     #: the target's cost profile: c(1 + κ(n − 1)) for n positions scored (κ = 0: flat cost c)
     kappa: float = 0.0
+    #: the draft-length policy: each method at its own throughput-optimal γ ("own best γ"), or every
+    #: method at one common γ, SpecBranch's best ("common γ", as the authors' run scripts fix one γ)
+    policy: str = "own best γ"
+    #: the rollback rate's denominator: the tokens speculated on the emitted path ("per speculated
+    #: token": accepted + rolled back) or the draft forward passes of the path ("per drafted token")
+    denominator: str = "per speculated token"
 
 
 STUDY = Study()
 #: the Study fields set by an open choice of sb.rollback / sb.speedup (choice name → field)
 STUDY_CHOICES = {"k_max": "k_max", "eps": "eps", "target cost κ": "kappa", "H-RAD feature noise σ": "sigma",
-                 "rollback accounting": "rollback"}
+                 "rollback accounting": "rollback", "draft-length policy": "policy",
+                 "rollback denominator": "denominator"}
 
 
 def in_force(ctx, study: Study) -> Study:
@@ -261,7 +276,7 @@ def check_trunc_geom(ctx, method):
             label(name, γ="1..4"), grid(gamma=(1, 2, 3, 4)), lambda gamma: chain_law_tv(p, method, gamma),
             grade="distance", what="TV(chain DP law of τ, the rounds' exact law), worst γ"), get=pair)
     with ctx.part("markov"):
-        for name in TG_MARKOV + WEAK + STRONG:
+        for name in TG_MARKOV + WEAK[:2] + STRONG:
             p = pair(name)
             a = ex.alpha_readings(p, 4)
             ev.append(stats.info("exact", label(name, γ=4, α=f"{a['stationary']:.4f}"), 0.0, ex.trunc_geom_tv(p, 4),
@@ -444,6 +459,11 @@ def check_ideal_parallel(ctx, par):
     return ev
 
 
+#: what sb.ideal_parallel's parts rest on: this project's model of parallel SD
+IDEAL_RECONSTRUCTED = ("the PSD model (a round lasts max(γ, c), an accepted block's overlapped draft is the next block) "
+                       "is this project's reconstruction of the text's description; at α = 1 its latency is the paper's max(γt, ct)/γ by construction, and SD's per-token time (γ + c)/(γ + 1) is the same model's")
+
+
 register(
     id="sb.ideal_parallel", paper=PAPER, reference="Sec. 3, 'ideal parallelism'",
     statement="Without rollback, per-token latency of parallel SD is max(γt, ct)/γ, and the best gain over SD, "
@@ -455,11 +475,14 @@ register(
                    "(2 exactly if SD's bonus token is not counted). The least slack of 'gain ≤ 2' over c = 1..64 is "
                    "recorded.",
     parts=(Part("latency", "Without rollback, parallel SD's per-token latency is max(γt, ct)/γ.", relation="=",
-                identity=True, proof=prove_ideal_latency),
+                identity=True, proof=prove_ideal_latency, proved_for="general: symbolic γ, c, α → 1",
+                reconstructed=IDEAL_RECONSTRUCTED),
            Part("gain-at-c", "The gain of parallel SD over SD is largest at γ = c.", relation="=", modes=("exact",),
-                identity=True, proof=prove_gain_at_c),
+                identity=True, proof=prove_gain_at_c, proved_for="general: symbolic γ and c > 1",
+                reconstructed=IDEAL_RECONSTRUCTED),
            Part("two-x", "That best gain is 2× in the limit c ≫ 1 (2c/(c + 1) at finite c, never above 2).",
-                relation="≤", modes=("exact",), identity=True, proof=prove_two_x)),
+                relation="≤", modes=("exact",), identity=True, proof=prove_two_x, proved_for="general: symbolic c",
+                reconstructed=IDEAL_RECONSTRUCTED)),
     readings=(Reading("paper", "At α = 1 parallel SD's time per token is max(γ, c)/γ; its gain over SD peaks at γ = c, "
                                "at 2c/(c + 1) → 2 as c ≫ 1.", ("latency", "gain-at-c", "two-x"), role="principal",
                       quote="Key Designs §1: 'Under the ideal case where γ tokens are accepted, the single-token latency "
@@ -562,6 +585,11 @@ def shrink_thm1(ctx, par):
     return None
 
 
+#: what sb.thm1's formula parts rest on
+THM1_RECONSTRUCTED = ("Theorem 1's formula is lost from the text; T(γ, α, c) = max(γ, c)/S_γ(α) + γ(1 − α) is derived "
+                      "here in this project's PSD model of the text's description (notebooks/sb_derivations.py)")
+
+
 register(
     id="sb.thm1", paper=PAPER, reference="Thm. 1 (parallel SD with rollback; formula derived here)",
     statement="With rollback, expected per-token latency as a function of (γ, α, c); its minimum lies at γ ≤ c; too "
@@ -574,8 +602,10 @@ register(
                    "on Markov pairs for integer c; for non-integer c the best integer γ is a separate part. Markov "
                    "sources: the formula at α = E_π[β] against the engine, reported.",
     parts=(Part("formula", "T(γ, α, c) = max(γ, c)/S_γ(α) + γ(1 − α) is the pipeline's expected time per token.",
-                relation="="),
-           Part("min-le-c", "Its minimum over γ lies at γ ≤ c.", relation="≤", modes=("exact",)),
+                relation="=", reconstructed=THM1_RECONSTRUCTED),
+           Part("min-le-c", "Its minimum over γ lies at γ ≤ c.", relation="≤", modes=("exact",),
+                reconstructed=THM1_RECONSTRUCTED + "; T(γ) strictly increases for γ ≥ c in that formula, so its "
+                              "minimum lies at γ ≤ c whatever α and c: the part cannot fail"),
            Part("min-le-c-integer", "The best integer draft length is ≤ c (c not an integer).", relation="≤",
                 modes=("exact",)),
            Part("markov", "The formula at α = E[β] is the latency on a Markov source.", relation="=", checkable=False,
@@ -739,7 +769,7 @@ register(
 
 # --- sb.rollback and sb.speedup: the comparison protocol ------------------------------------------------------
 
-CS = (2.0, 4.0, 8.0)
+CS = (2.0, 4.0, 8.0, 16.0)
 PAPER_ROLLBACK = {"sb": 0.396, "sps": 0.766, "pearl": 0.903}
 
 
@@ -747,9 +777,21 @@ def gamma_max(ctx) -> int:
     return ctx.size(8, 6)
 
 
+def gamma_cap(ctx, c: float) -> int:
+    """The largest γ a method may run at for speed ratio c: max(γ_max, ⌈c⌉) (a parallel method fills
+    the pipeline at γ ≈ c, so a cap below c would handicap it at c = 16)."""
+    return max(gamma_max(ctx), int(np.ceil(c)))
+
+
+def weak(ctx) -> tuple:
+    """The weakly aligned pairs graded: all four (quick: the easy/hard pair and the weak-regime one)."""
+    return ctx.size(WEAK, (WEAK[0], WEAK_REGIME[0]))
+
+
 def cs(ctx) -> tuple:
-    """The cost ratios graded: 2, 4, 8 (quick: 4)."""
-    return ctx.size(CS, (4.0,))
+    """The cost ratios graded: 2, 4, 8, 16 (quick: 4, 16); the paper's weak regime pairs large speed
+    ratios (68M drafts for 7B and 13B targets) with acceptance ≤ 0.5."""
+    return ctx.size(CS, (4.0, 16.0))
 
 
 SIGNALS = ("all-reject", "confidence", "all-accept")
@@ -765,41 +807,42 @@ def hrad_shares(src, gamma: int, sigma: float, n_prompts: int) -> np.ndarray:
     return stationary_distribution(p.target.transition_matrix()) @ hrad_policy(src, gamma, sigma, n_prompts=n_prompts)
 
 
+#: the non-degeneracy rule's cases for SpecBranch's comparisons: q = p rolls nothing back and makes every
+#: method emit whole blocks; a point-mass draft never forks and every branch is the same token
+MECHANISM_DEGENERATE = ("q = p", "point-mass draft")
+
+
 def mechanism_reason(src, c: float = 4.0, study: Study | None = None, gmax: int = 3, component: str | None = None,
                      **_) -> str | None:
-    """The scope guard of sb.rollback and sb.speedup: None when SpecBranch's mechanism is active on
-    ``src`` at cost ratio c, else why not. Active: it forks k ≥ 2 branches in some context reached
-    with positive probability (:func:`fork_reason`) and H-RAD, at SpecBranch's best γ ≤ ``gmax``,
-    is not constant (no signal takes all but ``CONSTANT_SHARE`` of its decisions). For an ablation
-    (``component`` "no_branch" / "no_hrad") the component removed must be active: it forks (no_branch);
-    H-RAD is not the constant 'confidence' signal, which is the pure threshold itself (no_hrad).
-    ``study`` None: the counterexample search's (H-RAD on 60 prompts, γ ≤ 3)."""
+    """The scope guard of sb.rollback and sb.speedup (after the non-degeneracy rule, which the scope
+    applies to strict parts): None when SpecBranch's branching is active on ``src``, else why not:
+    SpecBranch never forks k ≥ 2 branches in a context reached with positive probability (:func:`fork_reason`: it is
+    then PEARL with another draft-length rule). For the ablation of H-RAD (``component="no_hrad"``,
+    the part about H-RAD's mechanism) H-RAD must not be the constant 'confidence' signal at
+    SpecBranch's best γ ≤ ``gmax`` (that is the pure threshold itself: removing it changes nothing);
+    that guard applies to no other part (a constant H-RAD is still SpecBranch as deployed). For the
+    ablation of branching (``"no_branch"``) it must fork. ``study`` None: the counterexample search's
+    (H-RAD on 60 prompts, γ ≤ 3)."""
     study = replace(STUDY, hrad_prompts=60) if study is None else study
     if component != "no_hrad":
-        why = fork_reason(src, study.k_max)
-        if why or component == "no_branch":
-            return why
+        return fork_reason(src, study.k_max)
     g, _ = best(src, study.sb, c, study, gmax)
     share = hrad_shares(src, g, study.sigma, study.hrad_prompts)
-    if component == "no_hrad":
-        if share[R.CONFIDENCE] >= 1.0 - CONSTANT_SHARE:
-            return (f"removing H-RAD changes nothing: it gives 'confidence' (the pure threshold) in "
-                    f"{share[R.CONFIDENCE]:.2%} of decisions at γ = {g}")
-        return None
-    d = int(np.argmax(share))
-    if share[d] >= 1.0 - CONSTANT_SHARE:
-        return f"H-RAD is constant: '{SIGNALS[d]}' in {share[d]:.2%} of decisions at SpecBranch's best γ = {g}"
+    if share[R.CONFIDENCE] >= 1.0 - CONSTANT_SHARE:
+        return (f"removing H-RAD changes nothing: it gives 'confidence' (the pure threshold) in "
+                f"{share[R.CONFIDENCE]:.2%} of decisions at γ = {g}")
     return None
 
 
 MECHANISM = Scope(
-    "SpecBranch's mechanism is active: it forks k = max(1, ⌊k_max(1 − max q)⌋) ≥ 2 branches in some context the "
-    "target reaches with positive probability, and H-RAD (at SpecBranch's best γ) is not constant — no signal "
-    "takes all but 0.1% of its decisions (a band of ours). Otherwise 'SpecBranch' is PEARL with another draft "
-    "length rule, or PEARL itself (V = 2 drafts with max q > 0.5 never fork at k_max = 4). The ablation "
-    "sentences need the component removed to be active at both alignment levels: branches forked "
-    "(branch-strong); H-RAD not the constant 'confidence' signal, which is the pure threshold itself "
-    "(hrad-weak).", guard=mechanism_reason)
+    "SpecBranch's branching is active: it forks k = max(1, ⌊k_max(1 − max q)⌋) ≥ 2 branches in some context the "
+    "target reaches with positive probability (else 'SpecBranch' is PEARL with another draft-length rule: V = 2 "
+    "drafts with max q > 0.5 never fork at k_max = 4). Non-degeneracy: q = p (nothing is rolled back, every "
+    "method emits whole blocks) and a point-mass draft (nothing to fork) are outside. The ablation of H-RAD "
+    "(hrad-weak, the part about H-RAD's mechanism) also needs H-RAD not to be the constant 'confidence' signal, "
+    "which is the pure threshold itself; a constant H-RAD is otherwise still SpecBranch as deployed, graded. The "
+    "ablation of branching (branch-strong) needs branches forked at both alignment levels.",
+    guard=mechanism_reason, degenerate=MECHANISM_DEGENERATE, resolve=lambda name: pair(name))
 
 
 def strict_gap(*, what: str, tol: float = 1e-6):
@@ -843,10 +886,27 @@ def mc_in_scope(ctx, ev, name: str, c: float, scope: dict):
     return ev
 
 
+#: the rollback rates per drafted token, by the rate per speculated token they replace
+PER_DRAFTED = {"rollback_rate": "rollback_per_drafted", "submitted_rollback_rate": "submitted_rollback_per_drafted"}
+
+
+def rate_name(study: Study, what: str) -> str:
+    """The :class:`spectheory.exact.sb.Rates` field of ``what`` under the study's rollback denominator."""
+    return PER_DRAFTED.get(what, what) if study.denominator == "per drafted token" else what
+
+
+def gamma_of(name: str, study: Study, which: str, c: float, gmax: int, kappa: float | None = None) -> int:
+    """The γ method ``which`` runs at: its own throughput-optimal γ ≤ ``gmax``, or under the "common γ"
+    policy SpecBranch's (every method of the comparison at the one γ)."""
+    lead = study.sb if study.policy == "common γ" else getattr(study, which)
+    return best(name, lead, c, study, gmax, kappa)[0]
+
+
 def rate_of(name: str, study: Study, which: str, c: float, gmax: int, what: str, kappa: float | None = None) -> float:
-    """A rate of method ``which`` of the study at its throughput-optimal γ."""
-    g, r = best(name, getattr(study, which), c, study, gmax, kappa)
-    return float(getattr(r, what))
+    """A rate of method ``which`` of the study at the γ of the study's draft-length policy (its own
+    throughput-optimal γ, or the common γ), rollback rates under the study's denominator."""
+    g = gamma_of(name, study, which, c, gmax, kappa)
+    return float(getattr(rates(name, getattr(study, which), g, c, study, kappa), rate_name(study, what)))
 
 
 def rb_gap(name: str, study: Study, lo: str, hi: str, c: float, gmax: int = 8):
@@ -864,7 +924,7 @@ def sp_gap(name: str, study: Study, hi: str, lo: str, c: float, gmax: int = 8, k
 
 
 def _mc_rates(ctx, name, study, which, c, gmax):
-    g, _ = best(name, getattr(study, which), c, study, gmax)
+    g = gamma_of(name, study, which, c, gmax)
     method = getattr(study, which)
     n = ctx.size(20_000, 5_000)
     return mc.simulate(pair(name), method, pipeline(name, method, g, c, study), n, seed=ctx.rng(name, which, str(c))), g
@@ -876,7 +936,7 @@ def _mc_diff(ctx, name, study, a, b, c, gmax, what, ratio: bool):
     if ratio:
         r, se = ra.speedup_over(rb)
         return r - 1.0, se, ga, gb
-    (x, sx), (y, sy) = ra.estimate(what), rb.estimate(what)
+    (x, sx), (y, sy) = ra.estimate(rate_name(study, what)), rb.estimate(rate_name(study, what))
     return y - x, float(np.hypot(sx, sy)), ga, gb
 
 
@@ -891,11 +951,14 @@ def check_rollback(ctx, study):
     gmax = gamma_max(ctx)
     scope = dict(study=study, gmax=gmax)
     ev = []
+    rate = rate_name(study, study.rollback)
+    where = (f"best γ ≤ max({gmax}, c)" if study.policy == "own best γ"
+             else f"every method at SpecBranch's best γ ≤ max({gmax}, c)")
     for part, lo, hi in (("weak.sb-below-sps", "sb", "sps"), ("weak.sps-below-pearl", "sps", "pearl")):
         with ctx.part(part):
-            what = f"{study.rollback}({hi}) − {study.rollback}({lo}), best γ ≤ {gmax}"
-            for name in WEAK:
-                measure = (lambda c, name=name: rb_gap(name, study, lo, hi, c, gmax))
+            what = f"{rate}({hi}) − {rate}({lo}), {where}"
+            for name in weak(ctx):
+                measure = (lambda c, name=name: rb_gap(name, study, lo, hi, c, gamma_cap(ctx, c)))
                 note = (lambda pt, c, m, d: ", ".join(f"{k} {v:.3f}" for k, v in d.items()))
                 if "sb" in (lo, hi):  # a comparison with SpecBranch speaks only where its mechanism is active
                     ev += scoped_sweep(ctx, name, cs(ctx), measure, judge=strict_gap(what=what), note=note,
@@ -904,25 +967,35 @@ def check_rollback(ctx, study):
                     ev.append(sweep(lambda pt, name=name: label(name, c=pt["c"]), grid(c=cs(ctx)), measure,
                                     worst=LEAST, judge=strict_gap(what=what), note=note))
             other = "submitted_rollback_rate" if study.rollback != "submitted_rollback_rate" else "rollback_rate"
-            for name in WEAK:
+            for name in weak(ctx):
                 for c in cs(ctx):
-                    r = {w: rate_of(name, study, w, c, gmax, other) for w in (lo, hi)}
+                    r = {w: rate_of(name, study, w, c, gamma_cap(ctx, c), other) for w in (lo, hi)}
                     ev.append(stats.info("exact", label(name, c=c, accounting=other), r[lo], r[hi],
-                                         test=f"{other}: {lo} (claimed column) vs {hi} (measured)",
+                                         test=f"{rate_name(study, other)}: {lo} (claimed column) vs {hi} (measured)",
                                          note="the other accounting of the rollback choice, reported"))
+            joint = replace(study, policy="common γ", denominator="per drafted token")
+            if joint != study:  # the two settings that decide the ordering, moved together (the sweep moves one)
+                for name in weak(ctx):
+                    for c in cs(ctx):
+                        _, m, d = rb_gap(name, joint, lo, hi, c, gamma_cap(ctx, c))
+                        ev.append(stats.info("exact", label(name, c=c, policy="common γ", per="drafted token"), 0.0, m,
+                                             test=f"{rate_name(joint, joint.rollback)}({hi}) − ({lo}), every method at "
+                                                  "SpecBranch's best γ (both choices moved together)",
+                                             note="reported, not graded: the sweep moves one choice at a time; "
+                                                  + ", ".join(f"{k} {v:.3f}" for k, v in d.items())))
             ev.append(stats.info("exact", "paper (HumanEval, weakly aligned pairs)", PAPER_ROLLBACK[hi] - PAPER_ROLLBACK[lo],
                                  PAPER_ROLLBACK[hi] - PAPER_ROLLBACK[lo],
                                  test="the paper's rollback rates: SpecBranch 39.6%, SpS 76.6%, PEARL 90.3%"))
-        for name in WEAK:
+        for name in weak(ctx)[:2] if ctx.wants("mc") else ():
             d, se, ga, gb = _mc_diff(ctx, name, study, lo, hi, 4.0, gmax, study.rollback, ratio=False)
             e = mc_bound(ctx, label(name, c=4.0, **{f"γ_{lo}": ga, f"γ_{hi}": gb}), 0.0, mean=d, se=se,
-                         side="ge", tolerance=0.02, part=part, what=f"{study.rollback}({hi}) − {study.rollback}({lo})",
+                         side="ge", tolerance=0.02, part=part, what=f"{rate}({hi}) − {rate}({lo})",
                          note="independent kernel runs, 16 streams each; se of the difference")
             ev.append(mc_in_scope(ctx, e, name, 4.0, scope) if "sb" in (lo, hi) else e)
     with ctx.part("strong"):
         for name in STRONG:
             for c in cs(ctx):
-                r = {w: rate_of(name, study, w, c, gmax, study.rollback) for w in ("sb", "sps", "pearl")}
+                r = {w: rate_of(name, study, w, c, gamma_cap(ctx, c), study.rollback) for w in ("sb", "sps", "pearl")}
                 why = ctx.out_of_scope(name, c=c, **scope)
                 ev.append(stats.info("exact", label(name, c=c), r["sps"], r["sb"],
                                      test=f"{study.rollback}: SpecBranch (measured) vs SpS (claimed column)",
@@ -944,6 +1017,14 @@ KAPPA = Choice("target cost κ", 0.0, (0.0, 0.1),
 SIGMA = Choice("H-RAD feature noise σ", 0.1, (0.0, 0.1, 0.3),
                why="H-RAD's target-side feature is the target's expected accepted fraction plus N(0, σ²): the paper's "
                    "features are hidden states of unknown informativeness; σ = 0 is an exact feature")
+POLICY = Choice("draft-length policy", "own best γ", ("own best γ", "common γ"),
+                why="the paper reports each method's rate without its γ: each method at its own throughput-optimal γ "
+                    "(the configuration one deploys), or every method at one common γ (SpecBranch's best), as the "
+                    "authors' public run scripts fix one draft length for a run")
+DENOMINATOR = Choice("rollback denominator", "per speculated token", ("per speculated token", "per drafted token"),
+                     why="'rollback rate' is not defined in the text: rolled-back tokens per token speculated on the "
+                         "emitted path (accepted + rolled back), or per drafted token of that path (draft forward "
+                         "passes: the public code prints rollback tokens and draft forward passes)")
 ACCOUNTING = Choice("rollback accounting", "rollback_rate", ("rollback_rate", "submitted_rollback_rate"),
                     why="'rollback' is not defined in the text: the speculation path's discarded tokens including the "
                         "overlapped draft a rejection invalidates (the public code's count), or only the tokens "
@@ -957,14 +1038,17 @@ register(
     interpretation="Rollback rate = tokens discarded by a rejection / (accepted + discarded) drafted tokens on the "
                    "speculation path (SpS: (γ − τ)/γ; a parallel rejection also discards the overlapped draft; "
                    "sibling branches and continuations H-RAD does not submit are not rollback — docs/sb.md). Each "
-                   "method at its own throughput-optimal γ ≤ 8 for c ∈ {2, 4, 8}, SpecBranch with H-RAD trained on the "
-                   "instance (k_max = 4, ε = 0.3); weakly aligned: easy/hard contexts (bimodal) and uniform mixing "
-                   "(mix), V = 6, order 1. Exact: the round chain's long-run rates. MC: kernel rates at c = 4, "
-                   "one-sided z-test of the difference. Strongly aligned pairs: reported (the paper states the "
-                   "ordering for weak alignment). Comparisons with SpecBranch are graded where its mechanism is "
-                   "active (scope); k_max, ε, the target's cost profile, H-RAD's feature noise and the rollback "
-                   "accounting are open choices, swept when the ordering fails. The smallest counterexample in scope "
-                   "(weakly aligned pairs V ≤ 4, best γ ≤ 3) is searched in the default tier.",
+                   "method at its own throughput-optimal γ ≤ max(8, c) for c ∈ {2, 4, 8, 16}, SpecBranch with H-RAD "
+                   "trained on the instance (k_max = 4, ε = 0.3); weakly aligned: easy/hard contexts (bimodal) and "
+                   "uniform mixing (mix), stationary acceptance 0.65 and 0.69, and two pairs in the paper's weak "
+                   "regime (α ≤ 0.5: 0.49 and 0.45), V = 6, order 1. Exact: the round chain's long-run rates. MC: "
+                   "kernel rates at c = 4, one-sided z-test of the difference. Strongly aligned pairs: reported (the "
+                   "paper states the ordering for weak alignment). Comparisons with SpecBranch are graded where it "
+                   "forks (scope; a constant H-RAD is still SpecBranch as deployed); k_max, ε, the target's cost "
+                   "profile, H-RAD's feature noise, the rollback accounting, its denominator (per speculated or per "
+                   "drafted token) and the draft-length policy (each at its own best γ, or a common γ) are open "
+                   "choices, swept like every claim's. The smallest counterexample in scope (weakly aligned pairs "
+                   "V ≤ 4, best γ ≤ 3) is searched in the default tier.",
     parts=(Part("weak.sb-below-sps", "For weakly aligned pairs, SpecBranch's rollback rate is below SpS's.", relation="<"),
            Part("weak.sps-below-pearl", "For weakly aligned pairs, SpS's rollback rate is below PEARL's.", relation="<"),
            Part("strong", "The ordering for strongly aligned pairs.", relation="ordering", checkable=False,
@@ -982,7 +1066,7 @@ register(
         Reading("strong", "The same ordering for strongly aligned pairs.", ("strong",), kind="another-instance",
                 why="the paper does not state the ordering for strong alignment: reported only")),
     scope=MECHANISM,
-    choices=(K_MAX, EPS, KAPPA, SIGMA, ACCOUNTING),
+    choices=(K_MAX, EPS, KAPPA, SIGMA, ACCOUNTING, DENOMINATOR, POLICY),
     check=check_rollback, subject=STUDY,
     controls=(Control("rollback counts every branch", replace(STUDY, rollback="waste_rate"),
                       "negative control: the rate counts sibling branches and unsubmitted continuations (hedges the "
@@ -1034,9 +1118,11 @@ def check_speedup(ctx, study):
     ev = []
     for part, hi, lo in (("sb-ge-pearl", "sb", "pearl"), ("pearl-ge-sps", "pearl", "sps")):
         with ctx.part(part):
-            what = f"throughput({hi})/throughput({lo}) − 1, best γ ≤ {gmax}"
-            for name in WEAK + STRONG:
-                measure = (lambda c, name=name: sp_gap(name, study, hi, lo, c, gmax))
+            what = (f"throughput({hi})/throughput({lo}) − 1, "
+                    + (f"best γ ≤ max({gmax}, c)" if study.policy == "own best γ"
+                       else f"every method at SpecBranch's best γ ≤ max({gmax}, c)"))
+            for name in weak(ctx) + STRONG:
+                measure = (lambda c, name=name: sp_gap(name, study, hi, lo, c, gamma_cap(ctx, c)))
                 note = (lambda pt, c, m, d: ", ".join(f"{k} {v:.4f}" for k, v in d.items()))
                 if "sb" in (hi, lo):  # a comparison with SpecBranch speaks only where its mechanism is active
                     ev += scoped_sweep(ctx, name, cs(ctx), measure, judge=shortfall(shift=1e-9, what=what), note=note,
@@ -1045,13 +1131,13 @@ def check_speedup(ctx, study):
                     ev.append(sweep(lambda pt, name=name: label(name, c=pt["c"]), grid(c=cs(ctx)), measure,
                                     worst=LEAST, judge=shortfall(shift=1e-9, what=what), note=note))
             kappa = 0.1 if study.kappa == 0.0 else 0.0
-            for name in WEAK + STRONG:
+            for name in weak(ctx) + STRONG:
                 _, m, d = sp_gap(name, study, hi, lo, 4.0, gmax, kappa=kappa)
                 ev.append(stats.info("exact", label(name, c=4.0, κ=kappa), 0.0, m,
                                      test=f"throughput({hi})/throughput({lo}) − 1 with target cost c(1 + {kappa:g}(n − 1))",
                                      note="the other target cost profile, reported: "
                                           + ", ".join(f"{k} {v:.4f}" for k, v in d.items())))
-        for name in (WEAK[0], STRONG[0]):
+        for name in (WEAK[0], STRONG[0]) if ctx.wants("mc") else ():
             d, se, ga, gb = _mc_diff(ctx, name, study, hi, lo, 4.0, gmax, "tokens_per_time", ratio=True)
             e = mc_bound(ctx, label(name, c=4.0, **{f"γ_{hi}": ga, f"γ_{lo}": gb}), 0.0, mean=d, se=se, side="ge",
                          tolerance=0.02, part=part, what=f"throughput({hi})/throughput({lo}) − 1",
@@ -1062,7 +1148,7 @@ def check_speedup(ctx, study):
             what = "drop where it should matter most − drop at the other alignment level"
             for family, _, _ in FAMILIES:
                 note = (lambda pt, c, m, d: ", ".join(f"{k} {v:+.4f}" for k, v in d.items()))
-                measure = (lambda c, family=family: ablation_gap(family, study, which, c, gmax))
+                measure = (lambda c, family=family: ablation_gap(family, study, which, c, gamma_cap(ctx, c)))
                 inside = []
                 for c in cs(ctx):
                     why = ablation_reason(ctx, family, which, c, scope)
@@ -1082,16 +1168,18 @@ register(
     id="sb.speedup", paper=(PAPER, "liu2025"), reference="Sec. 5, main results and ablation",
     statement="SpecBranch ≥ PEARL ≥ SpS in the pipeline cost model across alignment levels; H-RAD matters most for weak "
               "alignment, branching for strong alignment (ablation).",
-    interpretation="Throughput (tokens per unit time) of each method at its own optimal γ ≤ 8, for c ∈ {2, 4, 8}, flat "
-                   "target cost c, on weakly and strongly aligned pairs of two kinds (easy/hard contexts; uniform "
-                   "mixing; V = 6, order 1); SpecBranch with k_max = 4, ε = 0.3 and H-RAD trained on the instance. "
+    interpretation="Throughput (tokens per unit time) of each method at its own optimal γ ≤ max(8, c), for c ∈ {2, 4, 8, "
+                   "16}, flat target cost c, on weakly and strongly aligned pairs of two kinds (easy/hard contexts; "
+                   "uniform mixing; V = 6, order 1) and two weak-regime pairs (α ≤ 0.5); SpecBranch with k_max = 4, "
+                   "ε = 0.3 and H-RAD trained on the instance. "
                    "Exact: the round chain; MC: kernel throughput ratios at c = 4 (one-sided z-test). Ablation: "
                    "drop = 1 − throughput without the component / with it; 'H-RAD matters most for weak' reads "
                    "drop_weak(no H-RAD) > drop_strong(no H-RAD), 'branching for strong' reads drop_strong(no branches) "
                    "> drop_weak(no branches), per instance kind and c. A target cost growing with the submitted "
                    "tokens, c(1 + 0.1(n − 1)), is reported (and an open choice). Comparisons with SpecBranch are graded "
-                   "where its mechanism is active (scope); k_max, ε, the target's cost profile and H-RAD's feature "
-                   "noise are open choices, swept when the principal reading fails. The smallest counterexample of "
+                   "where it forks (scope; the ablation of H-RAD also needs a non-constant H-RAD); k_max, ε, the "
+                   "target's cost profile, H-RAD's feature noise and the draft-length policy (each at its own best "
+                   "γ, or a common γ) are open choices, swept like every claim's. The smallest counterexample of "
                    "SpecBranch ≥ PEARL in scope (weakly aligned pairs V ≤ 4, best γ ≤ 3) is searched in the default "
                    "tier.",
     parts=(Part("sb-ge-pearl", "SpecBranch is at least as fast as PEARL at every alignment level.", relation="ordering"),
@@ -1119,7 +1207,7 @@ register(
                     "granted ('Parallel SD methods like PEARL attempt to overlap drafting with verification'); not a "
                     "SpecBranch claim, so it does not decide the headline")),
     scope=MECHANISM,
-    choices=(K_MAX, EPS, KAPPA, SIGMA),
+    choices=(K_MAX, EPS, KAPPA, SIGMA, POLICY),
     check=check_speedup, subject=STUDY,
     controls=(Control("specbranch's draft waits for the target", replace(STUDY, sb=R.BROKEN_SB_NO_OVERLAP),
                       R.BROKEN_SB_NO_OVERLAP.description, parts=("sb-ge-pearl",)),
@@ -1203,8 +1291,8 @@ def accuracy_scope(src, gamma: int = 4, margin: float = ACC_MARGIN, **_) -> str 
     if beatable(src, gamma, margin):
         return None
     maj, ceil = bayes_ceiling(src, gamma)
-    return (f"no classifier can beat the majority class: even the Bayes rule given the state ({ceil:.5f}) beats it "
-            f"({maj:.5f}) by at most {margin:g}")
+    return degenerate("saturation", f"no classifier can beat the majority class: even the Bayes rule given the "
+                                    f"state ({ceil:.5f}) beats it ({maj:.5f}) by at most {margin:g}")
 
 
 def accuracy_gap(name: str, h: Hrad, gamma: int):
@@ -1233,7 +1321,7 @@ def check_hrad(ctx, h):
         h = replace(h, sigma=ctx.choice("H-RAD feature noise σ"))
     margin = ctx.choice("accuracy margin")
     ev = []
-    names = WEAK + STRONG
+    names = weak(ctx) + STRONG
     with ctx.part("accuracy"):
         for name in STRONG:
             for gamma in hr_gammas(ctx):
@@ -1243,7 +1331,7 @@ def check_hrad(ctx, h):
                                      note="outside the claim's scope (the part speaks of weakly aligned pairs): "
                                           "all-accept dominates every context, so the Bayes decision is the "
                                           "majority class; reported"))
-        for name in WEAK:
+        for name in weak(ctx):
             graded = {g: ctx.out_of_scope(name, gamma=g, margin=margin) for g in hr_gammas(ctx)}
             for gamma in (g for g, why in graded.items() if why):
                 ev.append(stats.info("exact", label(name, γ=gamma), bayes_ceiling(name, gamma)[0],
@@ -1336,7 +1424,10 @@ register(
                     "cost model and is reported"),),
     scope=Scope("Accuracy speaks where the three signals vary across contexts: the Bayes rule given the source state "
                 "beats the majority class by more than the margin (no context classifier can do better than it; on "
-                "strongly aligned pairs all-accept is the Bayes decision everywhere).", guard=accuracy_scope),
+                "strongly aligned pairs all-accept is the Bayes decision everywhere). Non-degeneracy: where even the "
+                "Bayes rule cannot beat the majority class the accuracy gain is saturated at 0 (it cannot move), so "
+                "such a (pair, γ) is outside; the ε-robustness part compares two throughput ranges that move on every "
+                "instance.", guard=accuracy_scope, degenerate=("saturation",)),
     choices=(Choice("accuracy margin", ACC_MARGIN, (0.0, ACC_MARGIN, 1e-2), invented=True,
                     why="'better than the majority class' needs a margin to be graded exactly: 0.1 percentage point is "
                         "ours"),

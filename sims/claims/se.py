@@ -189,11 +189,13 @@ SCOPE_CONST_ALPHA = Scope("Sec. 3.2 on a source where every proposed token has t
                           "positions: order-0 pairs), any ensemble, c ≥ 0. On a Markov source α varies with the "
                           "context: reported outside the scope.", constant_alpha_guard)
 SCOPE_WE_OPEN = Scope("Two models under the weighted ensemble r = λq + (1 − λ)p (Eq. 4), q proposing, 0 ≤ λ < 1, any "
-                      "source (per context). λ = 1 (r = q, the ensemble is q alone) is outside: there α = 1 = λ for "
-                      "every pair.", we_weight_guard(hi_open=True))
+                      "source (per context). Non-degeneracy: λ = 1 (r = q, the ensemble is q alone) is outside: there "
+                      "α = 1 = λ for every pair, so neither the bound nor its equality case can move.",
+                      we_weight_guard(hi_open=False), degenerate=("λ = 1",))
 SCOPE_WE = Scope("Two models under the weighted ensemble r = λq + (1 − λ)p (Eq. 4), 0 ≤ λ ≤ 1, either model may "
-                 "propose (the corollary's 'comparable parameters'), any source (per context).",
-                 we_weight_guard(hi_open=False))
+                 "propose (the corollary's 'comparable parameters'), any source (per context). Non-degeneracy: no "
+                 "case of the rule occurs here (at λ = 1 or q = p acceptance is 1 and the speedup still moves with "
+                 "γ and c).", we_weight_guard(hi_open=False), degenerate=())
 SCOPE_THM36 = Scope("Alg. 1 (q proposes first) on i.i.d. pairs under r = (q + p)/2, where α_q = α_p = α (the "
                     "formula's single α), with the mechanism active: 0 < α < 1 (bonus tokens occur and proposals "
                     "are sometimes rejected) and c > 0. Markov pairs (α_q ≠ α_p, state-dependent) are outside.",
@@ -642,7 +644,8 @@ register(
                    "acceptance frequencies of q- and p-proposed tokens in a long Alg. 1 run on an i.i.d. V = 50 "
                    "CD pair (both roles; two-sided z-tests, tolerance 0.005).",
     parts=(Part("main", "α = 1 − ½ D_TV(q, r) with D_TV = Σ|q − r| (i.e. 1 − TV(q, r) with the ½).", relation="=",
-                identity=True, proof=acceptance_proof),),
+                identity=True, proof=acceptance_proof,
+                proved_for="general: per token (any V), cases r ≥ q and r ≤ q"),),
     readings=(Reading(
         "paper", "The probability that the rule of Eq. 6 accepts a proposal of q is 1 − ½Σ_x|q(x) − r(x)|.", ("main",),
         role="principal",
@@ -808,9 +811,11 @@ register(
                    + SEARCH_NOTE + " MC: q's acceptance frequency on a disjoint V = 50 pair (α = λ = 0.3: one-sided "
                    "≥ λ and two-sided = λ) and on a Markov V = 50 pair (≥ λ).",
     parts=(Part("bound", "For r = λq + (1 − λ)p with q proposing, α ≥ λ.", relation="≥", identity=True,
-                proof=thm3_2_bound_proof),
+                proof=thm3_2_bound_proof,
+                proved_for="general: per token (any V), any λ ∈ [0, 1]"),
            Part("equality", "For 0 ≤ λ < 1, α = λ exactly when p(x)q(x) = 0 for every x, and only then.",
-                relation="=", identity=True, proof=thm3_2_equality_proof)),
+                relation="=", identity=True, proof=thm3_2_equality_proof,
+                proved_for="general: per token (any V), any λ < 1")),
     readings=(Reading(
         "paper", "α_q ≥ λ for the weighted ensemble, with equality exactly on disjoint supports (λ < 1).",
         ("bound", "equality"), role="principal",
@@ -861,9 +866,10 @@ register(
                    "at λ = ½ with disjoint supports. " + SEARCH_NOTE + " Exact only (a statement about two exact "
                    "numbers; the cost assumption 'comparable size' does not enter it).",
     parts=(Part("choose-proposer", "Choosing the better proposer, α ≥ max(λ, 1 − λ).", relation="≥", identity=True,
-                proof=cor3_3_choose_proof),
+                proof=cor3_3_choose_proof,
+                proved_for="general: per token (any V), any λ ∈ [0, 1]"),
            Part("at-least-half", "Choosing the better proposer, α ≥ ½.", relation="≥", identity=True,
-                proof=cor3_3_half_proof)),
+                proof=cor3_3_half_proof, proved_for="general: any λ ∈ [0, 1]")),
     readings=(Reading(
         "paper", "The better of the two proposers has α ≥ max(λ, 1 − λ) ≥ ½ under the weighted ensemble.",
         ("choose-proposer", "at-least-half"), role="principal",
@@ -900,7 +906,8 @@ def cor3_4_guard(pair, c=None, u=None, lam=None, **_):
 
 
 SCOPE_COR34 = Scope("Sec. 3.2 with q proposing, under the weighted ensemble with c/(1+c) < λ ≤ 1 (the corollary's "
-                    "hypothesis), c > 0, any source.", cor3_4_guard)
+                    "hypothesis), c > 0, any source. Non-degeneracy: no case of the rule occurs here (at λ = 1 the "
+                    "speedup 2(1 + c)/(1 + 2c) still exceeds 1).", cor3_4_guard, degenerate=())
 
 
 def check_cor3_4(ctx, v):
@@ -1028,7 +1035,8 @@ register(
                    "speedup tends to 1 (info).",
     parts=(Part("never-slower", "For any two models and λ, some γ and choice of proposer make the speculative-based "
                                 "ensemble at least as fast as the vanilla ensemble.", relation="≥", identity=True,
-                proof=cor3_5_never_slower_proof),
+                proof=cor3_5_never_slower_proof,
+                proved_for="general: any α and c ≥ 0 (at γ = 1, one of the γ the maximum runs over)"),
            Part("faster", "That best choice is strictly faster than the vanilla ensemble unless the supports are "
                           "disjoint (and λ = c/(1+c)).", relation=">")),
     readings=(Reading(
@@ -1160,7 +1168,8 @@ register(
            Part("one-cycle", "One q-cycle that starts from a bonus token with probability α^{γp} (the proof's "
                              "premise) yields (1 − α^{γq})(1 + c) / ((1 − α)(1 + cγq − α^{γp}c)) tokens per unit of "
                              "the vanilla ensemble's time.", relation="=", modes=("exact",), identity=True,
-                proof=thm3_6_one_cycle_proof),
+                proof=thm3_6_one_cycle_proof,
+                proved_for="general: symbolic α, c, γq, γp"),
            Part("markov", "On a Markov source, the formula at α = E_π[α_q(s)] gives Alg. 1's long-run speedup.",
                 relation="=", checkable=False,
                 reason="outside the theorem's single-α assumption (α_q ≠ α_p and state-dependent): reported as "
@@ -1251,7 +1260,8 @@ register(
                    "1. " + SEARCH_NOTE,
     parts=(Part("never-slower", "With γq = γp = 1, Alg. 1 is never slower than the vanilla ensemble, for any two "
                                 "models and any ensemble.", relation="≥", identity=True,
-                proof=cor3_7_never_slower_proof),
+                proof=cor3_7_never_slower_proof,
+                proved_for="general: any c ≥ 0, any two models, ensemble and source (per step)"),
            Part("equality-only-when", "With γq = γp = 1, Alg. 1 runs exactly as fast as the vanilla ensemble only "
                                       "when c = 0 or α = 0.", relation="="),
            Part("equality-iff", "With γq = γp = 1, Alg. 1 runs exactly as fast as the vanilla ensemble when, and only "

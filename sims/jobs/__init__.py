@@ -2,7 +2,7 @@
 ``sims/jobs/<family>.py`` registers ``<family>.*`` kinds (``se.mc``, ``ersd.tree``, ...) and is
 imported by :func:`spectheory.sims.sweep.resolve` the first time such a name is asked for, so a worker
 process (local pool or Dask) finds a kind without the figure script that built the grid, and
-``import spectheory.sims as sims`` loads no Numba kernels.
+``import spectheory.sims`` loads no Numba kernels.
 
 This module holds what every family shares, and stays light (no kernels):
 

@@ -13,23 +13,29 @@ for multi-draft and tree verifiers, the named rule's exact engine). spectheory's
 run through the same pipeline as negative controls; every random source the sampler draws from
 is routed through the checker's or flagged; a trial call turns usage mistakes into a
 :class:`ConformanceUsageError` with a hint.
+
+Each kind of sampler is one module of :mod:`.kinds` implementing the protocol of :mod:`.kind`
+over a shared core (:mod:`.driver`, :mod:`.runs`, :mod:`.sources`, :mod:`.forced`,
+:mod:`.severity`, :mod:`.sequential`, :mod:`.probes`, :mod:`.trial`, :mod:`.replay`, :mod:`.report`).
 """
 from .adapters import ADAPTERS, BlockVerifier, VerifierOutputError, tokens_of
-from .api import (GAMMAS, INSTANCES, check_block_verifier, check_decoding_step,
-                  step_from_block_verifier)
 from .checks import CHECKS
 from .fake_lm import MarkovLM, fake_lm, markov_torch_lm
-from .multidraft_api import check_multidraft_verifier
-from .assisted_api import check_assisted_generation
-from .ragged import RaggedSampler
-from .ragged_api import check_ragged_sampler
 from .forced import ForcedUniforms, inverse_cdf
+from .kinds.assisted import check_assisted_generation
+from .kinds.block import BlockKind, check_block_verifier
+from .kinds.multidraft import check_multidraft_verifier
+from .kinds.ragged import RaggedSampler, check_ragged_sampler
+from .kinds.step import check_decoding_step, step_from_block_verifier
 from .references import CONTROLS, accept_p_verifier, reference_verifier, rule_verifier
+from .replay import replay_check, rerun
 from .report import print_report, summary_rows, verdict_lines
+from .severity import EXIT_CODES
 from .sources import RandomSources, torch_uniforms
 from .trial import ConformanceUsageError
-from .replay import replay_check, rerun
-from .severity import EXIT_CODES
+
+#: the default instances and draft lengths of a block verifier
+INSTANCES, GAMMAS = BlockKind.INSTANCES, BlockKind.GAMMAS
 
 __all__ = ["ADAPTERS", "BlockVerifier", "VerifierOutputError", "tokens_of", "GAMMAS", "INSTANCES",
            "check_block_verifier", "check_decoding_step", "check_multidraft_verifier", "check_assisted_generation",

@@ -147,6 +147,14 @@ class BlockVerifier:
             return t.softmax(dim=-1).to(self._torch.float64).numpy()
         return softmax_in(z, self.np_dtype).astype(np.float64)
 
+    def seen(self, rep) -> np.ndarray:
+        """The probabilities (float64 values) the sampler gets from represented rows ``rep``: the
+        rows themselves for probabilities, their softmax in the sampler's dtype otherwise."""
+        rep = np.asarray(rep)
+        if self.adapter == "probs":
+            return rep.astype(np.float64)
+        return self.softmax(rep.astype(np.float64))
+
     def _tensor_dtype(self):
         return getattr(self._torch, self.dtype)  # "float64" / "float32" / "float16"
 

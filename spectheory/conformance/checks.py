@@ -32,7 +32,7 @@ from ..judge.evidence import Evidence
 from ..closed_forms import sd as cf
 from ..exact import sd as exact_sd
 from ..markov import MarkovPair, next_state
-from .driver import Trace
+from .runs import Trace
 
 #: Deviations that matter (the tolerance each test must be powered for): Cohen's "small"
 #: effect size w for laws, an absolute shift of every β(s), and tokens for E[τ].
@@ -54,29 +54,44 @@ def first_n(V: int) -> int:
 
 
 def first_tokens(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
-    """Law of the first N emitted tokens of a run against p^N (chi-square on V^N cells)."""
+    """Law of the first N emitted tokens of a run against p^N (chi-square on V^N cells). A run
+    with a token of probability 0 is left out: :func:`impossible_tokens` fails it with certainty,
+    with the kind of its trigger (a statistic would blur the two)."""
     N = trace.run_tokens.shape[1]
     idx = trace.run_tokens @ (pair.V ** np.arange(N - 1, -1, -1))
-    counts = np.bincount(idx, minlength=pair.V ** N)
-    return stats.chisquare_gof(label(trace, N=N), counts, pair.target.sequence_probs(N), alpha=alpha,
-                               tolerance_w=TOL_W,
-                               note=f"{trace.run_tokens.shape[0]} independent runs from state 0, "
-                                    f"first {N} emitted tokens vs p^N")
+    probs = pair.target.sequence_probs(N)
+    possible = probs[idx] > 0
+    counts = np.bincount(idx[possible], minlength=pair.V ** N)
+    left = int((~possible).sum())
+    return stats.chisquare_gof(label(trace, N=N), counts, probs, alpha=alpha, tolerance_w=TOL_W,
+                               note=f"{int(possible.sum())} independent runs from state 0, first {N} emitted tokens "
+                                    "vs p^N" + (f"; {left} run(s) with a token of probability 0 left out (see "
+                                                "impossible_tokens)" if left else ""))
+
+
+def from_state_0(trace: Trace, pair: MarkovPair) -> tuple[np.ndarray, str]:
+    """The calls that start in state 0 and are one iteration of the rule given the past: the
+    first call of each run; on an i.i.d. instance (one state) every call — under Alg. 1 each is
+    a fresh iteration from state 0, so the blocks are i.i.d. and every call counts."""
+    if pair.n_states == 1:
+        return np.ones(trace.n_calls, dtype=bool), f"every call ({trace.n_calls}; one state: each starts in state 0)"
+    return trace.first, f"first call of {int(trace.first.sum())} runs"
 
 
 def block_law(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
-    """Law of the block emitted by the first call of each run (start state 0) against the exact
+    """Law of the block emitted by one call from state 0 (:func:`from_state_0`) against the exact
     enumeration of one iteration; a block outside its support is an immediate fail."""
     law = exact_sd.block_distribution(pair, trace.gamma, start_state=0)
     blocks = list(law)
     index = {b: i for i, b in enumerate(blocks)}
     counts = np.zeros(len(blocks) + 1)
-    for row, L in zip(trace.emitted[trace.first], trace.length[trace.first]):
+    sel, which = from_state_0(trace, pair)
+    for row, L in zip(trace.emitted[sel], trace.length[sel]):
         counts[index.get(tuple(int(t) for t in row[:L]), len(blocks))] += 1
     probs = np.array([law[b] for b in blocks] + [0.0])
     return stats.chisquare_gof(label(trace), counts, probs, alpha=alpha, tolerance_w=TOL_W,
-                               note=f"first call of {int(trace.first.sum())} runs; {len(blocks)} possible "
-                                    "blocks (exact enumeration), one cell for any other block")
+                               note=f"{which}; {len(blocks)} possible blocks (exact enumeration), one cell for any "
+                                    "other block")
 
 
 def bonus_by_state(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
@@ -120,7 +135,7 @@ def complete_blocks(trace: Trace, pair: MarkovPair, rng: np.random.Generator) ->
 
 
 def stratified_chisquare(instance: str, strata_counts, strata_probs, *, alpha: float, tolerance_w: float,
-                         test: str, note: str = "") -> Evidence:
+                         test: str, note: str = "", skip_impossible: bool = False) -> Evidence:
     """Chi-square over strata (cells pooled to ≥ 5 expected within each stratum): statistic
     Σ_strata Σ_cells (N − n p)²/(n p) on Σ_strata (cells − 1) degrees of freedom, the Markov-chain
     goodness-of-fit test of Anderson & Goodman (1957) when the strata are the states a token is
@@ -131,13 +146,17 @@ def stratified_chisquare(instance: str, strata_counts, strata_probs, *, alpha: f
     for counts, probs in zip(strata_counts, strata_probs):
         counts = np.asarray(counts, dtype=np.float64)
         probs = np.asarray(probs, dtype=np.float64)
+        if skip_impossible:
+            impossible += int(counts[probs <= 0].sum())
+            counts = np.where(probs > 0, counts, 0.0)
         n = int(counts.sum())
         if n == 0:
             continue
         n_tot += n
         tv += 0.5 * np.abs(counts - n * probs).sum()
         support = probs > 0
-        impossible += int(counts[~support].sum())
+        if not skip_impossible:
+            impossible += int(counts[~support].sum())
         multi += int(support.sum() > 1)
         c, p = stats.merge_cells(counts[support], probs[support], n)
         if len(c) < 2 or (p * n).min() < stats.MIN_EXPECTED:
@@ -146,6 +165,9 @@ def stratified_chisquare(instance: str, strata_counts, strata_probs, *, alpha: f
         df += len(c) - 1
     measured = tv / n_tot if n_tot else 0.0
     w_det = stats.chi2_detectable_w(df, n_tot, alpha) if df > 0 else np.inf
+    if skip_impossible and impossible:
+        note = f"{note}; {impossible} draw(s) of probability 0 left out (see impossible_tokens)"
+        impossible = 0
     base = dict(n=n_tot, alpha=alpha, power=stats.POWER, detectable=w_det, tolerance=tolerance_w, note=note)
     if impossible:
         return Evidence("mc", instance, 0.0, measured, p_value=0.0, outcome="fail",
@@ -186,12 +208,52 @@ def token_law_by_state(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence
                 counts.append(cells[st])
                 probs.append(table[st])
         s = next_state(s, blocks[:, i], V, S)
-    return stratified_chisquare(label(trace), counts, probs, alpha=alpha, tolerance_w=TOL_W,
+    return stratified_chisquare(label(trace), counts, probs, alpha=alpha, tolerance_w=TOL_W, skip_impossible=True,
                                 test="law of every token of each call's block completed from p, by (position, "
                                      "state)",
                                 note=f"{trace.n_calls} calls × {trace.gamma + 1} positions; short blocks completed "
                                      "with fresh draws from p (seeded), so the law is p(·|s) for any lossless "
                                      "verifier")
+
+
+#: the mass on zero-probability tokens (per emitted token) the impossible-token check must see with
+#: probability 0.9 to pass: 1e-3 needs 2,302 emitted tokens
+TOL_IMPOSSIBLE = 1e-3
+
+
+def impossible_tokens(trace: Trace, pair: MarkovPair, alpha: float = 0.0) -> Evidence:
+    """Every emitted token against the support of the target's row in the state it is emitted in:
+    a token of probability exactly 0 given the call's inputs is a law failure with certainty (no
+    level, no seed can make a lossless sampler emit one). Power: with n emitted tokens and none
+    impossible, a sampler putting mass ε on zero-probability tokens per token is seen with
+    probability 0.9 for ε ≥ 1 − 0.1^{1/n} (the instances with large vocabularies and sparse
+    support make a clamp-like bug's ε grow with V); the check passes when that ε is within
+    :data:`TOL_IMPOSSIBLE`. Where the target has no zero, nothing can be seen (info)."""
+    table = pair.target.table
+    n = int(trace.length.sum())
+    if not (table <= 0).any():
+        return stats.info("mc", label(trace), 0.0, 0.0, n=n, test="impossible tokens",
+                          note="every token has p > 0 in every state of this instance: nothing to test")
+    st = trace.states_along()
+    live = trace.emitted >= 0
+    bad = live & (table[np.maximum(st, 0), np.maximum(trace.emitted, 0)] <= 0)
+    k = int(bad.sum())
+    det = 1.0 - (1.0 - stats.POWER) ** (1.0 / n) if n else np.inf
+    base = dict(n=n, alpha=None, power=stats.POWER, detectable=det, tolerance=TOL_IMPOSSIBLE,
+                test="impossible tokens: every emitted token against the support of p(·|s) in its state; exact "
+                     "(one is a failure with certainty); detectable = the mass on zero-probability tokens seen with "
+                     "probability 0.9")
+    if k:
+        rows = np.flatnonzero(bad.any(axis=1))
+        c0 = int(rows[0])
+        call = int(trace.call_id[c0]) if trace.call_id is not None and len(trace.call_id) else c0 + 1
+        i0 = int(np.flatnonzero(bad[c0])[0])
+        return Evidence("mc", label(trace), 0.0, float(k), p_value=None, outcome="fail", **base,
+                        note=f"{k} of {n} emitted tokens have probability 0 given their inputs; the first: call {call}, "
+                             f"position {i0}, token {int(trace.emitted[c0, i0])} in state {int(st[c0, i0])}, "
+                             f"emitted {trace.emitted[c0, :trace.length[c0]].tolist()}")
+    return Evidence("mc", label(trace), 0.0, 0.0, p_value=None, outcome="pass" if det <= TOL_IMPOSSIBLE else "underpowered",
+                    **base, note=f"{n} emitted tokens, none of probability 0")
 
 
 def acceptance_by_state(trace: Trace, pair: MarkovPair, alpha: float) -> Evidence:
@@ -251,10 +313,10 @@ def tokens_per_call(trace: Trace, pair: MarkovPair, alpha: float) -> list[Eviden
                   f"{int(repeat.sum())} calls ended on the rejected draft token itself "
                   "(as if γ accepts emitted no bonus)") if viol else ""))
     law = exact_sd.tau_distribution(pair, g, start_state=0)
-    counts = np.bincount(trace.length[trace.first] - 1, minlength=g + 1)
+    sel, which = from_state_0(trace, pair)
+    counts = np.bincount(trace.length[sel] - 1, minlength=g + 1)
     ev.append(stats.chisquare_gof(label(trace, law="L"), counts, law, alpha=alpha, tolerance_w=TOL_W,
-                                  note=f"emitted tokens per first call of {int(trace.first.sum())} runs "
-                                       "vs exact P(τ = L − 1)"))
+                                  note=f"emitted tokens per call, {which}, vs exact P(τ = L − 1)"))
     return ev
 
 
@@ -281,7 +343,14 @@ def _one(f):
 #: name of the lossless verifier with another rule (spectheory.conformance.references)
 NONSTANDARD = "lossless:accept=p(x)"
 
+IMPOSSIBLE_ID = "conformance.impossible_tokens"
+#: the negative control of the impossible-token check (spectheory.conformance.references)
+CLAMP = "residual-clamped-1e-5"
+
 CHECKS = (
+    Check(IMPOSSIBLE_ID, "No emitted token has probability 0 under the target given the call's inputs (lossless; "
+          "one such token is a proof).", "Leviathan et al. 2023, Thm 3.5 (the output law is the target's)",
+          _one(impossible_tokens), 0, (CLAMP,), group="lossless"),
     Check("conformance.first_tokens", "The first N emitted tokens are distributed as p^N (lossless).",
           "Leviathan et al. 2023, Thm 3.5; claim sd.lossless", _one(first_tokens), 1,
           ("residual=norm(p)", "accept=min(1,q/p)", "bonus-from-row-γ−1"), group="lossless"),

@@ -2,23 +2,33 @@
 
 The routing replaces Python-level names (``torch.rand``, ``Tensor.exponential_``,
 ``np.random.*``, ``random.*``, generators in the sampler's namespaces). Code compiled by
-TorchScript (``torch.jit.script``/``trace``), ``torch.compile`` (Dynamo), Numba or a C
-extension calls the generators below Python: its draws never reach the checker's source (a
-probe cannot force them; torch's global generator changes state, an *escaped* draw) or, for
-Numba's own generator, are not even seen. :func:`compiled_in` walks the sampler's code — the
-function, the globals its code names (through attribute chains like ``mod.fn``), its closure
-cells, the callable objects' ``__call__`` and the Python helpers it calls, to a small depth — and
-names what it finds, so the report's warning says why a probe could not be applied.
+TorchScript (``torch.jit.script``/``trace``), ``torch.compile`` (Dynamo), Numba, a C extension
+(Cython, a builtin of a compiled module) or a C function reached through ``ctypes`` calls its
+generators below Python: its draws never reach the checker's source (a probe cannot force them;
+torch's global generator changes state, an *escaped* draw) or, for Numba's own generator and C's
+``rand``, are not even seen. :func:`compiled_in` walks everything the sampler can reach, to a small
+depth — the function, the globals and module attributes its code names (through attribute chains
+like ``mod.fn``), its closure cells and default arguments, a bound method's instance, a callable
+object's attributes (an ``nn.Module``'s submodules and attributes included), the attributes and
+methods of its class, and the lists, tuples and dicts they hold — and names what it finds with
+where it was found, so the report's warning says why a probe could not be applied.
 """
 from __future__ import annotations
 
 import sys
 import types
 
-#: how deep to follow Python helpers called by the sampler
-MAX_DEPTH = 4
+#: how deep to follow what the sampler reaches
+MAX_DEPTH = 5
 _SKIP_MODULES = ("spectheory", "numpy", "torch", "scipy", "random", "builtins", "math", "functools", "typing",
-                 "collections", "itertools", "operator")
+                 "collections", "itertools", "operator", "abc", "enum", "ctypes")
+#: objects visited at most (a large model's attributes stop here)
+MAX_VISITS = 5000
+
+
+def _library(obj) -> bool:
+    mod = getattr(obj, "__module__", None) or getattr(type(obj), "__module__", "") or ""
+    return mod.split(".")[0] in _SKIP_MODULES
 
 
 def _kind(obj) -> str | None:
@@ -37,6 +47,8 @@ def _kind(obj) -> str | None:
         return "Numba (@njit: its own random generator, which the checker can neither route nor see)"
     if name in ("cython_function_or_method", "fused_cython_function"):
         return "a Cython extension"
+    if "ctypes" in sys.modules and isinstance(obj, sys.modules["ctypes"]._CFuncPtr):
+        return "a C function through ctypes (its draws, e.g. libc's rand, are neither routed nor seen)"
     if isinstance(obj, types.BuiltinFunctionType):
         owner = getattr(obj, "__module__", None) or ""
         if owner and owner.split(".")[0] not in _SKIP_MODULES and owner not in sys.builtin_module_names \
@@ -59,40 +71,74 @@ def _own_module(g: dict) -> bool:
     return isinstance(g, dict) and g.get("__name__", "").split(".")[0] not in _SKIP_MODULES
 
 
+_SCALARS = (str, bytes, int, float, complex, bool, type(None))
+
+
 def compiled_in(fn) -> list[str]:
     """``"<kind>: <name> (<where>)"`` for every compiled callable the sampler ``fn`` reaches."""
     found: dict = {}
     seen: set = set()
 
     def visit(obj, where: str, depth: int):
-        if obj is None or id(obj) in seen or depth > MAX_DEPTH:
+        if obj is None or isinstance(obj, _SCALARS) or id(obj) in seen or depth > MAX_DEPTH or len(seen) > MAX_VISITS:
             return
         seen.add(id(obj))
         k = _kind(obj)
         if k is not None:
             found.setdefault(f"{k}: {_label(obj, where)}", None)
             return
-        inner = getattr(obj, "fn", None)  # a BlockVerifier-like wrapper
-        if inner is not None and callable(inner) and not isinstance(obj, types.FunctionType):
-            visit(inner, where, depth)
-        func = getattr(obj, "func", None)  # functools.partial
-        if func is not None and callable(func) and not isinstance(obj, types.FunctionType):
-            visit(func, where, depth)
+        if isinstance(obj, types.ModuleType):
+            return
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            for i, v in enumerate(list(obj)[:64]):
+                visit(v, f"{where}[{i}]", depth + 1)
+            return
+        if isinstance(obj, dict):
+            for key, v in list(obj.items())[:256]:
+                visit(v, f"{where}[{key!r}]", depth + 1)
+            return
         if isinstance(obj, types.MethodType):
             visit(obj.__func__, where, depth)
+            visit(obj.__self__, f"the instance of {obj.__qualname__}", depth + 1)
             return
-        if not isinstance(obj, types.FunctionType):
-            call = getattr(type(obj), "__call__", None)
-            if isinstance(call, types.FunctionType) and not isinstance(obj, type):
-                visit(call, where, depth)
-                for k_, v in list(getattr(obj, "__dict__", {}).items()):
-                    if isinstance(v, dict):  # e.g. an nn.Module's _modules
-                        for k2, v2 in list(v.items()):
-                            if callable(v2):
-                                visit(v2, f"attribute {k_}[{k2!r}]", depth + 1)
-                    elif callable(v):
-                        visit(v, f"attribute {k_}", depth + 1)
+        if isinstance(obj, types.FunctionType):
+            _function(obj, where, depth)
             return
+        if isinstance(obj, type):
+            _class(obj, where, depth)
+            return
+        if _library(obj) and not hasattr(obj, "__dict__"):
+            return
+        # an object: a callable object, a bound method's instance, an attribute's value
+        inner = getattr(obj, "fn", None) if hasattr(obj, "sources") else None  # a sampler the checker wrapped
+        if inner is not None and callable(inner):
+            visit(inner, where, depth)
+        func = getattr(obj, "func", None)  # functools.partial
+        if func is not None and callable(func):
+            visit(func, where, depth)
+        for key, v in list(getattr(obj, "__dict__", {}).items()):
+            if isinstance(v, dict):  # e.g. an nn.Module's _modules
+                for k2, v2 in list(v.items())[:256]:
+                    visit(v2, f"attribute {key}[{k2!r}]", depth + 1)
+            else:
+                visit(v, f"attribute {key}", depth + 1)
+        _class(type(obj), where, depth)
+
+    def _class(cls, where, depth):
+        for c in cls.__mro__:
+            if c is object or _library(c) or id(c) in seen:
+                continue
+            seen.add(id(c))
+            for key, v in list(vars(c).items()):
+                if key.startswith("__") and key not in ("__call__",):
+                    continue
+                if isinstance(v, (staticmethod, classmethod)):
+                    v = v.__func__
+                if isinstance(v, property):
+                    v = v.fget
+                visit(v, f"class attribute {c.__name__}.{key}", depth + 1)
+
+    def _function(obj, where, depth):
         g = obj.__globals__
         if not _own_module(g):
             return
@@ -113,15 +159,16 @@ def compiled_in(fn) -> list[str]:
                         if sub is not None and not isinstance(sub, types.ModuleType):
                             visit(sub, f"{val.__name__}.{attr}", depth + 1)
                     continue
-                if callable(val):
-                    visit(val, f"called by {obj.__qualname__}", depth + 1)
+                visit(val, f"called by {obj.__qualname__}" if callable(val) else f"global {nm} of {obj.__qualname__}",
+                      depth + 1)
         for cell in obj.__closure__ or ():
             try:
                 val = cell.cell_contents
             except ValueError:
                 continue
-            if callable(val):
-                visit(val, f"closure of {obj.__qualname__}", depth + 1)
+            visit(val, f"closure of {obj.__qualname__}", depth + 1)
+        for v in (obj.__defaults__ or ()) + tuple((obj.__kwdefaults__ or {}).values()):
+            visit(v, f"default argument of {obj.__qualname__}", depth + 1)
 
     visit(fn, "the sampler", 0)
     return list(found)

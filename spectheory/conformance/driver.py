@@ -1,450 +1,311 @@
-"""Drive a verifier along a Markov pair and record every call.
+"""The conformance run of any kind (:mod:`.kind`): trial call, the subject's runs on every block in
+the group-sequential plan, the probes, the negative controls through the same pipeline, then the
+report (:mod:`.report`) with its two verdicts, severity and rerunnable calls.
 
-One *run* starts from state 0 and repeats iterations until at least ``n_tokens`` tokens are
-emitted: draft γ tokens from q along the chain (spectheory draws them), build the target's
-(γ+1, V) and the draft's (γ, V) rows at the drafted states, call the verifier, append what it
-emitted and move the chain by it. Runs are independent; calls within a run are not (each
-starts where the previous one ended), which the checks take into account.
+**Plan and error control.** Each verdict's family-wise ``alpha`` is split (Bonferroni) over its
+Monte Carlo tests (its checks × the blocks that run them), and each test's level is spent over
+the looks of the sequential design (:mod:`.sequential`, Bonferroni over looks), so a correct
+sampler is called ``fails`` on either verdict by noise with probability ≤ alpha. Exact checks
+(impossible tokens, structure) cannot fail a correct sampler and take no share. Controls run at
+the subject's per-test levels, at most ``control_n`` runs, and stop only when they fail.
 
-A runner (:class:`BlockRunner`, :class:`StepRunner`) can be extended run by run, so the
-sequential design of :mod:`spectheory.conformance.sequential` looks at the data after each
-group of runs. Every group of calls runs inside the sampler's
-:meth:`~spectheory.conformance.sources.RandomSources.active` block (global random sources
-routed to the verifier's generator, escaped draws detected). A call that raises, or returns
-something that is not a block, ends the runner with a :class:`VerifierCrash` that says where
-(file:line of the innermost frame of the sampler's own code).
+**Time.** The report gives the sampler's own time (``run.sampler_s``: inside its calls on the
+statistical runs) and the checker's (``run.checker_s``: everything else) apart, in wall seconds,
+with the CPU seconds of the whole run (``run.cpu_s``) and the machine's load.
 """
 from __future__ import annotations
 
-import bisect
-import os
-import traceback
-from time import perf_counter
-from dataclasses import dataclass
+import contextlib
+import time
+from datetime import datetime, timezone
 
-import numpy as np
+from ..judge.evidence import Evidence
+from .checks import GROUPS
+from .sequential import annotate, decided, design as sequential_design
 
-from ..markov import MarkovPair, next_state
-from .adapters import BlockVerifier, VerifierOutputError, tokens_of
-
-
-class VerifierCrash(RuntimeError):
-    """The verifier raised or returned an invalid block during a statistical run.
-
-    ``kind``: ``"exception"`` or ``"invalid output"``; ``location``: ``file:line in function``
-    of the innermost frame of the sampler's own code (None for invalid output); ``exception``:
-    ``"Type: message"``; ``context``: where in the run it happened."""
-
-    def __init__(self, message: str, *, kind: str = "exception", location: str | None = None,
-                 exception: str = "", context: str = "", inputs: dict | None = None):
-        super().__init__(message)
-        self.kind, self.location, self.exception, self.context = kind, location, exception, context
-        #: the crashing call's inputs (exact rows, drafts, the rng state before it): see replay.py
-        self.inputs = inputs
-
-    def to_json(self) -> dict:
-        out = {"kind": self.kind, "location": self.location, "exception": self.exception,
-               "context": self.context, "message": str(self)}
-        if self.inputs is not None:
-            out["inputs"] = self.inputs
-        return out
+SCHEMA = "spectheory.report/1"
 
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_LIBRARY_PARTS = (os.sep + "numpy" + os.sep, os.sep + "torch" + os.sep, os.sep + "scipy" + os.sep)
+class Plan:
+    """The tests of one report: checks, the blocks they run on, the per-test level of each group.
+    A test on a one-token vocabulary is exact (every draw in its one cell: a correct sampler cannot
+    fail it) and takes no share of the level."""
+
+    def __init__(self, checks, blocks, alpha, design):
+        from .. import instances as inst
+        self.checks, self.blocks, self.alpha, self.design = tuple(checks), tuple(blocks), alpha, design
+        graded = [b for b in self.blocks if inst.get(b.instance).V > 1]
+        self.n_tests = {g: sum(c.mc_tests for b in graded for c in self.checks if c.group == g and b.runs(c.id))
+                        for g in GROUPS}
+
+    def alpha_test(self, group: str) -> float:
+        return self.alpha / max(1, self.n_tests[group])
+
+    def checks_of(self, block) -> list:
+        return [c for c in self.checks if block.runs(c.id)]
 
 
-def _library_frame(filename: str) -> bool:
-    f = os.path.abspath(filename)
-    if f.startswith(_HERE + os.sep) or any(part in f for part in _LIBRARY_PARTS):
+class Bar:
+    def __init__(self, total):
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        self.p = Progress(TextColumn("{task.description:<48}"), BarColumn(),
+                          TextColumn("{task.completed}/{task.total} runs (at most)"), TimeElapsedColumn(),
+                          transient=True)
+        self.p.start()
+        self.job = self.p.add_task("conformance", total=total)
+
+    def update(self, job, **kw):
+        self.p.update(job, **kw)
+
+    def advance(self, job, k=1):
+        self.p.advance(job, k)
+
+    def stop(self):
+        self.p.stop()
+
+
+def crash_evidence(crash, label: str) -> Evidence:
+    """A crash of the sampler on one block: a failed run, not a statistical test."""
+    return Evidence("mc", label, None, None, p_value=None, test="run of the sampler: crashed (not a statistical "
+                    "test)" if crash.kind == "exception" else "run of the sampler: invalid output (not a statistical "
+                    "test)", outcome="fail", note=str(crash))
+
+
+def run_sequential(runner, pair, checks, plan: Plan, label: str, bar=None, stop_on_pass: bool = True,
+                   decided_at: dict | None = None):
+    """Extend ``runner`` look by look until every check in ``checks`` is decided on it
+    (``stop_on_pass=False``, for the negative controls: only a failure decides, so a control
+    that the check could still reject with more runs is run to the last look).
+    Returns ({check id: evidence list}, crash or None, runs used, look index reached);
+    ``decided_at`` (a dict) receives {check id: {"runs", "level"}} of the look each check's
+    evidence comes from (what :func:`.replay.replay_check` needs)."""
+    design = plan.design
+    final: dict = {}
+    latest: dict = {}
+    k_used = 0
+    for k, n_k in enumerate(design.looks):
+        before = runner.n_runs
+        runner.extend(n_k)
+        if bar is not None:
+            bar.advance(bar.job, runner.n_runs - before)
+        if runner.crash is not None:
+            ev = crash_evidence(runner.crash, label)
+            return {c.id: [ev] for c in checks}, runner.crash, runner.n_runs, k
+        trace = runner.trace()
+        k_used = k
+        for c in checks:
+            if c.id in final:
+                continue
+            a_k = design.alpha(k, plan.alpha_test(c.group))
+            ev = annotate(c.run(trace, pair, a_k), design, k, runner.n_runs, a_k)
+            if decided_at is not None:
+                decided_at[c.id] = {"runs": runner.n_runs, "level": a_k}
+            if decided(ev) and (stop_on_pass or any(e.outcome == "fail" for e in ev)):
+                final[c.id] = ev
+            else:
+                latest[c.id] = ev
+        if len(final) == len(checks):
+            break
+    for c in checks:
+        final.setdefault(c.id, latest.get(c.id, []))
+    return final, None, runner.n_runs, k_used
+
+
+@contextlib.contextmanager
+def torch_one_thread(active: bool):
+    """One torch thread while the sampler runs (tiny tensors: thread hand-offs cost ~7× the
+    work on a loaded 2-core machine); the caller's setting is restored afterwards."""
+    if not active:
+        yield
+        return
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def run_subject(kind, plan: Plan, seed: int, bar=None):
+    """The subject on every block (sequentially). Returns ({check: [Evidence]}, crashes, blocks
+    summary, findings, {block: runner})."""
+    subject: dict = {c.id: [] for c in plan.checks}
+    crashes, blocks, findings, runners = [], [], [], {}
+    for block in plan.blocks:
+        pair = kind.pair(block)
+        if bar is not None:
+            bar.update(bar.job, description=f"{kind.sampler.name}: {block.label}")
+        runner = kind.runner(kind.sampler, block, kind.seed_of(block, seed))
+        runners[block] = runner
+        at: dict = {}
+        ev, crash, used, k = run_sequential(runner, pair, plan.checks_of(block), plan, block.label, bar,
+                                            decided_at=at)
+        for cid, e in ev.items():
+            subject[cid].extend(e)
+        if hasattr(runner, "finalize"):
+            runner.finalize()
+        if crash is not None:
+            crashes.append({"instance": block.label if block.setting is not None else block.instance,
+                            "gamma": block.gamma, **crash.to_json()})
+        info = {"instance": block.instance, "gamma": block.gamma, "label": block.label, "runs": used, "looks": k + 1,
+                "calls": int(getattr(runner, "calls", 0)), "sampler_s": round(float(getattr(runner, "sampler_s", 0.0)), 4),
+                "decided_at": at}
+        info.update(kind.block_info(block))
+        ledger = getattr(runner, "ledger", None)
+        if ledger is not None:
+            info["draws"] = ledger.to_json()
+            ex = ledger.structure_example
+            if ex is not None and "call_index" in ex:  # its inputs by replay from the seed
+                ex.update(runner.inputs_of_call(ex.pop("call_index")) or {})
+            if ex is not None:
+                info["structure_example"] = ex
+        for f in getattr(runner, "findings", []):
+            findings.append({**f, "block": block.label})
+        if getattr(runner, "impossible", 0):
+            info["impossible_tokens"] = int(runner.impossible)
+        blocks.append(info)
+    return subject, crashes, blocks, findings, runners
+
+
+def run_controls(kind, plan: Plan, seed: int, bar=None) -> dict:
+    """Each control of the statistical checks through the same runs. Returns {check id:
+    [(name, description, [(block label, [Evidence])])]}: every block a control applies to
+    (end to end, :attr:`.kind.Kind.controls_per_block`), else block by block until it has failed
+    every check it is a control of (a check it already failed is not run for it again)."""
+    out: dict = {c.id: [] for c in plan.checks}
+    for control in kind.controls():
+        if "checks" not in control.roles:
+            continue
+        relevant = [c for c in plan.checks if control.name in c.controls]
+        if not relevant:
+            continue
+        sampler = kind.control_sampler(control)
+        per_check: dict = {c.id: [] for c in relevant}
+        for block in plan.blocks:
+            if control.applies is not None and not control.applies(block):
+                continue
+            mine = [c for c in relevant if block.runs(c.id)]
+            todo = mine if kind.controls_per_block else \
+                [c for c in mine if not any(e.outcome == "fail" for _, es in per_check[c.id] for e in es)]
+            if not todo:
+                if not kind.controls_per_block and all(any(e.outcome == "fail" for _, es in per_check[c.id]
+                                                           for e in es) for c in relevant):
+                    break
+                continue
+            if bar is not None:
+                bar.update(bar.job, description=f"{control.name}: {block.label}")
+            runner = kind.runner(sampler, block, kind.seed_of(block, seed))
+            runner.trace_failures = False
+            ev, _, _, _ = run_sequential(runner, kind.pair(block), todo, plan, block.label, None, stop_on_pass=False)
+            for cid, e in ev.items():
+                per_check[cid].append((block.label, e))
+        for c in relevant:
+            out[c.id].append((control.name, control.description, per_check[c.id]))
+    return out
+
+
+def reuse_of(blocks) -> str | None:
+    """The warning (and the reason no probe is applied) when some call of the runs made more
+    acceptance decisions that needed a random value than it drew uniforms from the checker's
+    source: uniforms kept from earlier calls (or drawn where the checker cannot see them)."""
+    short = sum(b.get("draws", {}).get("short_calls", 0) for b in blocks)
+    if not short:
+        return None
+    needing = sum(b.get("draws", {}).get("calls_needing_a_uniform", 0) for b in blocks)
+    ex = next(b["draws"]["short_example"] for b in blocks if b.get("draws", {}).get("short_example"))
+    return (f"uniforms reused across calls, or none drawn: in {short} of {needing} calls whose acceptance decisions "
+            f"needed a random value (0 < p(x) < q(x) at a tested draft) the sampler drew fewer uniforms from the "
+            f"checker's source than it made such decisions (e.g. {ex['context']}: "
+            f"{ex['decisions_needing_a_uniform']} decision(s), {ex['uniforms_drawn']} uniform(s)). It keeps uniforms "
+            "from earlier calls, draws them where the checker cannot see, or decides without a random value where a "
+            "lossless sampler needs one: a forced value cannot be shown to decide a step, so no probe is applied")
+
+
+def blockers(reuse: str | None, compiled, sources) -> list[str]:
+    """Reasons found in the runs why no probe can be applied: uniforms reused across calls;
+    compiled code in the sampler when the runs saw draws escape (its draws bypass the routing)."""
+    out = [reuse] if reuse else []
+    if compiled and sources.escapes:
+        from .compiled import bypass_reason
+        out.append(bypass_reason(list(compiled)))
+    return out
+
+
+def compiled_matters(compiled, sources, probe_rows) -> bool:
+    """Name the compiled code in the warnings when draws escaped or some probe was not applied."""
+    if not compiled:
+        return False
+    if sources.escapes:
         return True
-    return f.startswith(os.path.dirname(os.__file__) + os.sep) and "site-packages" not in f
+    rows = (probe_rows[0] if isinstance(probe_rows, tuple) else probe_rows) or []
+    return any(e.outcome == "info" for e in rows)
 
 
-def crash_location(err: BaseException) -> str | None:
-    """``file:line in function`` of the innermost traceback frame outside spectheory's
-    conformance package, NumPy, SciPy, torch and the standard library (the sampler's own code);
-    the innermost frame when every frame is library code."""
-    frames = traceback.extract_tb(err.__traceback__)
-    if not frames:
-        return None
-    own = [f for f in frames if not _library_frame(f.filename)]
-    f = (own or frames)[-1]
-    return f"{f.filename}:{f.lineno} in {f.name}"
+def target_name(name: str | None, fn) -> str | None:
+    """The sampler's rerunnable name: ``name`` when it is a ``file.py:function`` or
+    ``module:function`` target (the command line passes it), else its source file."""
+    from .replay import target_of
+    if name and ":" in name and not name.startswith("<"):
+        return name
+    return target_of(fn)
 
 
-def describe(err: BaseException) -> str:
-    msg = str(err).splitlines()[0] if str(err) else ""
-    return f"{type(err).__name__}: {msg}" if msg else type(err).__name__
+def check_run_args(n, alpha, seed, control_n) -> int:
+    from ..checks import check_int, check_real
+    n = check_int(n, "n", min=50)
+    check_real(alpha, "alpha", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    check_int(seed, "seed", min=0)
+    if control_n is not None:
+        check_int(control_n, "control_n", min=1)
+    return n
 
 
-def crash_from(err: BaseException, name: str, context: str, inputs: dict | None = None) -> VerifierCrash:
-    """A :class:`VerifierCrash` for an exception raised by the sampler (or its invalid output)."""
-    if isinstance(err, VerifierOutputError):
-        return VerifierCrash(f"{name}: invalid output: {err} ({context})", kind="invalid output",
-                             exception=describe(err), context=context, inputs=inputs)
-    loc = crash_location(err)
-    return VerifierCrash(f"{name}: the sampler raised {describe(err)} at {loc} ({context})", location=loc,
-                         exception=describe(err), context=context, inputs=inputs)
-
-
-def rows_json(rows) -> list:
-    """Probability rows as nested lists of floats (exact float64 values, repr round-trips)."""
-    return np.asarray(rows, dtype=np.float64).tolist()
-
-
-class CallLedger:
-    """What the runs learn call by call beyond the trace: calls whose acceptance decisions that
-    needed a random value (0 < p(x) < q(x) at the tested draft) outnumber the uniforms drawn
-    from the checker's source (uniforms reused across calls, or drawn where the checker cannot
-    see), and the first call that broke the block structure (its inputs, for a rerunnable call)."""
-
-    def __init__(self):
-        self.short_calls = 0
-        self.needing_calls = 0
-        self.short_example: dict | None = None
-        self.structure_example: dict | None = None
-
-    def note_draws(self, call: int, needed: int, drawn: int, context) -> None:
-        """``context``: a string, or a function returning it (built only for the example)."""
-        if needed:
-            self.needing_calls += 1
-        if drawn < needed:
-            self.short_calls += 1
-            if self.short_example is None:
-                self.short_example = {"call": call, "decisions_needing_a_uniform": needed, "uniforms_drawn": drawn,
-                                      "context": context() if callable(context) else context}
-
-    def to_json(self) -> dict:
-        return {"short_calls": self.short_calls, "calls_needing_a_uniform": self.needing_calls,
-                "short_example": self.short_example}
-
-
-@dataclass
-class Trace:
-    """Every call of the runs on one (instance, γ).
-
-    start: (C,) state at the start of each call; first: (C,) whether the call opened its run;
-    emitted: (C, γ+1) tokens, −1 padded; length: (C,) number emitted; draft: (C, γ) drafted
-    tokens (None for decoding steps, which draft by themselves; (C, K, γ) for multi-draft
-    verifiers); run_tokens: (R, N) the first N tokens of each run; completion_seed: seeds the
-    draws from p that complete short blocks (``checks.complete_blocks``); title: the label of
-    its evidence rows when "instance γ=…" would mislead (end-to-end generation: one call per run).
-    """
-
-    instance: str
-    gamma: int
-    V: int
-    n_states: int
-    start: np.ndarray
-    first: np.ndarray
-    emitted: np.ndarray
-    length: np.ndarray
-    draft: np.ndarray | None
-    run_tokens: np.ndarray
-    completion_seed: object = 0
-    title: str = ""
-
-    @property
-    def n_calls(self) -> int:
-        return int(self.start.shape[0])
-
-    @property
-    def n_runs(self) -> int:
-        return int(self.run_tokens.shape[0])
-
-    def states_along(self) -> np.ndarray:
-        """(C, γ+1) state before each emitted position (−1 past the call's length)."""
-        C, g = self.n_calls, self.gamma
-        out = np.full((C, g + 1), -1, dtype=np.int64)
-        s = self.start.copy()
-        for i in range(g + 1):
-            live = i < self.length
-            out[live, i] = s[live]
-            s = np.where(live, next_state(s, np.maximum(self.emitted[:, i], 0), self.V, self.n_states), s)
-        return out
-
-
-class _Recorder:
-    def __init__(self, pair, gamma, n_tokens, with_draft):
-        self.pair, self.gamma, self.n_tokens = pair, gamma, n_tokens
-        self.start, self.first, self.emitted, self.draft = [], [], [], []
-        self.with_draft = with_draft
-        self.run_tokens = []
-
-    def check(self, out):
-        g = self.gamma
-        if not 1 <= len(out) <= g + 1:
-            raise VerifierOutputError(f"a call emitted {len(out)} tokens; γ = {g} allows 1..{g + 1}")
-        V = self.pair.V
-        if min(out) < 0 or max(out) >= V:
-            raise VerifierOutputError(f"emitted token ids {out} outside the vocabulary [0, {V})")
-
-    def record(self, s, first, out, draft=None):
-        row = list(out) + [-1] * (self.gamma + 1 - len(out))
-        self.start.append(s)
-        self.first.append(first)
-        self.emitted.append(row)
-        if self.with_draft:
-            self.draft.append(draft)
-
-    def trace(self, name, completion_seed=0):
-        pair = self.pair
-        em = np.asarray(self.emitted, dtype=np.int64).reshape(-1, self.gamma + 1)
-        draft = None
-        if self.with_draft:
-            draft = np.asarray(self.draft, dtype=np.int64)
-            draft = draft.reshape((-1,) + draft.shape[1:]) if draft.size else draft.reshape(0, self.gamma)
-        return Trace(name, self.gamma, pair.V, pair.n_states, np.asarray(self.start, dtype=np.int64),
-                     np.asarray(self.first, dtype=bool), em, (em >= 0).sum(axis=1), draft,
-                     np.asarray(self.run_tokens, dtype=np.int64).reshape(-1, self.n_tokens), completion_seed)
-
-
-def _spawn(seed, k):
-    """The first ``k`` children of ``seed`` — the same every time (spawning from a SeedSequence
-    object advances it, so a copy spawns: a runner rebuilt from the same seed, to replay a call,
-    gets the same streams)."""
-    if isinstance(seed, np.random.SeedSequence):
-        ss = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size)
-    else:
-        ss = np.random.SeedSequence(seed)
-    return ss.spawn(k)
-
-
-class _Captured(Exception):
-    """Raised by a replaying runner when it reaches the call whose inputs it was asked for."""
-
-
-class BlockRunner:
-    """Independent runs of a block verifier from state 0 on one (pair, γ), extendable.
-
-    ``seed`` (int or SeedSequence) spawns three independent streams: the drafting, the
-    verifier's own Generator, and the completion draws of the checks."""
-
-    def __init__(self, verifier: BlockVerifier, pair: MarkovPair, gamma: int, n_tokens: int, seed,
-                 name: str = "", advance=None):
-        from .forced import CountingGenerator
-        self._args = (verifier, pair, gamma, n_tokens, seed, name)
-        self._capture_call: int | None = None  # a replay stops before this call, keeping its inputs
-        self.captured: dict | None = None
-        draft_ss, verifier_ss, completion_ss = _spawn(seed, 3)
-        # plain constructors: a replay (inputs_of_call) builds a runner inside the routing block,
-        # where default_rng is routed
-        self.draft_rng = np.random.Generator(np.random.PCG64(draft_ss))
-        self.verifier_rng = CountingGenerator(np.random.Generator(np.random.PCG64(verifier_ss)))  # same stream, counted
-        verifier.sources.own(self.draft_rng, self.verifier_rng)
-        self.completion_seed = completion_ss
-        self.verifier, self.pair, self.gamma, self.n_tokens = verifier, pair, gamma, n_tokens
-        self.name, self.advance = name or pair.name, advance
-        self.ledger = CallLedger()
-        #: seconds spent inside the sampler's calls (the rest of a run is the checker's)
-        self.sampler_s = 0.0
-        self.p_list, self.q_list = pair.target.table.tolist(), pair.draft.table.tolist()
-        q_tab = pair.draft.table
-        q_cdf = np.cumsum(q_tab, axis=1)
-        q_cdf /= q_cdf[:, -1:]
-        self.q_cdf = q_cdf.tolist()
-        self.last = [int(np.flatnonzero(row)[-1]) for row in q_tab]  # never draft a zero-mass token
-        self.p_rep = verifier.represent(pair.target.table, "target")
-        self.q_rep = verifier.represent(q_tab, "draft")
-        self.rec = _Recorder(pair, gamma, n_tokens, with_draft=True)
-        self.crash: VerifierCrash | None = None
-        self.calls = 0
-        self._inputs_cache: dict = {}  # framework inputs per distinct (states, draft): BlockVerifier.block_inputs
-
-    @property
-    def n_runs(self) -> int:
-        return len(self.rec.run_tokens)
-
-    def extend(self, n_runs: int) -> None:
-        """Run until ``n_runs`` runs are recorded in all (or the verifier crashes)."""
-        if self.crash is not None or self.n_runs >= n_runs:
-            return
-        v = self.verifier
-        with v.sources.active(f"{self.name} γ={self.gamma}"):
-            self._extend(n_runs)
-
-    def _extend(self, n_runs):
-        gamma, V, S = self.gamma, self.pair.V, self.pair.n_states
-        q_cdf, last, p_rep, q_rep = self.q_cdf, self.last, self.p_rep, self.q_rep
-        rec, verifier, rng, draft_rng = self.rec, self.verifier, self.verifier_rng, self.draft_rng
-        pl, ql, ledger, bg = self.p_list, self.q_list, self.ledger, rng.bit_generator
-        cap = self._capture_call
-        inputs_cache = self._inputs_cache
-        while self.n_runs < n_runs:
-            s, got, first = 0, [], True
-            while len(got) < self.n_tokens:
-                u = draft_rng.random(gamma).tolist()
-                states = [s]
-                draft = []
-                st = s
-                for i in range(gamma):
-                    x = min(bisect.bisect_right(q_cdf[st], u[i]), last[st])
-                    draft.append(x)
-                    st = (st * V + x) % S
-                    states.append(st)
-                self.calls += 1
-                if self.calls == cap:
-                    self.captured = self._inputs(states, draft, bg.state)
-                    raise _Captured
-                u0 = rng.decision_values()
-                try:
-                    args = verifier.block_inputs(p_rep, q_rep, states, draft, inputs_cache)
-                    verifier.sources.current = rng
-                    t0 = perf_counter()
-                    raw = verifier.invoke(*args, rng)
-                    self.sampler_s += perf_counter() - t0  # the sampler's own call, no conversions
-                    out = tokens_of(raw, verifier.batched)
-                    rec.check(out)
-                except Exception as err:  # noqa: BLE001  (any crash of user code is a finding)
-                    self.crash = crash_from(err, f"{self.name} γ={gamma}",
-                                            f"call {self.calls}, run {self.n_runs + 1}, start state {s}, "
-                                            f"draft {draft}", self.inputs_of_call(self.calls))
-                    return
-                tau = len(out) - 1
-                needed = 0
-                for i in range(min(tau + 1, gamma)):
-                    a, b = pl[states[i]][draft[i]], ql[states[i]][draft[i]]
-                    if 0.0 < a < b:
-                        needed += 1
-                drawn = rng.decision_values() - u0
-                if needed:
-                    ledger.note_draws(self.calls, needed, drawn,
-                                      lambda: f"call {self.calls}, run {self.n_runs + 1}, start state {s}, draft "
-                                              f"{draft}, emitted {list(out)}")
-                if ledger.structure_example is None and (
-                        list(out[:tau]) != draft[:tau] or (tau < gamma and out[tau] == draft[tau])):
-                    ledger.structure_example = {"call_index": self.calls, "output": list(out),
-                                                "context": f"call {self.calls}, run {self.n_runs + 1}"}
-                rec.record(s, first, out, draft)
-                first = False
-                got.extend(out)
-                for t in out:
-                    s = (s * V + t) % S
-            rec.run_tokens.append(got[:self.n_tokens])
-            if self.advance is not None:
-                self.advance(1)
-
-    def inputs_of_call(self, call: int) -> dict | None:
-        """The exact inputs of call number ``call`` and the state of the sampler's generator
-        before it, found by replaying the runs from the seed (states are not kept call by call:
-        that would cost every call; a replay costs only when a failure needs its call). None when
-        the replay does not reach it (a sampler whose output depends on more than its inputs and
-        the routed sources)."""
-        fresh = BlockRunner(*self._args)
-        fresh._capture_call = call
-        try:
-            fresh.extend(self.n_runs + 1)
-        except _Captured:
-            return fresh.captured
-        return None
-
-    def _inputs(self, states, draft, state) -> dict:
-        """The exact inputs of one call and the state of its rng before it (for :mod:`.replay`)."""
-        return {"p": rows_json(self.pair.target.table[states]),
-                "q": rows_json(self.pair.draft.table[states[:self.gamma]]), "draft": [int(x) for x in draft],
-                "rng_state": state}
-
-    def trace(self) -> Trace:
-        return self.rec.trace(self.name, self.completion_seed)
-
-
-def run_block_verifier(verifier: BlockVerifier, pair: MarkovPair, gamma: int, n_runs: int,
-                       n_tokens: int, seed, name: str = "", advance=None) -> Trace:
-    """``n_runs`` independent runs of the block verifier from state 0 (see module docstring).
-    ``seed`` drives the drafting; the verifier gets its own independent Generator. Raises
-    :class:`VerifierCrash` if the verifier crashes."""
-    runner = BlockRunner(verifier, pair, gamma, n_tokens, seed, name, advance)
-    runner.extend(n_runs)
-    if runner.crash is not None:
-        raise runner.crash
-    return runner.trace()
-
-
-class StepRunner:
-    """Independent runs of a decoding step built by ``make_step(target_lm, draft_lm, gamma,
-    rng)``; each call ``step(context) -> emitted tokens`` extends the context (a list of token
-    ids, starting as ``[0] * max(order, 1)``, i.e. state 0). ``models``: the (target, draft) LMs
-    handed to ``make_step``, when they are not the fake LMs of ``pair`` (end-to-end generation:
-    the models are the raw sources, ``pair`` the processed law the checks compare with)."""
-
-    def __init__(self, make_step, pair: MarkovPair, gamma: int, n_tokens: int, seed, name: str = "",
-                 lm: str = "callable", dtype: str = "float32", advance=None, sources=None, models=None):
-        from .fake_lm import fake_lm
-        from .sources import RandomSources
-        step_ss, completion_ss = _spawn(seed, 2)
-        self.rng = np.random.default_rng(step_ss)
-        self.completion_seed = completion_ss
-        self.sources = sources if sources is not None else RandomSources(make_step)
-        self.sources.own(self.rng)
-        self.pair, self.gamma, self.n_tokens = pair, gamma, n_tokens
-        self.name, self.advance = name or pair.name, advance
-        if models is not None:
-            target_lm, draft_lm = models
-        else:
-            target_lm = fake_lm(pair.target, lm=lm, dtype=dtype)
-            draft_lm = fake_lm(pair.draft, lm=lm, dtype=dtype)
-        self.sources.current = self.rng
-        self.crash: VerifierCrash | None = None
-        self.rec = _Recorder(pair, gamma, n_tokens, with_draft=False)
-        self.prefix = [0] * max(pair.target.order, 1)
-        self.calls = 0
-        self.sampler_s = 0.0
-        try:
-            with self.sources.active(f"{self.name} γ={gamma}"):
-                self.step = make_step(target_lm, draft_lm, gamma, self.rng)
-        except Exception as err:  # noqa: BLE001
-            self.crash = crash_from(err, f"{self.name} γ={gamma}", "make_step(target_lm, draft_lm, gamma, rng)")
-
-    @property
-    def n_runs(self) -> int:
-        return len(self.rec.run_tokens)
-
-    def extend(self, n_runs: int) -> None:
-        if self.crash is not None or self.n_runs >= n_runs:
-            return
-        self.sources.current = self.rng
-        with self.sources.active(f"{self.name} γ={self.gamma}"):
-            self._extend(n_runs)
-
-    def _extend(self, n_runs):
-        V, S = self.pair.V, self.pair.n_states
-        rec = self.rec
-        while self.n_runs < n_runs:
-            s, got, first = 0, [], True
-            context = list(self.prefix)
-            while len(got) < self.n_tokens:
-                self.calls += 1
-                try:
-                    t0 = perf_counter()
-                    raw = self.step(list(context))
-                    self.sampler_s += perf_counter() - t0
-                    out = tokens_of(raw, batched=True)
-                    rec.check(out)
-                except Exception as err:  # noqa: BLE001
-                    self.crash = crash_from(err, f"{self.name} γ={self.gamma}",
-                                            f"call {self.calls}, run {self.n_runs + 1}, context {context}")
-                    return
-                rec.record(s, first, out)
-                first = False
-                got.extend(out)
-                context.extend(out)
-                for t in out:
-                    s = int(next_state(s, t, V, S))
-            rec.run_tokens.append(got[:self.n_tokens])
-            if self.advance is not None:
-                self.advance(1)
-
-    def trace(self) -> Trace:
-        return self.rec.trace(self.name, self.completion_seed)
-
-
-def run_decoding_step(make_step, pair: MarkovPair, gamma: int, n_runs: int, n_tokens: int, seed,
-                      name: str = "", lm: str = "callable", dtype: str = "float32", advance=None) -> Trace:
-    """``n_runs`` independent runs of a decoding step (see :class:`StepRunner`); raises
-    :class:`VerifierCrash` if the step crashes."""
-    runner = StepRunner(make_step, pair, gamma, n_tokens, seed, name, lm, dtype, advance)
-    runner.extend(n_runs)
-    if runner.crash is not None:
-        raise runner.crash
-    return runner.trace()
+def run(kind, *, n: int | None = None, gammas=None, instances=None, seed: int = 0, alpha: float = 0.01,
+        controls: bool = True, control_n: int | None = None, probes: bool = True, progress: bool = False,
+        trial: bool = True) -> dict:
+    """The conformance report of ``kind``'s sampler (see the module docstring)."""
+    from .report import assemble, probe_claims, run_info, verdicts as verdicts_of, warnings_of
+    from .compiled import compiled_in
+    from .probes import run_probes
+    n = check_run_args(kind.DEFAULT_N if n is None else n, alpha, seed, control_n)
+    gammas = kind.check_gammas(kind.GAMMAS if gammas is None else gammas)
+    instances = kind.check_instances(kind.INSTANCES if instances is None else instances)
+    cpu0, started, t0 = time.process_time(), datetime.now(timezone.utc), time.perf_counter()
+    sampler, sources = kind.sampler, kind.sources
+    kind.run_gammas = gammas
+    with torch_one_thread(kind.uses_torch):
+        trial_info = kind.trial(gammas) if trial else None
+    plan = Plan(kind.checks(), kind.blocks(instances, gammas), alpha, sequential_design(n))
+    cn = control_n or max(n // 4, 1000)
+    cplan = Plan(plan.checks, plan.blocks, alpha, sequential_design(cn))
+    cplan.n_tests = plan.n_tests  # controls run at the subject's per-test levels
+    bar = Bar(len(plan.blocks) * n) if progress else None
+    compiled = compiled_in(sampler.fn)
+    sp = None
+    try:
+        with torch_one_thread(kind.uses_torch):
+            sources.scan()  # generators alive after the trial call (lazily made ones included)
+            subject, crashes, blocks, findings, runners = run_subject(kind, plan, seed, bar)
+            sources.scan()
+            reuse = reuse_of(blocks)
+            if probes and kind.probes(sampler):
+                sp = run_probes(kind, sampler, blockers(reuse, compiled, sources))
+            ctl = run_controls(kind, cplan, seed, bar) if controls else {}
+    finally:
+        if bar:
+            bar.stop()
+    pclaims = probe_claims(kind, sp, controls) if sp is not None else []
+    warnings = warnings_of(sources, trial_info, compiled if compiled_matters(compiled, sources, sp) else (), reuse)
+    claims = assemble(kind, plan, subject, ctl, pclaims)
+    target = target_name(kind.target, sampler.fn)
+    from .replay import attach
+    attach(kind, claims, crashes, blocks, findings, target=target, seed=seed, probes=probes)
+    settings = {**kind.settings(), "n": n, "control_n": cn if controls else None, "gammas": list(gammas),
+                "instances": list(instances), "seed": seed}
+    report = {"schema": SCHEMA, "verdicts": verdicts_of(claims, crashes, warnings, kind.titles(), findings),
+              "warnings": warnings, "crashes": crashes, "findings": findings, "claims": claims,
+              "run": run_info(kind.title, sampler.name, settings, plan, started, t0, cpu0, blocks, trial_info,
+                                 sources)}
+    kind.finish(report, runners)
+    return report

@@ -30,8 +30,8 @@ def _ratio(p: float, q: float) -> float:
     return 1.0 if p > 0 else 0.0
 
 
-def _residual(p_row, q_row, guard: bool = True):
-    r = np.maximum(np.asarray(p_row, np.float64) - np.asarray(q_row, np.float64), 0.0)
+def _residual(p_row, q_row, guard: bool = True, floor: float = 0.0):
+    r = np.maximum(np.asarray(p_row, np.float64) - np.asarray(q_row, np.float64), floor)
     s = r.sum()
     if s <= 0 and guard:
         return np.asarray(p_row, np.float64)
@@ -40,10 +40,12 @@ def _residual(p_row, q_row, guard: bool = True):
 
 
 def rule_verifier(rule: SDRule = STANDARD, *, strict: bool = True, bonus_row: int = 0,
-                  guard_residual: bool = True, name: str | None = None):
+                  guard_residual: bool = True, floor: float = 0.0, name: str | None = None):
     """A block verifier following ``rule``; the keyword switches insert the classic bugs:
     ``strict=False`` accepts on ``u ≤ ratio``, ``bonus_row=-1`` draws the bonus from the row
-    before the bonus position, ``guard_residual=False`` divides a zero-mass residual (NaN)."""
+    before the bonus position, ``guard_residual=False`` divides a zero-mass residual (NaN),
+    ``floor`` clamps the residual from below (every token keeps that mass: ``clamp(p − q,
+    min=floor)``, a serving engine's bug that gives tokens with p = 0 mass growing with V)."""
     if not isinstance(rule, SDRule):
         raise TypeError(f"rule must be an SDRule (spectheory.rules.sd), got {type(rule).__name__}")
     if bonus_row not in (0, -1) or isinstance(bonus_row, bool):
@@ -61,7 +63,7 @@ def rule_verifier(rule: SDRule = STANDARD, *, strict: bool = True, bonus_row: in
                 ratio = _ratio(q[i, x], p[i, x])
             if (u < ratio) if strict else (u <= ratio):
                 continue
-            dist = p[i] if rule.residual == "p" else _residual(p[i], q[i], guard_residual)
+            dist = p[i] if rule.residual == "p" else _residual(p[i], q[i], guard_residual, floor)
             return draft[:i] + [inverse_cdf(dist, rng.random())]
         if not rule.bonus:
             return draft
@@ -104,6 +106,9 @@ CONTROLS = (
     ("unguarded-residual", rule_verifier(guard_residual=False, name="unguarded-residual"),
      "negative control: the residual max(p−q,0) divided by its sum without a guard: NaN when "
      "rounding makes p ≤ q everywhere and the draft is rejected"),
+    ("residual-clamped-1e-5", rule_verifier(floor=1e-5, name="residual-clamped-1e-5"),
+     "negative control of impossible_tokens: the residual clamped from below at 1e-5 (clamp(p − q, min=1e-5)), so "
+     "every token, p = 0 ones included, keeps mass in the correction: ~V·1e-5, which grows with the vocabulary"),
     ("lossless:accept=p(x)", accept_p_verifier,
      "negative control of the standard-SD checks (lossless, not Alg. 1): accept the draft x with "
      "probability p(x), else a draw from p without x"),

@@ -1,17 +1,17 @@
 """Rerunnable calls: every failure in a conformance report comes with one line of Python that
-reproduces it.
+reproduces it — one per distinct bug (:func:`.severity.distinct`).
 
 * :func:`rerun` calls the sampler once on explicit inputs — exact probability rows ``p`` and
   ``q`` (converted with the report's adapter options, as the checker did), the drafted tokens
-  (``draft``; ``drafts`` for K drafts; ``tokens`` and ``parents`` for a tree), and its random
-  source: ``rng_state`` (the state of the run's generator before the failing call, a PCG64
-  state dict) or ``forced`` (a probe's forced value: ``"zero"``, ``"max"`` or a float) — with
-  the global random sources routed as during the check. It returns the emitted tokens (or
-  raises what the sampler raised). Crashes, invalid outputs, structure failures (paths off
-  the drafts or the tree) and probe violations use it.
-* :func:`replay_check` reruns one statistical check on one (instance, γ) from the report's
-  seed for the number of runs of the look that decided it, and returns its evidence (law
-  failures use it: the statistic and p-value are recomputed exactly).
+  (``draft``; ``drafts`` for K drafts; ``tokens`` and ``parents`` for a tree; ``requests`` for
+  a batch in the serving layout), and its random source: ``rng_state`` (the state of the run's
+  generator before the failing call, a PCG64 state dict) or ``forced`` (a probe's forced value:
+  ``"zero"``, ``"max"`` or a float) — with the global random sources routed as during the check.
+  It returns the emitted tokens (or raises what the sampler raised). Crashes, invalid outputs,
+  impossible tokens, structure failures and probe violations use it.
+* :func:`replay_check` reruns one statistical check on one block from the report's seed for the
+  number of runs of the look that decided it, and returns its evidence (law failures use it: the
+  statistic and p-value are recomputed exactly).
 
 The target is ``"path/to/file.py:function"`` or ``"package.module:function"`` (the report
 writes it from the sampler's source file); a callable is accepted too. The output reproduces
@@ -59,7 +59,7 @@ def target_of(fn) -> str | None:
     imports by its name, else ``"file.py:qualname"`` (a path relative to the working directory
     when below it); None when the sampler cannot be named (a lambda, a local function, a
     callable object: the report then gives the inputs without a call)."""
-    fn = getattr(fn, "fn", fn)  # a BlockVerifier
+    fn = getattr(fn, "fn", fn)  # a wrapped sampler
     qual = getattr(fn, "__qualname__", None)
     if not qual or "<" in qual:
         return None
@@ -82,63 +82,12 @@ def target_of(fn) -> str | None:
     return f"{rel if not rel.startswith('..') else path}:{qual}"
 
 
-def _verifier(fn, kind, options, K, tree):
-    from .adapters import BlockVerifier
-    if kind == "block":
-        return BlockVerifier(fn, **options)
-    from .multidraft import MultiDraftVerifier
-    return MultiDraftVerifier(fn, **options, K=K, tree=tree)
-
-
-def rerun(target, *, p=None, q=None, draft=None, drafts=None, tokens=None, parents=None, requests=None,
-          rng_state=None, forced=None, logits: bool = False, adapter: str = "probs", dtype: str = "float64",
-          batched: bool = False, framework: str = "numpy", offsets: str = "cu", bonus: str = "given",
-          arg_order=None):
-    """Call the sampler once on these inputs (see the module docstring) and return the emitted
-    tokens. ``logits=True``: ``p``/``q`` are raw logits (the zero-mass probes), fed through the
-    adapter as the probe did. ``requests`` (a ragged sampler, :mod:`.ragged`): one dict per
-    request with its exact ``p`` (γ_b+1, V) and ``q`` (γ_b, V) rows, ``draft`` and, with
-    ``bonus="given"``, its ``bonus`` token; returns each request's emitted tokens."""
-    fn = load(target) if isinstance(target, str) else target
-    if (rng_state is None) == (forced is None):
-        raise ValueError("give exactly one random source: rng_state (a PCG64 state dict) or forced")
-    if requests is not None:
-        return _rerun_ragged(fn, requests, rng_state, forced, logits,
-                             {"adapter": adapter, "dtype": dtype, "framework": framework, "offsets": offsets,
-                              "bonus": bonus}, arg_order)
-    if p is None or q is None:
-        raise ValueError("give p and q (the exact rows of the call), or requests (a ragged sampler)")
-    kind = "block" if draft is not None else "multidraft"
-    tree = None
-    K = 2
-    if kind == "multidraft":
-        if drafts is not None:
-            K = len(drafts)
-        elif tokens is not None and parents is not None:
-            tree = _tree_of(parents)
-        else:
-            raise ValueError("give draft (a block verifier), drafts (K drafts) or tokens and parents (a tree)")
-    options = {"adapter": adapter, "dtype": dtype, "batched": batched, "framework": framework}
-    v = _verifier(fn, kind, options, K, tree)
-    if arg_order is not None:
-        v.arg_order = tuple(arg_order)
-    rng = _replay_rng(rng_state, forced)
-    conv = v.from_logits if logits else None
-    P = conv(p) if conv else v.represent(p, "target")
-    Q = conv(q) if conv else v.represent(q, "draft")
-    with v.sources.active("rerun"):
-        v.sources.current = rng
-        if kind == "block":
-            return v(P, Q, list(draft), rng)
-        if tree is None:
-            return v.call_drafts(P, Q, drafts, rng)
-        return v.call_tree(P, Q, tokens, np.asarray(parents), rng)
-
-
-def _replay_rng(rng_state, forced):
+def replay_rng(rng_state=None, forced=None):
     """The source a recorded call drew from: its forced uniforms, else a PCG64 generator at its
     recorded state."""
     from .forced import ForcedUniforms
+    if (rng_state is None) == (forced is None):
+        raise ValueError("give exactly one random source: rng_state (a PCG64 state dict) or forced")
     if forced is not None:
         return ForcedUniforms(forced)
     bg = np.random.PCG64()
@@ -146,27 +95,7 @@ def _replay_rng(rng_state, forced):
     return np.random.Generator(bg)
 
 
-def _rerun_ragged(fn, requests, rng_state, forced, logits, options, arg_order) -> list:
-    from .ragged import RaggedSampler, Request
-    v = RaggedSampler(fn, **options)
-    if arg_order is not None:
-        v.arg_order = tuple(arg_order)
-    rng = _replay_rng(rng_state, forced)
-    V = len(requests[0]["p"][0])
-    reqs = [Request(np.asarray(r["p"], np.float64).reshape(-1, V), np.asarray(r["q"], np.float64).reshape(-1, V),
-                    r["draft"], r.get("bonus")) for r in requests]
-    conv = v.from_logits if logits else None
-    p_rep, q_rep = [], []
-    for r in reqs:
-        P = conv(r.p) if conv else v.represent(r.p, "target")
-        p_rep.append(P[:len(r.draft)] if v.bonus == "given" else P)
-        q_rep.append((conv(r.q) if conv else v.represent(r.q, "draft")) if len(r.draft) else r.q)
-    with v.sources.active("rerun"):
-        v.sources.current = rng
-        return v.call_batch(reqs, rng, np.concatenate(p_rep), np.concatenate(q_rep), V)
-
-
-def _tree_of(parents) -> tuple:
+def tree_of(parents) -> tuple:
     """Branching factors of a breadth-first tree given by its parent array."""
     parents = [int(j) for j in parents]
     depth = []
@@ -180,62 +109,97 @@ def _tree_of(parents) -> tuple:
     return tuple(out)
 
 
+def dense(rows):
+    """Rows given as ``{"V": V, "rows": [{token: probability, ...}, ...]}`` (how a call line writes
+    the rows of a large vocabulary: their non-zero entries) as a dense (n, V) array; other rows as
+    they are."""
+    if isinstance(rows, dict) and "V" in rows:
+        out = np.zeros((len(rows["rows"]), int(rows["V"])))
+        for i, row in enumerate(rows["rows"]):
+            for k, v in row.items():
+                out[i, int(k)] = v
+        return out
+    return rows
+
+
+def compact(rows):
+    """The inverse of :func:`dense` for rows of more than 64 tokens (exact values kept)."""
+    arr = np.asarray(rows, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] <= 64:
+        return rows
+    return {"V": int(arr.shape[1]), "rows": [{int(k): float(r[k]) for k in np.flatnonzero(r)} for r in arr]}
+
+
+def _compact_inputs(inputs: dict) -> dict:
+    out = dict(inputs)
+    for k in ("p", "q"):
+        if k in out and out[k] is not None and not out.get("logits"):
+            out[k] = compact(out[k])
+    if "requests" in out:
+        out["requests"] = [{**r, "p": compact(r["p"]), "q": compact(r["q"]) if len(r["q"]) else r["q"]}
+                           if not out.get("logits") else r for r in out["requests"]]
+    return out
+
+
+def rerun(target, *, p=None, q=None, draft=None, drafts=None, tokens=None, parents=None, requests=None,
+          rng_state=None, forced=None, logits: bool = False, arg_order=None, **options):
+    """Call the sampler once on these inputs (see the module docstring) and return the emitted
+    tokens. ``logits=True``: ``p``/``q`` are raw logits (the zero-mass probes), fed through the
+    adapter as the probe did. ``options``: the report's adapter options (``adapter``, ``dtype``,
+    ``batched``, ``framework``; ``offsets`` and ``bonus`` for a ragged sampler). ``requests``
+    (a ragged sampler): one dict per request with its exact ``p`` (γ_b+1, V) and ``q`` (γ_b, V)
+    rows, ``draft`` and, with ``bonus="given"``, its ``bonus`` token; returns each request's
+    emitted tokens."""
+    from .kinds import get_kind
+    fn = load(target) if isinstance(target, str) else target
+    rng = replay_rng(rng_state, forced)
+    p, q = dense(p), dense(q)
+    if requests is not None:
+        requests = [{**r, "p": dense(r["p"]), "q": dense(r["q"])} for r in requests]
+        name, inputs = "ragged", {"requests": requests}
+    elif draft is not None:
+        name, inputs = "block", {"p": p, "q": q, "draft": draft}
+    elif drafts is not None:
+        name, inputs = "multidraft", {"p": p, "q": q, "drafts": drafts}
+        options.setdefault("K", len(drafts))
+    elif tokens is not None and parents is not None:
+        name, inputs = "multidraft", {"p": p, "q": q, "tokens": tokens, "parents": parents}
+        options.setdefault("tree", tree_of(parents))
+    else:
+        raise ValueError("give draft (a block verifier), drafts (K drafts), tokens and parents (a tree) or requests "
+                         "(a ragged sampler)")
+    if requests is None and (p is None or q is None):
+        raise ValueError("give p and q (the exact rows of the call)")
+    kind = get_kind(name)(fn, **options)
+    sampler = kind.sampler
+    if arg_order is not None:
+        sampler.arg_order = tuple(arg_order)
+    with sampler.sources.active("rerun"):
+        sampler.sources.current = rng
+        return kind.rerun_call(sampler, {**inputs, "logits": logits}, rng)
+
+
 def replay_check(target, *, check: str, instance: str, gamma: int, runs: int, seed: int = 0, alpha: float,
-                 kind: str = "block", adapter: str = "probs", dtype: str = "float64", batched: bool = False,
-                 framework: str = "numpy", K: int = 2, tree=None, rule: str | None = None, setting=None,
-                 max_new_tokens: int = 3, lm: str = "hf", gammas=None, offsets: str = "cu",
-                 bonus: str = "given") -> dict:
+                 kind: str = "block", setting=None, **options) -> dict:
     """The evidence (as JSON) of ``check`` on (``instance``, ``gamma``) after ``runs`` runs from
     the report's ``seed``, graded at level ``alpha`` (the look's level the report states).
-    ``kind="assisted"``: a generation stack (:mod:`.assisted`) at the processor ``setting``
-    (e.g. ``"T=0.7,top_k=2"``) with ``max_new_tokens`` (and ``lm``, ``dtype`` of its models)."""
-    from .. import instances as inst
-    from ..rng import derive_seed
-    from .checks import CHECKS, first_n
+    ``kind``: the report's kind, with its options (``adapter``, ``dtype``, …; ``K``, ``tree``,
+    ``rule`` for multi-draft; ``gammas``, ``offsets``, ``bonus`` for ragged; ``setting``,
+    ``max_new_tokens``, ``lm`` for a generation stack, e.g. ``setting="T=0.7,top_k=2"``)."""
+    from .kinds import get_kind
     fn = load(target) if isinstance(target, str) else target
-    options = {"adapter": adapter, "dtype": dtype, "batched": batched, "framework": framework}
-    pair = inst.get(instance)
-    if kind == "assisted":
-        from .assisted import replay_runner
-        runner, pair, found = replay_runner(fn, instance=instance, setting=setting or "T=1", gamma=gamma,
-                                            max_new_tokens=max_new_tokens, seed=seed, lm=lm,
-                                            dtype=dtype)
-        checks = {c.id: c for c in found}
-        if check not in checks:
-            raise ValueError(f"unknown check {check!r}; known: {sorted(checks)}")
-        runner.extend(runs)
-        if runner.crash is not None:
-            raise runner.crash
-        return [e.to_json() for e in checks[check].run(runner.trace(), pair, alpha)][0]
-    if kind == "block":
-        from .driver import BlockRunner
-        v = _verifier(fn, "block", options, K, None)
-        checks = {c.id: c for c in CHECKS}
-        runner = BlockRunner(v, pair, gamma, first_n(pair.V), derive_seed(seed, "conformance", instance, str(gamma)),
-                             instance)
-    elif kind == "multidraft":
-        from .multidraft import MultiRunner, _rule_checks, lossless_checks
-        tree = tuple(tree) if tree else None
-        v = _verifier(fn, "multidraft", options, K, tree)
-        checks = {c.id: c for c in lossless_checks(tree) + (_rule_checks(rule, K, tree) if rule else ())}
-        runner = MultiRunner(v, pair, gamma, first_n(pair.V),
-                             derive_seed(seed, "conformance-multidraft", instance, str(gamma)), instance)
-    elif kind == "ragged":
-        from .ragged import RaggedEngine, RaggedSampler, LaneView, engine_seed, ragged_checks
-        if gammas is None:
-            raise ValueError("a ragged sampler's replay needs the report's gammas (the draft lengths of every call)")
-        v = RaggedSampler(fn, adapter=adapter, dtype=dtype, framework=framework, offsets=offsets, bonus=bonus)
-        checks = {c.id: c for c in ragged_checks()}
-        runner = LaneView(RaggedEngine(v, pair, tuple(gammas), first_n(pair.V), engine_seed(seed, instance), instance),
-                          gamma)
-    else:
-        raise ValueError(f"kind must be 'block', 'multidraft', 'assisted' or 'ragged', got {kind!r}")
+    if isinstance(target, str):
+        options.setdefault("name", target)
+    k = get_kind(kind)(fn, **options)
+    checks = {c.id: c for c in k.checks()}
     if check not in checks:
         raise ValueError(f"unknown check {check!r}; known: {sorted(checks)}")
+    block = k.replay_block(instance, gamma, setting)
+    runner = k.runner(k.sampler, block, k.seed_of(block, seed))
     runner.extend(runs)
     if runner.crash is not None:
         raise runner.crash
-    return [e.to_json() for e in checks[check].run(runner.trace(), pair, alpha)][0]
+    return [e.to_json() for e in checks[check].run(runner.trace(), k.pair(block), alpha)][0]
 
 
 def _lit(x) -> str:
@@ -258,26 +222,28 @@ def call_line(func: str, target: str | None, **kwargs) -> str | None:
     return f"spectheory.conformance.{func}({args})"
 
 
-_DEFAULTS = {"adapter": "probs", "dtype": "float64", "batched": False, "framework": "numpy", "offsets": "cu",
-             "bonus": "given"}
 _LABEL = re.compile(r"^(\S+) γ=(\d+)")
 
 
-def _options(options: dict) -> dict:
-    return {k: v for k, v in options.items() if k in _DEFAULTS and v != _DEFAULTS[k]}
-
-
-def attach(report_claims: list, crashes: list, blocks: list, *, target: str | None, options: dict, seed: int,
-           probes: dict | None = None, kind: str = "block", layout: dict | None = None) -> None:
-    """Give every failing claim a ``counterexample`` (inputs, output, ``call``) and every crash
-    a ``call`` (see the module docstring). ``probes``: {probe name: rerun keyword arguments};
-    ``layout``: for multi-draft verifiers, {"K", "tree", "rule"}."""
-    opts = _options(options)
-    by_block = {(b["instance"], b["gamma"]): b for b in blocks}
+def attach(kind, claims: list, crashes: list, blocks: list, findings: list, *, target: str | None, seed: int,
+           probes: bool = True) -> None:
+    """Give every crash, every traced finding (impossible tokens, crashes on an event) and every
+    failing probe its ``call``, and every failing claim a ``counterexample`` (inputs, output,
+    ``call``); see the module docstring."""
+    opts = kind.rerun_options()
     for cr in crashes:
         if cr.get("inputs"):
-            cr["call"] = call_line("rerun", target, **cr["inputs"], **opts)
-    for c in report_claims:
+            cr["call"] = call_line("rerun", target, **_compact_inputs(cr["inputs"]), **opts)
+    for f in findings:
+        if f.get("inputs"):
+            f["call_line"] = call_line("rerun", target, **_compact_inputs(f["inputs"]), **opts)
+    probe_kw = {pr.name: kind.probe_rerun(pr) for pr in kind.probes(kind.sampler)} if probes else {}
+    for c in claims:
+        for r in c.get("results", []):
+            if (r["support"] or r["standard"]) and r["probe"] in probe_kw:
+                r["call"] = call_line("rerun", target, **probe_kw[r["probe"]], **opts)
+    by_block = {(b["instance"], b["gamma"]): b for b in blocks}
+    for c in claims:
         if c.get("verdict") != "fails":
             continue
         failing = [e for e in c["evidence"] if e["outcome"] == "fail"]
@@ -285,7 +251,7 @@ def attach(report_claims: list, crashes: list, blocks: list, *, target: str | No
             continue
         e0 = failing[0]
         if c["id"].endswith("probes"):
-            kw = (probes or {}).get(e0["instance"])
+            kw = probe_kw.get(e0["instance"])
             if kw is None:
                 continue
             out = (e0.get("note") or "").split("Output: ", 1)[-1].split(";")[0]
@@ -297,8 +263,17 @@ def attach(report_claims: list, crashes: list, blocks: list, *, target: str | No
             if cr is not None:
                 c["counterexample"] = {"crash": cr["exception"], "inputs": cr.get("inputs"), "call": cr["call"]}
             continue
-        m = _LABEL.match(e0["instance"])
-        block = by_block.get((m.group(1), int(m.group(2)))) if m else None
+        if c["id"] == "conformance.impossible_tokens":
+            f = next((x for x in findings if x["what"] == "impossible token" and x.get("call_line")), None)
+            if f is not None:
+                c["counterexample"] = {"instance": f["instance"], "gamma": f["gamma"], "context": f["context"],
+                                       "inputs": f["inputs"], "output": f["output"], "call": f["call_line"]}
+                continue  # else (a kind whose calls cannot be rerun alone): the check replayed from the seed
+        block = next((b for b in blocks if e0["instance"] == b.get("label")
+                      or e0["instance"].startswith(str(b.get("label")) + " ")), None)
+        if block is None:
+            m = _LABEL.match(e0["instance"])
+            block = by_block.get((m.group(1), int(m.group(2)))) if m else None
         if block is None:
             continue
         structure = c["id"] in ("conformance.tokens_per_call", "multidraft.structure")
@@ -307,14 +282,14 @@ def attach(report_claims: list, crashes: list, blocks: list, *, target: str | No
             inputs = {k: v for k, v in ex.items() if k not in ("output", "context")}
             c["counterexample"] = {"instance": block["instance"], "gamma": block["gamma"], "context": ex["context"],
                                    "inputs": inputs, "output": ex["output"],
-                                   "call": call_line("rerun", target, **inputs, **opts)}
+                                   "call": call_line("rerun", target, **_compact_inputs(inputs), **opts)}
             continue
         at = block.get("decided_at", {}).get(c["id"])
         if at is None:
             continue
-        extra = {"kind": kind, **(layout or {})} if kind != "block" else {}
+        layout = {k: v for k, v in kind.layout(block).items() if v is not None}
         c["counterexample"] = {
             "instance": block["instance"], "gamma": block["gamma"], "runs": at["runs"], "level": at["level"],
-            "seed": seed, "measured": e0.get("measured"), "p_value": e0.get("p_value"),
+            "seed": seed, "measured": e0.get("measured"), "p_value": e0.get("p_value"), **kind.block_info_of(block),
             "call": call_line("replay_check", target, check=c["id"], instance=block["instance"], gamma=block["gamma"],
-                              runs=at["runs"], seed=seed, alpha=at["level"], **extra, **opts)}
+                              runs=at["runs"], seed=seed, alpha=at["level"], **layout, **opts)}

@@ -2,8 +2,12 @@
 and stop a check as soon as it is decided.
 
 **Design.** Up to ``n`` runs per (instance, γ), looked at after ``n_k = ⌈f_k·n⌉`` runs, k = 1..6,
-f = (1/16, 1/8, 1/4, 1/2, 3/4, 1). Look k spends the share ``w_k`` of a test's level α, with
-w = (1/32, 1/32, 1/16, 1/8, 1/4, 1/2) (Σ w = 1): at look k the test rejects when p < w_k·α.
+f = (1/16, 1/8, 1/4, 1/2, 4/5, 1). Look k spends the share ``w_k`` of a test's level α, with
+w = (1/32, 1/32, 1/16, 1/8, 1/2, 1/4) (Σ w = 1): at look k the test rejects when p < w_k·α. Half the
+level is spent at 4/5 of n: the chi-square tests with the most cells (81 joint cells of four
+tokens, 80 df: 7,991 runs for w = 0.1 at power 0.9 at half the level, 7,618 at all of it) reach
+their power there (8,000 runs at the default n) instead of at the last look, and the last look
+still decides what is left (the schedule is fixed before any data: the bound below holds).
 
 **Error rate.** Bonferroni over looks (alpha spending with a union bound): the chance that a
 correct sampler is rejected at *some* look is ≤ Σ_k w_k·α = α, whatever the dependence between
@@ -24,8 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-LOOK_FRACTIONS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4, 1.0)
-SPENDING = (1 / 32, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
+LOOK_FRACTIONS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 4 / 5, 1.0)
+SPENDING = (1 / 32, 1 / 32, 1 / 16, 1 / 8, 1 / 2, 1 / 4)
 #: no look before this many runs
 MIN_LOOK = 50
 

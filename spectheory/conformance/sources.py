@@ -44,7 +44,8 @@ from bisect import bisect_right as _bisect_right
 from itertools import accumulate as _accumulate
 from math import isfinite as _isfinite
 
-from .forced import CountingGenerator, ForcedSourceUnsupported, ForcedUniforms, inverse_cdf, tagged
+from .forced import (CountingGenerator, ForcedSourceUnsupported, ForcedUniforms, exponential_values, inverse_cdf,
+                     tagged, uniform_values)
 
 _BitGenerator = np.random.bit_generator.BitGenerator
 #: ``torch.multinomial`` on a row this short samples in plain Python (per-call overhead of NumPy
@@ -53,34 +54,34 @@ _SMALL_ROW = 64
 
 
 def _uniform_array(rng, shape, np_dtype):
-    """Uniforms in [0, 1) of ``np_dtype`` from a Generator or a ForcedUniforms."""
-    if isinstance(rng, ForcedUniforms):
-        return rng.random(shape, dtype=np_dtype)
-    if np_dtype in (np.float32, np.float64):
-        return rng.random(shape, dtype=np_dtype)
-    # float16/bfloat16: multiples of 2^-11 below 1 (as torch.rand's 11-bit mantissa draws)
-    return (rng.integers(0, 2 ** 11, size=shape) * 2.0 ** -11).astype(np.float32)
+    """Float64/float32 uniforms in [0, 1) from a Generator or a ForcedUniforms (see
+    :func:`.forced.uniform_values` for the torch dtypes)."""
+    return uniform_values(rng, shape, "float32" if np.dtype(np_dtype) == np.float32 else "float64")
 
 
-def _exponentials(rng, shape, np_dtype=np.float64):
-    """Exp(1) by inverse CDF of the source's uniforms (a forced u gives −log(1 − u); a forced
-    "zero" gives the smallest positive uniform of the dtype, so E > 0 as the real generators')."""
-    with tagged(rng, "exponential"):
-        u = np.asarray(_uniform_array(rng, shape, np_dtype), dtype=np.float64)
-    return -np.log1p(-u)
+def _frozen(x):
+    """A hashable, comparable copy of a generator state (arrays as bytes: repr of a 624-word
+    Mersenne state costs milliseconds)."""
+    if isinstance(x, dict):
+        return tuple((k, _frozen(v)) for k, v in x.items())
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, (list, tuple)):
+        return tuple(_frozen(v) for v in x)
+    return x
 
 
 def _state(obj):
     """A comparable snapshot of a generator's state (None: not a generator we know)."""
     if isinstance(obj, _BitGenerator):
-        return ("bit", repr(obj.state))
+        return ("bit", _frozen(obj.state))
     if isinstance(obj, ForcedUniforms):
         return ("forced", obj.draws)
     if isinstance(obj, np.random.Generator):
-        return ("np", repr(obj.bit_generator.state))
+        return ("np", _frozen(obj.bit_generator.state))
     if isinstance(obj, np.random.RandomState):
         st = obj.get_state(legacy=False)
-        return ("rs", repr(st))
+        return ("rs", _frozen(st))
     if isinstance(obj, _pyrandom.Random):
         try:
             return ("py", obj.getstate())
@@ -299,8 +300,7 @@ class RandomSources:
 
         def expovariate(lambd=1.0):
             s_ = src()
-            with tagged(s_, "exponential"):
-                return -np.log1p(-float(_uniform_array(s_, (), np.float64))) / lambd
+            return float(exponential_values(s_, (), "float64")) / lambd
 
         def gauss(mu=0.0, sigma=1.0):
             return mu + sigma * float(src().standard_normal())
@@ -312,9 +312,10 @@ class RandomSources:
 
     def _torch_functions(self, torch) -> tuple[dict, dict]:
         src = self.source
-        np_of = {torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16,
-                 torch.bfloat16: np.float16}
-        torch_of = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
+        name_of = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+                   torch.bfloat16: "bfloat16"}
+        torch_of = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64,
+                    np.dtype(np.float16): torch.float16}
 
         def _shape(size):
             if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
@@ -326,11 +327,10 @@ class RandomSources:
 
         def _uniform_tensor(shape, dtype, device=None):
             dtype = dtype or torch.get_default_dtype()
-            np_dtype = np_of.get(dtype, np.float32)
-            vals = _uniform_array(src(), tuple(shape), np_dtype)
+            vals = uniform_values(src(), tuple(shape), name_of.get(dtype, "float32"))
             if (device is None or str(device) == "cpu") and torch_of.get(getattr(vals, "dtype", None)) is dtype:
-                return torch.from_numpy(vals)  # the same values, without the float64 round trip (per call)
-            return _tensor(vals, dtype, device)
+                return torch.from_numpy(np.asarray(vals))  # the same values, no float64 round trip
+            return torch.as_tensor(np.asarray(vals)).to(dtype=dtype, device=device)
 
         def rand(*size, dtype=None, device=None, generator=None, out=None, requires_grad=False, **kw):
             t = _uniform_tensor(_shape(size), dtype, device)
@@ -427,11 +427,11 @@ class RandomSources:
             return self
 
         def uniform_(self, a=0.0, b=1.0, *, generator=None):
-            u = _uniform_array(src(), tuple(self.shape), np_of.get(self.dtype, np.float32))
+            u = uniform_values(src(), tuple(self.shape), name_of.get(self.dtype, "float32"))
             return _fill(self, a + (b - a) * np.asarray(u, dtype=np.float64))
 
         def exponential_(self, lambd=1.0, *, generator=None):
-            return _fill(self, _exponentials(src(), tuple(self.shape), np_of.get(self.dtype, np.float64)) / lambd)
+            return _fill(self, exponential_values(src(), tuple(self.shape), name_of.get(self.dtype, "float64")) / lambd)
 
         def bernoulli_(self, p=0.5, *, generator=None):
             probs = p.detach().to("cpu", torch.float64).numpy() if torch.is_tensor(p) else float(p)
@@ -643,6 +643,26 @@ class _Missing:
 
 
 _MISSING = _Missing()
+
+
+@contextlib.contextmanager
+def fixed_globals(seed: int):
+    """torch's, NumPy's and Python's global generators at a fixed state inside the block (their
+    states restored after): a probe whose draws escape the routing then makes the same draws in
+    every report, whatever the run's seed."""
+    torch = sys.modules.get("torch")
+    saved = (np.random.get_state(), _pyrandom.getstate(), torch.random.get_rng_state() if torch is not None else None)
+    np.random.seed(seed)
+    _pyrandom.seed(seed)
+    if torch is not None:
+        torch.random.manual_seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(saved[0])
+        _pyrandom.setstate(saved[1])
+        if torch is not None:
+            torch.random.set_rng_state(saved[2])
 
 
 def torch_uniforms(rng):

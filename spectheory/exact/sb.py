@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -121,6 +121,17 @@ def _rrs(p, q, tup, without_replacement, surv, corr, weight, argmax):
         corr[int(np.argmax(pc))] += weight * stay
     else:
         corr += weight * stay * pc
+
+
+@lru_cache(maxsize=65536)
+def _branch_law_of_rows(p_bytes: bytes, q_bytes: bytes, V: int, k: int, rule: R.BranchRule):
+    """:func:`branch_law` of two rows given as bytes, memoised: a pipeline's branch stage depends only
+    on (p row, q row, k, rule), not on γ, c or the policy, so every long-run computation of a
+    comparison over γ and c reuses it (read-only arrays)."""
+    surv, corr = branch_law(np.frombuffer(p_bytes, dtype=np.float64), np.frombuffer(q_bytes, dtype=np.float64), k,
+                            rule)
+    surv.flags.writeable = corr.flags.writeable = False
+    return surv, corr
 
 
 def branch_law(p, q, k: int, rule: R.BranchRule) -> tuple[np.ndarray, np.ndarray]:
@@ -257,12 +268,9 @@ class Model:
         S, V = self.S, self.V
         surv, corr = np.zeros((S, V)), np.zeros((S, V))
         if self.method.is_pipeline and self.method.branching:
-            cache = {}
             for s in range(S):
-                key = (self.P[s].tobytes(), self.Q[s].tobytes(), int(self.kk[s]))
-                if key not in cache:
-                    cache[key] = branch_law(self.P[s], self.Q[s], int(self.kk[s]), self.method.branch_rule)
-                surv[s], corr[s] = cache[key]
+                surv[s], corr[s] = _branch_law_of_rows(self.P[s].tobytes(), self.Q[s].tobytes(), V, int(self.kk[s]),
+                                                       self.method.branch_rule)
         else:  # one head drawn from q, standard SD test
             surv[:] = self.Q * self.acc
             corr[:] = (1.0 - self.beta)[:, None] * self.res
@@ -647,6 +655,10 @@ class Rates:
     tokens_per_call: float
     accepted_per_call: float
     per_round: dict
+    #: the rollback rates per drafted token (one path's draft forward passes: the public code prints
+    #: rollback tokens and draft forward passes), not per speculated token
+    rollback_per_drafted: float = float("nan")
+    submitted_rollback_per_drafted: float = float("nan")
 
     def speedup_over(self, other: "Rates") -> float:
         """Throughput ratio over another method's rates (e.g. over SpS)."""
@@ -655,8 +667,8 @@ class Rates:
 
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("tokens_per_time", "latency", "speedup_ar", "rollback_rate",
-                                              "submitted_rollback_rate",
-                                              "waste_rate", "target_idle", "draft_idle", "tokens_per_call",
+                                              "submitted_rollback_rate", "rollback_per_drafted",
+                                              "submitted_rollback_per_drafted", "waste_rate", "target_idle", "draft_idle", "tokens_per_call",
                                               "accepted_per_call")}
         d["per_round"] = dict(self.per_round)
         return d
@@ -677,7 +689,9 @@ def rates_from_sums(sums, c_ar: float) -> Rates:
         target_idle=1.0 - s["target_busy"] / s["time"], draft_idle=1.0 - s["draft_busy"] / s["time"],
         tokens_per_call=s["emitted"] / s["target_calls"] if s["target_calls"] > 0 else nan,
         accepted_per_call=s["accepted"] / s["target_calls"] if s["target_calls"] > 0 else nan,
-        per_round={k: s[k] / s["rounds"] for k in REWARDS})
+        per_round={k: s[k] / s["rounds"] for k in REWARDS},
+        rollback_per_drafted=s["rolled_back"] / s["drafted"] if s["drafted"] > 0 else nan,
+        submitted_rollback_per_drafted=s["rolled_back_submitted"] / s["drafted"] if s["drafted"] > 0 else nan)
 
 
 def round_chain(pair: MarkovPair, method: R.Method, pipe: R.Pipeline, start_state: int = 0):

@@ -90,6 +90,10 @@ class Evidence:
     #: a negative control's row in ``logits`` mode (issue 25): "rejected" when the broken
     #: verifier failed the test, as it must, "not rejected" when it did not; "" otherwise
     control: str = ""
+    #: for an inequality comparison: the margin by which it holds (≥ 0 while it holds, negative by how
+    #: much it fails), in the comparison's own units; None for an equality or law (issue 34: a hold's
+    #: least slack over the open choices is the least of these and of the part's least-slack record)
+    slack: float | None = None
 
     def __post_init__(self):
         if self.part is None:
@@ -118,6 +122,10 @@ class Evidence:
             del d["out_of_scope"]
         if not self.control:
             del d["control"]
+        if self.slack is None:
+            del d["slack"]
+        else:
+            d["slack"] = _num(self.slack)
         if self.points is None:
             del d["points"]
         else:

@@ -254,7 +254,7 @@ def z_test_bound(instance: str, bound: float, samples=None, *, mean=None, se=Non
                     test=f"one-sided z-test of {what} {rel} bound (CLT); p at the boundary; "
                          "CI = one-sided (1−α) confidence limit",
                     alpha=alpha, power=POWER, detectable=det, tolerance=tolerance,
-                    outcome=_grade(p, alpha, det, tolerance), note=note)
+                    outcome=_grade(p, alpha, det, tolerance), note=note, slack=sign * (float(mean) - float(bound)))
 
 
 def exact_bound(instance: str, bound, measured, *, side: str = "ge", tol: float = EXACT_TOL,
@@ -266,7 +266,8 @@ def exact_bound(instance: str, bound, measured, *, side: str = "ge", tol: float 
     ok = (m >= b - slack) if side == "ge" else (m <= b + slack)
     rel = "≥" if side == "ge" else "≤"
     return Evidence("exact", instance, b, m, test=f"exact {what} {rel} bound (tol {tol:g})",
-                    tolerance=tol, outcome="pass" if ok else "fail", note=note)
+                    tolerance=tol, outcome="pass" if ok else "fail", note=note,
+                    slack=(m - b) if side == "ge" else (b - m))
 
 
 def scaling_exponent(instance: str, sizes, times, *, claimed: float, tolerance: float, what: str = "time",

@@ -23,9 +23,29 @@ from .evidence import MODES, SYNTHETIC_MODES, combine
 NOT_CHECKABLE = "not-checkable"
 
 
-def mode_verdicts(evidence) -> dict[str, str]:
-    """Verdict per evidence mode (``combine`` over that mode's evidence alone)."""
-    return {m: combine([e for e in evidence if e.mode == m]) for m in MODES
+def combine_exists(evidence) -> str:
+    """The verdict of an ``exists`` part ("some setting achieves it"): its comparisons are alternatives
+    (each counts the settings that achieve it on its own instances), so one that passes shows it
+    (holds); it fails only when every graded comparison is decided against it; a comparison that
+    could not decide (underpowered) where none passes leaves it inconclusive — a fail rests only on
+    decided comparisons (issue 34, item 5)."""
+    graded = [e for e in evidence if e.outcome != "info"]
+    if any(e.outcome == "pass" for e in graded):
+        return "holds"
+    if graded and all(e.outcome == "fail" for e in graded):
+        return "fails"
+    return "inconclusive"
+
+
+def combine_part(evidence, relation: str | None = None) -> str:
+    """A part's verdict from its evidence under its relation: :func:`combine_exists` for ``exists``,
+    :func:`combine` (any fail → fails) for every other relation."""
+    return combine_exists(evidence) if relation == "exists" else combine(evidence)
+
+
+def mode_verdicts(evidence, relation: str | None = None) -> dict[str, str]:
+    """Verdict per evidence mode (``combine_part`` over that mode's evidence alone)."""
+    return {m: combine_part([e for e in evidence if e.mode == m], relation) for m in MODES
             if any(e.mode == m for e in evidence)}
 
 
@@ -125,13 +145,15 @@ def summary(part_verdicts) -> str:
     return text + (f"; {n_nc} not checkable)" if n_nc else ")")
 
 
-def control_verdict(required, evidence) -> tuple[str, dict[str, str], dict[str, dict[str, str]]]:
+def control_verdict(required, evidence, relations: dict | None = None) -> tuple[str, dict[str, str],
+                                                                                dict[str, dict[str, str]]]:
     """Verdict of a negative control: ``fails`` only if it fails in *every* (part, mode) it is
     required in (a broken algorithm caught by the exact engine alone leaves the Monte Carlo
     unchecked; one caught on one part leaves the others unchecked); otherwise its overall
     verdict, ``inconclusive`` at worst.
 
-    ``required``: ``{part: modes}``, or a sequence of modes (every evidence counts, one part).
+    ``required``: ``{part: modes}``, or a sequence of modes (every evidence counts, one part);
+    ``relations``: ``{part: relation}`` (an ``exists`` part's comparisons combine as alternatives).
     Returns (verdict, verdict per mode over all its evidence, verdict per part per mode).
     ``logits`` is never required (real logits have no broken twin to replay)."""
     if not isinstance(required, dict):
@@ -141,7 +163,7 @@ def control_verdict(required, evidence) -> tuple[str, dict[str, str], dict[str, 
     ok = True
     for part, modes in required.items():
         ev = evidence if part is None else [e for e in evidence if e.part == part]
-        pm = mode_verdicts(ev)
+        pm = mode_verdicts(ev, (relations or {}).get(part))
         per_part[part] = pm
         if not all(pm.get(m) == "fails" for m in modes if m != "logits"):
             ok = False
@@ -149,3 +171,49 @@ def control_verdict(required, evidence) -> tuple[str, dict[str, str], dict[str, 
         return "fails", per_mode, per_part
     overall = combine(evidence)
     return (overall if overall != "fails" else "inconclusive"), per_mode, per_part
+
+
+# --- what a verdict rests on, and whether it persists across the open choices (issue 34) ----------------
+
+#: what a holding verdict rests on: ``evidence`` (exact, Monte Carlo: support for the paper), ``identity``
+#: (a proved identity of the paper's algebra: it cannot fail), ``reconstructed`` (a property of a model or
+#: formula this project reconstructed: it cannot fail either, and speaks of our reconstruction). Only
+#: ``evidence`` counts as support for the paper.
+CLASSES = ("evidence", "identity", "reconstructed")
+#: verdicts that decide something (the others say that nothing was decided)
+DECIDED = ("holds", "fails")
+
+
+def reading_class(part_verdicts: dict, part_classes: dict, parts) -> str:
+    """What a reading's verdict rests on: among its parts that have the reading's verdict, ``evidence``
+    if any is an evidence part, else ``reconstructed`` if any is one, else ``identity`` (a reading
+    with no checkable part: ``evidence``)."""
+    v = reading_verdict(part_verdicts, parts)
+    mine = [part_classes.get(p, "evidence") for p in parts if part_verdicts[p] == v]
+    for c in ("evidence", "reconstructed", "identity"):
+        if c in mine:
+            return c
+    return "evidence"
+
+
+def over_choices(default: str, swept: dict) -> dict:
+    """The headline over a claim's open choices (issue 34, item 1): ``default`` is the principal
+    reading's verdict with every choice at its default, ``swept`` ``{choice: {value: verdict}}`` its
+    verdict at each value of each choice (one at a time, the others at their defaults; the default's
+    own value may be among them). The verdict persists when it is the same at every value of every
+    choice. A choice **splits** it when two of its values give different decided verdicts (holds at
+    one end, fails at the other, in either direction): the headline is then ``depends``. Else a
+    choice with a value that decides nothing (inconclusive, not-checkable) where the default decides,
+    or decides where the default does not, leaves it **undecided**: the headline is ``inconclusive``.
+    Returns ``{"verdict", "depends_on": [choices that split], "undecided_on": [choices with an
+    undecided value]}``."""
+    depends, undecided = [], []
+    for name, by_value in swept.items():
+        vs = [default] + list(by_value.values())
+        decided = {v for v in vs if v in DECIDED}
+        if len(decided) > 1:
+            depends.append(name)
+        elif len(set(vs)) > 1:
+            undecided.append(name)
+    verdict = "depends" if depends else "inconclusive" if undecided else default
+    return {"verdict": verdict, "depends_on": depends, "undecided_on": undecided}

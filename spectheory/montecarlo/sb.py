@@ -90,7 +90,8 @@ class SBResult:
 
     def estimate(self, what: str) -> tuple[float, float]:
         """``(estimate, standard error)`` of one rate: ``tokens_per_time``, ``latency``,
-        ``speedup_ar``, ``rollback_rate``, ``waste_rate``, ``target_idle``, ``draft_idle``, ``tokens_per_call``,
+        ``speedup_ar``, ``rollback_rate``, ``submitted_rollback_rate``, ``rollback_per_drafted``,
+        ``submitted_rollback_per_drafted``, ``waste_rate``, ``target_idle``, ``draft_idle``, ``tokens_per_call``,
         ``accepted_per_call``."""
         c = self.col
         if what == "tokens_per_time":
@@ -104,6 +105,10 @@ class SBResult:
             return self._ratio(c("rolled_back"), c("accepted") + c("rolled_back"))
         if what == "submitted_rollback_rate":
             return self._ratio(c("rolled_back_submitted"), c("accepted") + c("rolled_back_submitted"))
+        if what == "rollback_per_drafted":
+            return self._ratio(c("rolled_back"), c("drafted"))
+        if what == "submitted_rollback_per_drafted":
+            return self._ratio(c("rolled_back_submitted"), c("drafted"))
         if what == "waste_rate":
             r, se = self._ratio(c("accepted"), c("drafted_all"))
             return 1.0 - r, se

@@ -12,8 +12,8 @@ from spectheory.conformance.adapters import BlockVerifier, VerifierOutputError, 
 from spectheory.conformance.fake_lm import MarkovLM, fake_lm, markov_torch_lm
 from spectheory.conformance.forced import ForcedUniforms, inverse_cdf
 from spectheory.conformance.sources import torch_uniforms
-from spectheory.conformance import multidraft as md
-from spectheory.conformance.multidraft_api import check_multidraft_verifier
+from spectheory.conformance.kinds import multidraft as md
+from spectheory.conformance import check_multidraft_verifier
 from spectheory.conformance import sequential
 from spectheory.conformance.references import rule_verifier
 from spectheory.conformance.trial import ConformanceUsageError
@@ -42,7 +42,7 @@ def _sd(p, q, draft, rng):
 
 
 def _cag(**kw):
-    from spectheory.conformance.assisted import assisted_reference
+    from spectheory.conformance.kinds.assisted import assisted_reference
     return sc.check_assisted_generation(assisted_reference, **{"n": 100, "gammas": (1,), "settings": ("T=1",),
                                                                "controls": False, **kw})
 
@@ -53,7 +53,7 @@ def _cds(**kw):
 
 
 ROWS = [
-    # --- check_block_verifier / check_decoding_step (spectheory.conformance.api) ---
+    # --- check_block_verifier / check_decoding_step (spectheory.conformance.kinds.block, .step) ---
     bad("conformance.block n=10", _cbv, n=10, match="n must be ≥ 50"),
     bad("conformance.block n=100.5", _cbv, n=100.5, match="n must be an integer"),
     bad("conformance.block gamma=0", _cbv, gammas=(0,), match="gamma must be ≥ 1"),
@@ -151,7 +151,7 @@ ROWS = [
     bad("conformance.step not a function", sc.check_decoding_step, lambda t, d, g, rng: 3, n=100,
         instances=("iid-V1",), gammas=(1,), controls=False, exc=ConformanceUsageError,
         match="make_step returned int, not a function"),
-    # --- multi-draft and tree verifiers (spectheory.conformance.multidraft) ---
+    # --- multi-draft and tree verifiers (spectheory.conformance.kinds.multidraft) ---
     bad("conformance.multidraft K=0", _cmd, K=0, match=r"K \(number of drafts\) must be ≥ 1"),
     bad("conformance.multidraft K=5", _cmd, K=5, match=r"K \(number of drafts\) must be ≤ 4"),
     bad("conformance.multidraft K=1.5", _cmd, K=1.5, match="must be an integer"),
@@ -206,12 +206,12 @@ ROWS = [
         match="is not callable"),
     bad("conformance.cli trial usage error", run_cli, "conformance", TARGET, "--batched", exc=CLIError,
         match=r"exit 2: usage error: .* hint: it runs correctly on the trial inputs with --unbatched"),
-    bad("conformance.cli K=0", run_cli, "conformance", "spectheory.conformance.multidraft:specinfer_verifier",
+    bad("conformance.cli K=0", run_cli, "conformance", "spectheory.conformance.kinds.multidraft:specinfer_verifier",
         "--kind", "multidraft", "--K", "0", exc=CLIError, match=r"K \(number of drafts\) must be ≥ 1"),
     bad("conformance.cli tree not ints", run_cli, "conformance",
-        "spectheory.conformance.multidraft:specinfer_tree_verifier", "--kind", "multidraft", "--tree", "a", exc=CLIError,
+        "spectheory.conformance.kinds.multidraft:specinfer_tree_verifier", "--kind", "multidraft", "--tree", "a", exc=CLIError,
         match="--tree: expected comma-separated integers"),
-    bad("conformance.cli rule", run_cli, "conformance", "spectheory.conformance.multidraft:specinfer_verifier",
+    bad("conformance.cli rule", run_cli, "conformance", "spectheory.conformance.kinds.multidraft:specinfer_verifier",
         "--kind", "multidraft", "--rule", "nope", exc=CLIError, match="rule must be one of"),
     bad("conformance.cli gammas not ints", run_cli, "conformance", TARGET, "--gammas", "a,b", exc=CLIError,
         match="--gammas: expected comma-separated integers"),
@@ -244,12 +244,12 @@ ROWS = [
     bad("conformance.replay_check unknown check", sc.replay_check, TARGET, check="nope", instance="iid-V1", gamma=1,
         runs=10, alpha=0.01, match="unknown check 'nope'"),
     bad("conformance.replay_check bad kind", sc.replay_check, TARGET, check="conformance.first_tokens",
-        instance="iid-V1", gamma=1, runs=10, alpha=0.01, kind="tree", match="kind must be 'block', 'multidraft', 'assisted' or 'ragged'"),
+        instance="iid-V1", gamma=1, runs=10, alpha=0.01, kind="tree", match="kind must be 'block', 'step', 'multidraft', 'assisted' or 'ragged'"),
     bad("testing.assert_lossless bad kind", lambda: __import__("spectheory.testing").testing.assert_lossless(
         REF, kind="tree"), match="kind must be one of"),
     bad("testing.assert_lossless not callable", lambda: __import__("spectheory.testing").testing.assert_lossless(
         3), exc=TypeError, match="fn must be the sampler"),
-    # --- end-to-end generation stacks (spectheory.conformance.assisted; issue 26 5(a)) ---
+    # --- end-to-end generation stacks (spectheory.conformance.kinds.assisted; issue 26 5(a)) ---
     bad("conformance.assisted lm", _cag, lm="jax", match="lm must be 'hf', 'torch' or 'callable'"),
     bad("conformance.assisted setting key", _cag, settings=("temp=2",), match="cannot read setting"),
     bad("conformance.assisted setting value", _cag, settings=("T=hot",), match="not a number"),
@@ -265,7 +265,7 @@ ROWS = [
         exc=ConformanceUsageError, match="cannot be called as a generation stack"),
     bad("conformance.assisted not callable", sc.check_assisted_generation, 3, exc=TypeError,
         match="generation stack must be callable"),
-    bad("conformance.cli assisted settings", run_cli, "conformance", "spectheory.conformance.assisted:assisted_reference",
+    bad("conformance.cli assisted settings", run_cli, "conformance", "spectheory.conformance.kinds.assisted:assisted_reference",
         "--kind", "assisted", "--settings", "T=x", exc=CLIError, match="not a number"),
 
 ]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from spectheory.conformance import check_ragged_sampler
-from spectheory.conformance.ragged import RaggedSampler, from_block
+from spectheory.conformance.kinds.ragged import RaggedSampler, from_block
 from spectheory.conformance.references import reference_verifier
 
 from . import CLIError, bad, run_cli

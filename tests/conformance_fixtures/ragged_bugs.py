@@ -13,6 +13,9 @@ layout: drafts flattened, cumulative offsets, bonus tokens given), one function 
                         request: each request's law is right, the requests of a call are not
                         independent (law: the joint law of the batch);
 * ``accept_le``       — accept on u ≤ p(x)/q(x): u = 0 accepts a drafted token with p = 0 (boundary);
+* ``reused_uniform``  — the correction drawn by inverse CDF of the residual at the uniform that
+                        rejected the draft (u ≥ p(x)/q(x): its law is biased to the last tokens),
+                        no fresh draw (law);
 * ``first_draft_lookup`` — a leftover read of each request's first drafted id,
                         ``draft_token_ids[cu − num]``, out of range when the batch ends with a
                         request that drafted nothing (crash).
@@ -66,11 +69,15 @@ def _sample(draft_token_ids, cu, draft_probs, target_probs, bonus_token_ids, bug
         resid = (p - q).clamp_min(0.0)
         mass = resid.sum(dim=-1, keepdim=True)
         resid = torch.where(mass > 0, resid / mass.clamp_min(torch.finfo(torch.float64).tiny), p)
-        if bug == "shared_uniforms":
-            keys = torch.empty(resid.shape[-1], dtype=torch.float64).exponential_().expand_as(resid)
+        if bug == "reused_uniform":
+            cdf = resid.cumsum(dim=-1)
+            recovered = (cdf <= (u * cdf[:, -1])[:, None]).sum(dim=-1).clamp(max=resid.shape[-1] - 1)
         else:
-            keys = torch.empty_like(resid).exponential_()
-        recovered = (resid / keys).argmax(dim=-1)
+            if bug == "shared_uniforms":
+                keys = torch.empty(resid.shape[-1], dtype=torch.float64).exponential_().expand_as(resid)
+            else:
+                keys = torch.empty_like(resid).exponential_()
+            recovered = (resid / keys).argmax(dim=-1)
         keep = pos < tau[req]
         out[req[keep], pos[keep]] = ids[keep]
     rejected = tau < num
@@ -108,6 +115,10 @@ def shared_uniforms(draft_token_ids, cu_num_draft_tokens, draft_probs, target_pr
 
 def accept_le(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, rng):
     return _sample(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, "accept_le")
+
+
+def reused_uniform(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, rng):
+    return _sample(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, "reused_uniform")
 
 
 def first_draft_lookup(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, rng):

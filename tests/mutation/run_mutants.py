@@ -144,7 +144,7 @@ def tail(text: str, n: int = 15) -> str:
 def baseline(base: Path, mutants: list[Mutant], timeout: float, full: bool) -> None:
     """The unmutated copy must import from itself, pass the fast tier and hold every claim
     glob the mutants use (also warms the Numba and bytecode caches that each copy reuses)."""
-    rc, out = run([sys.executable, "-c", "import spectheory, sims; print(spectheory.__file__, sims.__file__)"],
+    rc, out = run([sys.executable, "-c", "import spectheory, spectheory.sims as sims; print(spectheory.__file__, sims.__file__)"],
                   base, 120)
     if rc != 0 or str(base) not in out:
         raise SystemExit(f"the copy does not import its own packages:\n{out}")

@@ -24,14 +24,15 @@ check is a goodness-of-fit test against it:
   values raises :class:`AmbiguousProcessing` (the instance is not used there);
 * :func:`processed_source` — the target with every row processed: the reference law is its
   :meth:`~spectheory.markov.MarkovSource.sequence_probs` from the prompt's state;
-* the checks are the lossless checks of every other kind (:mod:`.checks`): ``first_tokens`` (the
+* the checks are the lossless checks of every other kind (:mod:`..checks`): no token of processed
+  probability 0 (a top-k or top-p cut that the stack does not apply emits one: a proof), ``first_tokens`` (the
   joint law of the L tokens, chi-square on V^L cells merged to ≥ 5 expected) and
   ``token_law_by_state`` (the law of each position given the state it is drawn in: per-position
   laws, Anderson–Goodman stratified chi-square), run in the group-sequential design of
   :mod:`.sequential` at the Bonferroni level of the report (every test over every block
   (instance, setting, γ));
 * one *run* is one call of the stack from the prompt ``[0] * max(order, 1)`` (state 0), in the
-  runner of decoding steps (:class:`.driver.StepRunner`): the checker's random source is routed
+  runner of decoding steps (:class:`.step.StepRuns`): the checker's random source is routed
   into torch's, NumPy's and Python's global generators for the call (:mod:`.sources`), so a run
   is reproducible from ``seed`` and a draw that escapes is reported;
 * negative controls (:data:`CONTROLS`) are generation stacks with the bugs that live where draft
@@ -43,8 +44,7 @@ check is a goodness-of-fit test against it:
   ``inconclusive`` (a control is listed ``fails`` when it failed on some block; the blocks it
   failed on are in the JSON).
 
-The check itself, :func:`~.assisted_api.check_assisted_generation`, is in :mod:`.assisted_api`
-(it assembles the report with :mod:`.api`). Verdicts and severity as for every kind (:mod:`.severity`): ``lossless`` holds, or fails
+The check is :func:`check_assisted_generation` (the kind :class:`AssistedKind`). Verdicts and severity as for every kind (:mod:`.severity`): ``lossless`` holds, or fails
 [``law``] with its effect size, or [``crash``] where the stack raised or returned something that is
 not L tokens. ``standard`` is not checkable here (the drafts and blocks are not seen).
 """
@@ -54,11 +54,13 @@ import dataclasses
 
 import numpy as np
 
-from .. import instances as inst
-from ..markov import MarkovPair, MarkovSource
-from ..rng import derive_seed
-from .adapters import VerifierOutputError, tokens_of
-from .checks import CHECKS
+from ... import instances as inst
+from ...markov import MarkovPair, MarkovSource
+from ...rng import derive_seed
+from ..adapters import VerifierOutputError, tokens_of
+from ..checks import CHECKS, IMPOSSIBLE_ID, Check
+from ..kind import Block, Control, Kind
+from .step import StepRuns, StepSampler
 
 #: Default processor settings: no processing, temperature with top-k, nucleus (top-p).
 SETTINGS = ("T=1", "T=0.7,top_k=2", "top_p=0.9")
@@ -88,7 +90,7 @@ class Processing:
     top_p: float = 1.0
 
     def __post_init__(self):
-        from ..checks import check_int, check_real
+        from ...checks import check_int, check_real
         check_real(self.temperature, "temperature", lo=0.0, lo_open=True)
         if self.top_k is not None:
             check_int(self.top_k, "top_k", min=1)
@@ -216,8 +218,8 @@ def assisted_reference(target, draft, prompt, *, max_new_tokens: int, num_assist
     tokens in the target's cache."""
     import torch
     from transformers import DynamicCache
-    from .forced import inverse_cdf
-    from .references import reference_verifier
+    from ..forced import inverse_cdf
+    from ..references import reference_verifier
     verifier = verifier or reference_verifier
     proc = Processing(temperature, top_k, top_p)
     rng = np.random.default_rng()
@@ -272,7 +274,7 @@ def cache_not_cropped_stack(target, draft, prompt, **kw):
 def residual_p_stack(target, draft, prompt, **kw):
     """Control: the correction after a rejection drawn from p instead of norm(max(p − q, 0))
     (the block verifiers' ``residual=norm(p)`` control in the reference stack)."""
-    from .references import CONTROLS as BLOCK_CONTROLS
+    from ..references import CONTROLS as BLOCK_CONTROLS
     verifier = next(f for c, f, _ in BLOCK_CONTROLS if c == "residual=norm(p)")
     return assisted_reference(target, draft, prompt, **kw, verifier=verifier)
 
@@ -293,11 +295,11 @@ CONTROLS = (
 )
 
 
-# ------------------------------------------------------------------------------- the runner
+# ------------------------------------------------------------------------------- the runs
 
 def _make_step(fn, gamma: int, proc: Processing, L: int, prompt: list[int]):
-    """``make_step`` for :class:`.driver.StepRunner`: one step is one whole generation of L
-    tokens from the prompt; its output is normalised to the L new tokens."""
+    """``make_step`` for :class:`.step.StepRuns`: one step is one whole generation of L tokens
+    from the prompt; its output is normalised to the L new tokens."""
     kw = dict(max_new_tokens=L, num_assistant_tokens=gamma, **proc.kwargs())
 
     def make_step(target, draft, _block_len, _rng):
@@ -314,21 +316,36 @@ def _make_step(fn, gamma: int, proc: Processing, L: int, prompt: list[int]):
     return make_step
 
 
-def _runner(fn, raw: MarkovPair, processed: MarkovPair, gamma, proc, L, seed, title, lm, dtype, sources):
-    from .driver import StepRunner
-    from .fake_lm import fake_lm
-    prompt = prompt_of(raw.target)
-    models = (fake_lm(raw.target, lm=lm, dtype=dtype), fake_lm(raw.draft, lm=lm, dtype=dtype))
-    runner = StepRunner(_make_step(fn, gamma, proc, L, prompt), processed, L - 1, L, seed, title, lm, dtype,
-                        sources=sources, models=models)
-    base_trace = runner.trace
+class AssistedRuns(StepRuns):
+    """One run is one call of the stack from the prompt; its evidence rows are labelled with the
+    block's title (instance, setting, γ, L)."""
 
-    def trace():
-        t = base_trace()
-        t.title = title
+    def __init__(self, sampler, pair, gamma, n_tokens, seed, name="", sources=None, models=None, title=""):
+        self.title = title
+        super().__init__(sampler, pair, gamma, n_tokens, seed, name, sources, models)
+
+    def _kwargs(self) -> dict:
+        return {**super()._kwargs(), "title": self.title}
+
+    def trace(self):
+        t = super().trace()
+        t.title = self.title
         return t
-    runner.trace = trace
-    return runner
+
+
+class Stack:
+    """A user's generation stack with the fake models it gets (``lm``, ``dtype``)."""
+
+    def __init__(self, fn, *, name: str = "", lm: str = "hf", dtype: str = "float32"):
+        from ..sources import RandomSources
+        if lm not in ("hf", "torch", "callable"):
+            raise ValueError(f"lm must be 'hf', 'torch' or 'callable', got {lm!r}")
+        self.fn, self.lm, self.dtype = fn, lm, dtype
+        self.name = name or getattr(fn, "__qualname__", "generation stack")
+        self.sources = RandomSources(fn)
+
+    def options(self) -> dict:
+        return {"lm": self.lm, "dtype": self.dtype}
 
 
 def blocks_of(instances, settings, gammas, L: int):
@@ -353,15 +370,151 @@ def blocks_of(instances, settings, gammas, L: int):
     return blocks, skipped
 
 
-def replay_runner(fn, *, instance: str, setting, gamma: int, max_new_tokens: int, seed: int, lm: str = "hf",
-                  dtype: str = "float32"):
-    """(runner, processed pair, lossless checks) of one block, as the check builds them (same seeds)."""
-    from .sources import RandomSources
-    proc = parse_setting(setting)
-    raw = inst.get(instance)
-    processed = MarkovPair(processed_source(raw.target, proc), processed_source(raw.draft, proc), raw.name)
-    t = f"{instance} {proc.label} γ={gamma} L={max_new_tokens}"
-    runner = _runner(fn, raw, processed, gamma, proc, max_new_tokens,
-                     derive_seed(seed, "conformance.assisted", instance, proc.label, str(gamma)), t, lm, dtype,
-                     RandomSources(fn))
-    return runner, processed, [c for c in CHECKS if c.group == "lossless" and c.for_steps]
+def _check_stack(fn, label: str) -> None:
+    import inspect
+    from ..trial import ConformanceUsageError
+    if not callable(fn):
+        raise TypeError(f"the generation stack must be callable: {STACK_SIGNATURE}")
+    try:
+        inspect.signature(fn).bind(None, None, [0], max_new_tokens=1, num_assistant_tokens=1, temperature=1.0,
+                                   top_k=None, top_p=1.0)
+    except TypeError as err:
+        raise ConformanceUsageError(f"{label} cannot be called as a generation stack: {err}",
+                                    f"spectheory calls {STACK_SIGNATURE}; wrap your function to take these "
+                                    "arguments") from None
+    except ValueError:  # no signature (a builtin): let the runs find out
+        pass
+
+
+CONTROL_IDS = tuple(c[0] for c in CONTROLS)
+
+
+class AssistedKind(Kind):
+    """End-to-end generation stacks (module docstring): blocks (instance, processor setting, γ),
+    each run one call of the stack, the lossless checks against the processed law; every check
+    needs, on every block where it is graded, a control that fails it there."""
+
+    name, title = "assisted", "assisted generation"
+    seed_tag = "conformance.assisted"
+    INSTANCES, GAMMAS, DEFAULT_N, SETTINGS = INSTANCES, GAMMAS, DEFAULT_N, SETTINGS
+    MAX_GAMMA = 8
+    interpretation = ("End-to-end: the tokens generated by the stack from the prompt against the target's own "
+                      "processed law (exact); see docs/conformance.md.")
+    controls_per_block = True
+    OPTION_DEFAULTS = {"lm": "hf"}
+
+    def __init__(self, fn, *, name=None, settings=SETTINGS, max_new_tokens: int = DEFAULT_NEW_TOKENS, **options):
+        from ...checks import check_int
+        from ..replay import load
+        if isinstance(fn, str):
+            name, fn = name or fn, load(fn)
+        super().__init__(fn, name=name, **options)
+        _check_stack(fn, self.sampler.name)
+        if isinstance(settings, (str, Processing, dict)):
+            settings = (settings,)
+        self.settings_ = tuple(parse_setting(s) for s in settings)
+        if not self.settings_:
+            raise ValueError("settings must name at least one processor setting, e.g. ('T=1',)")
+        self.L = check_int(max_new_tokens, "max_new_tokens", min=1, max=8)
+        self.skipped: list = []
+        self._pairs: dict = {}
+
+    def wrap(self, fn, *, name="", lm="hf", dtype="float32"):
+        return Stack(fn, name=name, lm=lm, dtype=dtype)
+
+    @property
+    def uses_torch(self) -> bool:
+        return self.sampler.lm in ("hf", "torch")
+
+    def checks(self):
+        # the wiring bugs emit tokens a top-k/top-p cut removed (impossible tokens: a proof) and change the law
+        return tuple(Check(c.id, c.statement, c.reference, c.run, c.mc_tests,
+                           ("target-unprocessed", "cache-not-cropped") if c.id == IMPOSSIBLE_ID else CONTROL_IDS,
+                           group="lossless")
+                     for c in CHECKS if c.group == "lossless" and c.for_steps)
+
+    def _title(self, name, proc, g):
+        return f"{name} {proc.label} γ={g} L={self.L}"
+
+    def blocks(self, instances, gammas):
+        blocks, self.skipped = blocks_of(instances, self.settings_, gammas, self.L)
+        return [Block(n, g, setting=proc, title=self._title(n, proc, g)) for n, proc, g in blocks]
+
+    def replay_block(self, instance, gamma, setting=None):
+        proc = parse_setting(setting or "T=1")
+        return Block(instance, gamma, setting=proc, title=self._title(instance, proc, gamma))
+
+    def pair(self, block):
+        key = (block.instance, block.setting)
+        if key not in self._pairs:
+            raw = inst.get(block.instance)
+            self._pairs[key] = MarkovPair(processed_source(raw.target, block.setting),
+                                          processed_source(raw.draft, block.setting), raw.name)
+        return self._pairs[key]
+
+    def seed_of(self, block, seed):
+        return derive_seed(seed, self.seed_tag, block.instance, block.setting.label, str(block.gamma))
+
+    def runner(self, sampler, block, seed):
+        from ..fake_lm import fake_lm
+        raw = inst.get(block.instance)
+        prompt = prompt_of(raw.target)
+        models = (fake_lm(raw.target, lm=sampler.lm, dtype=sampler.dtype),
+                  fake_lm(raw.draft, lm=sampler.lm, dtype=sampler.dtype))
+        step = StepSampler(_make_step(sampler.fn, block.gamma, block.setting, self.L, prompt), lm=sampler.lm,
+                           dtype=sampler.dtype, name=sampler.name)
+        step.sources = sampler.sources
+        return AssistedRuns(step, self.pair(block), self.L - 1, self.L, seed, block.label, sources=sampler.sources,
+                            models=models, title=block.label)
+
+    def controls(self):
+        return [Control(cname, stack, desc, ("checks",), applies=(lambda b, f=applies: f(inst.get(b.instance),
+                                                                                           b.setting)))
+                for cname, desc, stack, applies in CONTROLS]
+
+    def control_sampler(self, control, for_probes=False):
+        return Stack(control.fn, name=control.name, lm="hf", dtype=self.sampler.dtype)
+
+    def settings(self):
+        return {**self.sampler.options(), "settings": [p.label for p in self.settings_], "max_new_tokens": self.L,
+                "skipped": self.skipped}
+
+    def block_info(self, block):
+        return {"setting": block.setting.label, **block.setting.kwargs(), "max_new_tokens": self.L}
+
+    def block_info_of(self, info):
+        return {"setting": info.get("setting"), "max_new_tokens": self.L}
+
+    def layout(self, block_info=None):
+        return {"kind": "assisted", "setting": (block_info or {}).get("setting"), "max_new_tokens": self.L,
+                "lm": self.sampler.lm if self.sampler.lm != "hf" else None, "dtype": self.sampler.dtype}
+
+    def rerun_options(self):
+        return {}
+
+    def finish(self, report, runners):
+        import sys
+        versions = report["run"].setdefault("versions", {})
+        for mod in ("torch", "transformers"):  # the stack's libraries, when loaded
+            if mod in sys.modules:
+                versions[mod] = getattr(sys.modules[mod], "__version__", "?")
+        report["run"]["reference"] = ("the target alone sampling with the processors: process_row (temperature, "
+                                      "top-k, top-p in transformers' order) on every row, exact law of the L tokens")
+
+
+def check_assisted_generation(fn, *, lm: str = "hf", dtype: str = "float32", settings=SETTINGS, gammas=GAMMAS,
+                              instances=INSTANCES, max_new_tokens: int = DEFAULT_NEW_TOKENS, n: int = DEFAULT_N,
+                              seed: int = 0, alpha: float = 0.01, controls: bool = True,
+                              control_n: int | None = None, progress: bool = False, name: str | None = None) -> dict:
+    """Test a generation stack ``fn`` (module docstring; :data:`STACK_SIGNATURE`) for
+    losslessness end to end: on each instance, processor setting (``"T=0.7,top_k=2"``, see
+    :func:`parse_setting`) and γ (``num_assistant_tokens``), at most ``n`` calls of the stack
+    from the prompt, the law of the ``max_new_tokens`` generated tokens against the target's own
+    processed law (exact). Returns a conformance report (schema ``spectheory.report/1``) with the
+    ``lossless`` verdict (``standard``: not checkable). ``controls``: run the buggy stacks of
+    :data:`CONTROLS` through the same checks (at most ``control_n`` calls, default
+    max(n // 4, 1000)); they need ``transformers``."""
+    from ..driver import run
+    kind = AssistedKind(fn, name=name, lm=lm, dtype=dtype, settings=settings, max_new_tokens=max_new_tokens)
+    return run(kind, n=n, gammas=gammas, instances=instances, seed=seed, alpha=alpha, controls=controls,
+               control_n=control_n, probes=False, progress=progress, trial=False)

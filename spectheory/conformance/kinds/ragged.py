@@ -38,7 +38,6 @@ inputs (a sampler whose requests share uniforms, or read each other's rows, is n
 """
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 from typing import Any, Callable  # noqa: F401  (annotations of the inherited BlockVerifier fields)
 from time import perf_counter
@@ -47,13 +46,18 @@ import numpy as np
 
 from scipy import stats as sps
 
-from ..judge import stats
-from ..judge.evidence import Evidence
-from ..markov import MarkovPair
-from .adapters import BlockVerifier, VerifierOutputError
-from .checks import CHECKS, TOL_W, Check, label
-from .driver import CallLedger, Trace, VerifierCrash, _Recorder, _spawn, crash_from, rows_json
-from .forced import inverse_cdf
+from ...judge import stats
+from ...judge.evidence import Evidence
+from ...markov import MarkovPair
+from ..adapters import BlockVerifier, VerifierOutputError
+from ..checks import CHECKS, IMPOSSIBLE_ID, TOL_W, Check, first_n, label
+from ..forced import inverse_cdf
+from ..kind import Block, Control, Kind
+from ..probes import ProbeRequest, probe_list
+from ..runs import CallLedger, Recorder, Trace, VerifierCrash, crash_from, impossible_positions, rows_json, spawn
+from ..trial import (SANITY_CALLS, SANITY_DRAFT, SANITY_V, ConformanceUsageError, check_arity, cli_flags,
+                     torch_available)
+from .block import SPARSE, BlockKind, block_plan, draft_chain, floor_shows
 
 OFFSETS = ("cu", "counts")
 BONUS = ("given", "inside")
@@ -66,7 +70,7 @@ PLACEHOLDER = -1
 #: completes about as many runs per call
 BASE_LANES = 8
 #: checks that apply at γ = 0 (no drafts: the call is a draw of the bonus token)
-GAMMA0_CHECKS = ("conformance.first_tokens", "conformance.token_law_by_state", "conformance.bonus_by_state",
+GAMMA0_CHECKS = ("conformance.impossible_tokens", "conformance.first_tokens", "conformance.token_law_by_state", "conformance.bonus_by_state",
                  "ragged.cross_request_independence")
 INDEPENDENCE_ID = "ragged.cross_request_independence"
 CALL_GIVEN = "fn(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, rng)"
@@ -272,7 +276,7 @@ def rows_of_next_request(bonus: str = "given", offsets: str = "cu"):
     """Negative control of the law checks in this layout: Alg. 1 on request b with the target
     and draft rows of request b + 1 (mod B) — the rows of another request, as a wrong offset
     reads them (its drafted ids are request b's own)."""
-    from .references import reference_verifier
+    from ..references import reference_verifier
 
     def mixed(ids, offs, draft_probs, target_probs, *rest):
         bonus_ids, rng = (rest[0], rest[1]) if bonus == "given" else (None, rest[0])
@@ -297,7 +301,7 @@ def controls(bonus: str, offsets: str = "cu") -> list:
     """(name, ragged function, description) of every negative control in the subject's
     layout: the block kind's broken rules run request by request, the rows of another
     request, and uniforms shared across the requests of a call."""
-    from .references import CONTROLS as BLOCK
+    from ..references import CONTROLS as BLOCK
     out = [(c, from_block(f, bonus, offsets, name=c), d) for c, f, d in BLOCK]
     out.append(("rows-of-next-request", rows_of_next_request(bonus, offsets),
                 "negative control: request b verified with the target and draft rows of request b + 1 (a wrong "
@@ -326,7 +330,7 @@ def lanes_for(gammas, n_tokens: int, base: int = BASE_LANES) -> list[int]:
 
 def engine_seed(seed: int, instance: str):
     """The seed of an instance's engine in a report from ``seed`` (the subject's and the controls')."""
-    from ..rng import derive_seed
+    from ...rng import derive_seed
     return derive_seed(seed, "conformance-ragged", instance)
 
 
@@ -343,8 +347,8 @@ class RaggedEngine:
 
     def __init__(self, sampler: RaggedSampler, pair: MarkovPair, gammas, n_tokens: int, seed, name: str = "",
                  base_lanes: int = BASE_LANES):
-        from .forced import CountingGenerator
-        draft_ss, verifier_ss, bonus_ss, completion_ss = _spawn(seed, 4)
+        from ..forced import CountingGenerator
+        draft_ss, verifier_ss, bonus_ss, completion_ss = spawn(seed, 4)
         self.draft_rng = np.random.Generator(np.random.PCG64(draft_ss))
         self.bonus_rng = np.random.Generator(np.random.PCG64(bonus_ss))
         self.verifier_rng = CountingGenerator(np.random.Generator(np.random.PCG64(verifier_ss)))
@@ -355,13 +359,18 @@ class RaggedEngine:
         self.name = name or pair.name
         self.lane_gamma = lanes_for(self.gammas, n_tokens, base_lanes)
         self.lanes = [{"s": 0, "got": [], "first": True, "pending": []} for _ in self.lane_gamma]
-        self.rec = {g: _Recorder(pair, g, n_tokens, with_draft=True) for g in self.gammas}
+        self.rec = {g: Recorder(pair, g, n_tokens, with_draft=True) for g in self.gammas}
         self.nb = {g: [] for g in self.gammas}
         self.calls_at_run = {g: [] for g in self.gammas}
         #: the lanes of each γ, and each lane's finished runs (its calls, its first tokens)
         self.lanes_of = {g: [i for i, lg in enumerate(self.lane_gamma) if lg == g] for g in self.gammas}
         self.done = [[] for _ in self.lane_gamma]
         self.ledger = CallLedger()
+        self.findings: list = []
+        self._events: dict = {}
+        self.impossible = 0
+        self.trace_failures = True
+        self.p_list = pair.target.table.tolist()
         self.sampler_s = 0.0
         self.batch_calls = 0
         self.requests = 0
@@ -397,8 +406,8 @@ class RaggedEngine:
             if j >= len(self.done[lane_i]):
                 return
             pending, tokens = self.done[lane_i][j]
-            for st, first, out, draft, nb in pending:
-                rec.record(st, first, out, draft)
+            for st, first, out, draft, nb, call in pending:
+                rec.record(st, first, out, draft, call)
                 self.nb[g].append(nb)
             rec.run_tokens.append(tokens)
             self.calls_at_run[g].append(len(rec.start))
@@ -412,16 +421,6 @@ class RaggedEngine:
             while self.crash is None and self.runs(g) < n_runs:
                 self._call()
 
-    def _draft(self, s, g, u):
-        V, S = self.V, self.pair.n_states
-        states, draft, st = [s], [], s
-        for i in range(g):
-            x = min(bisect.bisect_right(self.q_cdf[st], u[i]), self.last_q[st])
-            draft.append(x)
-            st = (st * V + x) % S
-            states.append(st)
-        return states, draft
-
     def _call(self):
         V, S = self.V, self.pair.n_states
         order = self.draft_rng.permutation(len(self.lanes))
@@ -429,7 +428,7 @@ class RaggedEngine:
         reqs, meta = [], []
         for b, lane_i in enumerate(order.tolist()):
             lane, g = self.lanes[lane_i], self.lane_gamma[lane_i]
-            states, draft = self._draft(lane["s"], g, u_all[b])
+            states, draft = draft_chain(self.q_cdf, self.last_q, V, S, lane["s"], u_all[b], g)
             bonus = None
             if self.sampler.bonus == "given":
                 st = states[-1]
@@ -448,15 +447,35 @@ class RaggedEngine:
         self.batch_calls += 1
         bg = self.verifier_rng.bit_generator
         rng_state = bg.state
-        u0 = self.verifier_rng.decision_values()
+        u0, x0 = self.verifier_rng.decision_values(), self.verifier_rng.extremes
+        context = f"call {self.batch_calls}, γ_b = {[len(r.draft) for r in reqs]}"
         try:
+            self.sampler.sources.current = self.verifier_rng
             t0 = perf_counter()
             outs = self.sampler.call_batch(reqs, self.verifier_rng, p_rep, q_rep, V)
             self.sampler_s += perf_counter() - t0
         except Exception as err:  # noqa: BLE001  (any crash of user code is a finding)
-            self.crash = crash_from(err, f"{self.name} ragged", f"call {self.batch_calls}, "
-                                    f"γ_b = {[len(r.draft) for r in reqs]}", self.inputs(reqs, rng_state))
-            return
+            outs = self._crashed(err, reqs, p_rep, q_rep, rng_state, context, x0)
+            if outs is None:
+                return
+        bad = [(b, impossible_positions(self.p_list, states[0], out, V, S))
+               for b, (out, (_, states, _)) in enumerate(zip(outs, meta))]
+        bad = [(b, pos) for b, pos in bad if pos]
+        if bad:
+            self.impossible += sum(len(pos) for _, pos in bad)
+            if self.trace_failures and sum(f["what"] == "impossible token" for f in self.findings) < 3:
+                p_list = self.p_list
+                trig = self._trigger(reqs, p_rep, q_rep, rng_state,
+                                     lambda o: o is None or any(impossible_positions(p_list, m[1][0], x, V, S)
+                                                                for x, m in zip(o, meta)),
+                                     self.verifier_rng.extremes > x0)
+                b, pos = bad[0]
+                self.findings.append({"what": "impossible token", "instance": self.pair.name,
+                                      "gamma": len(meta[b][2]), "call": self.batch_calls,
+                                      "context": f"{context}, request {b}", "position": pos[0][0], "token": pos[0][1],
+                                      "output": [list(o) for o in outs], "inputs": self.inputs(reqs, rng_state),
+                                      "event": trig["event"] if trig else None,
+                                      "probability": trig["probability"] if trig else None})
         needed = 0
         for out, (_, states, draft) in zip(outs, meta):
             tau = len(out) - 1
@@ -480,7 +499,7 @@ class RaggedEngine:
             nb_out, (nb_lane, nb_states, _) = outs[(b + 1) % B], meta[(b + 1) % B]
             lane = self.lanes[lane_i]
             lane["pending"].append((lane["s"], lane["first"], out, draft,
-                                    (self.lane_gamma[nb_lane], nb_states[0], nb_out[0])))
+                                    (self.lane_gamma[nb_lane], nb_states[0], nb_out[0]), self.batch_calls))
             lane["first"] = False
             lane["got"].extend(out)
             s = lane["s"]
@@ -490,6 +509,70 @@ class RaggedEngine:
             if len(lane["got"]) >= self.n_tokens:
                 self._flush(lane_i)
         self.requests += B
+
+    def _crashed(self, err, reqs, p_rep, q_rep, rng_state, context, x0, depth=0):
+        """A batch call that raised: when an extreme uniform triggered it, a finding of that event and
+        the call again with the next uniforms (as :meth:`.runs.Runs._crashed`); else the end of the
+        runs with :attr:`crash`. Returns the outputs to go on with, or None."""
+        from ..runs import crash_location
+        crash = crash_from(err, f"{self.name} ragged", context, self.inputs(reqs, rng_state))
+        extremes = self.verifier_rng.extremes > x0
+        key = (type(err).__name__, crash_location(err))
+        trig = None
+        if self.trace_failures:
+            trig = self._events.get(key) if extremes else None
+            if trig is None:
+                trig = self._trigger(reqs, p_rep, q_rep, rng_state, lambda o: o is None, extremes)
+        if trig is None or (trig.get("output") is None and not trig.get("seen")) or depth >= 3:
+            crash.trigger = None if trig is None else {"event": trig["event"], "probability": trig["probability"]}
+            self.crash = crash
+            return None
+        if key not in self._events:
+            self._events[key] = {**trig, "output": None, "seen": 1}
+            self.findings.append({"what": "crash", "instance": self.pair.name, "gamma": None, "call": self.batch_calls,
+                                  "context": context, "exception": crash.exception, "location": crash.location,
+                                  "inputs": crash.inputs, "event": trig["event"], "probability": trig["probability"],
+                                  "output": None, "times": 1})
+        else:
+            for f in self.findings:
+                if f["what"] == "crash" and (f["exception"].split(":")[0], f["location"]) == key:
+                    f["times"] = f.get("times", 1) + 1
+        x1, state1 = self.verifier_rng.extremes, self.verifier_rng.bit_generator.state
+        try:
+            return self.sampler.call_batch(reqs, self.verifier_rng, p_rep, q_rep, self.V)
+        except Exception as err2:  # noqa: BLE001
+            return self._crashed(err2, reqs, p_rep, q_rep, state1, context, x1, depth + 1)
+
+    def _trigger(self, reqs, p_rep, q_rep, rng_state, still_fails, extremes_drawn):
+        """What triggered a failing call (:meth:`.runs.Runs.trigger`, for a batch): its replay with
+        every extreme uniform moved inside, else a zero-mass residual in a request's rows."""
+        from ..forced import NudgedGenerator, extreme_probability
+        from ..severity import extreme_event, zero_mass_event
+        from .block import residual_zero_mass
+        if extremes_drawn:
+            bg = np.random.PCG64()
+            bg.state = rng_state
+            nudged = NudgedGenerator(np.random.Generator(bg))
+            self.sampler.sources.current = nudged
+            try:
+                outs = self.sampler.call_batch(reqs, nudged, p_rep, q_rep, self.V)
+            except Exception:  # noqa: BLE001
+                outs = None
+            finally:
+                self.sampler.sources.current = self.verifier_rng
+            if nudged.nudged and not still_fails(outs):
+                which, dtype = nudged.nudged[0]
+                return {"event": extreme_event(which, dtype), "probability": extreme_probability(which, dtype),
+                        "output": outs}
+        mass = 0.0
+        for r in reqs:
+            if r.draft:
+                P, Q = self.sampler.seen(self.sampler.represent(r.p, "target")), \
+                    self.sampler.seen(self.sampler.represent(r.q, "draft"))
+                mass += residual_zero_mass(P[:-1], Q, r.draft)
+        if mass > 0:
+            return {"event": zero_mass_event(self.sampler.dtype), "probability": mass, "output": None}
+        return None
 
     def _flush(self, lane_i):
         lane = self.lanes[lane_i]
@@ -511,7 +594,7 @@ class RaggedEngine:
         t = self.rec[g].trace(f"{self.name}", self.completion_seed)
         nb = np.asarray(self.nb[g][:c], dtype=np.int64).reshape(-1, 3)
         fields = {k: getattr(t, k) for k in t.__dataclass_fields__}
-        for k in ("start", "first", "emitted", "length", "draft"):
+        for k in ("start", "first", "emitted", "length", "draft", "call_id"):
             fields[k] = fields[k][:c]
         if g == 0:
             fields["draft"] = np.zeros((c, 0), dtype=np.int64)
@@ -531,8 +614,22 @@ class LaneView:
         self.engine, self.gamma = engine, gamma
         self.limit = 0
         self.sampler_s = 0.0
-        # the calls' draw accounting is the engine's: reported once, with the last γ (run last)
-        self.ledger = engine.ledger if gamma == engine.gammas[-1] else None
+        # the calls' draw accounting and findings are the engine's: reported once, with the last γ (run last)
+        last = gamma == engine.gammas[-1]
+        self.ledger = engine.ledger if last else None
+        self.findings = engine.findings if last else []
+
+    @property
+    def impossible(self) -> int:
+        return self.engine.impossible if self.gamma == self.engine.gammas[-1] else 0
+
+    @property
+    def trace_failures(self) -> bool:
+        return self.engine.trace_failures
+
+    @trace_failures.setter
+    def trace_failures(self, value: bool) -> None:
+        self.engine.trace_failures = value
 
     @property
     def crash(self):
@@ -642,7 +739,7 @@ def ragged_checks() -> tuple:
     and the cross-request independence check."""
     out = []
     for c in CHECKS:
-        ctl = c.controls + (("rows-of-next-request",) if c.group == "lossless" else ())
+        ctl = c.controls + (("rows-of-next-request",) if c.group == "lossless" and c.mc_tests else ())
         out.append(_gamma0(Check(c.id, c.statement, c.reference, c.run, c.mc_tests, ctl, c.for_steps, c.group)))
     out.append(Check(INDEPENDENCE_ID, "Given their inputs, the requests of one call are independent: the first "
                      "token of a request carries no information about the next request's.",
@@ -652,107 +749,142 @@ def ragged_checks() -> tuple:
     return tuple(out)
 
 
-# --- probes ------------------------------------------------------------------------------------
-
-def probe_batch(sampler: RaggedSampler, probe) -> tuple[list, list]:
-    """The probe's request twice, with a request of γ = 0 between them (its one row the probe's
-    bonus row): (requests with exact rows, the same with the rows the sampler gets)."""
-    g = len(probe.draft)
-    P = np.asarray(probe.p, dtype=np.float64)
-    Q = np.asarray(probe.q, dtype=np.float64)
-    if probe.logits is not None:
-        P_in, Q_in = sampler.from_logits(probe.logits[0]), sampler.from_logits(probe.logits[1])
-    else:
-        P_in, Q_in = sampler.represent(P, "target"), sampler.represent(Q, "draft")
-
-    def bonus_of(row):
-        return inverse_cdf(np.maximum(row, 0.0), 0.5) if sampler.bonus == "given" else None
-
-    exact = [Request(P, Q, probe.draft, bonus_of(P[g])), Request(P[g:g + 1], Q[:0], [], bonus_of(P[g])),
-             Request(P, Q, probe.draft, bonus_of(P[g]))]
-    fed = [Request(P_in, Q_in, probe.draft, r.bonus) for r in exact]
-    fed[1] = Request(P_in[g:g + 1], Q_in[:0], [], exact[1].bonus)
-    return exact, fed
 
 
-def run_ragged_probes(sampler: RaggedSampler, blocked=()) -> tuple[list[Evidence], list[Evidence]]:
-    """The block kind's probes (:func:`.probes.probe_list`), each as one call of a batch of three
-    requests (the probe, a γ = 0 request, the probe again) with every uniform forced; graded per
-    request as the block probes are, and applied only if the forced values decided every step
-    of every request (:func:`.probes.accounting` on the sum of the requests' decisions)."""
-    from .driver import crash_location, describe
-    from .forced import ForcedSourceUnsupported, ForcedUniforms
-    from .probes import TEST, accounting, event_of, probe_list, violations
-    sup, std = [], []
-    for probe in probe_list(sampler):
-        rng = ForcedUniforms(probe.forced)
-        exact, fed = probe_batch(sampler, probe)
+# --- the kind ----------------------------------------------------------------------------------
+
+#: the ragged trial batch: draft lengths, and the point-mass token of each request
+RAGGED_TRIAL_GAMMAS, RAGGED_TRIAL_TOKENS = (1, 0, 2), (5, 3, 6)
+
+
+class RaggedKind(Kind):
+    """Batched samplers in the serving layout (module docstring): the block kind's checks per
+    (instance, γ) through lanes of runs, the independence of a call's requests, the block kind's
+    probes as batches of three requests (the probe, a γ = 0 request on its bonus row, the probe)."""
+
+    name, title = "ragged", "ragged sampler"
+    seed_tag = "conformance-ragged"
+    INSTANCES = BlockKind.INSTANCES
+    GAMMAS = GAMMAS
+    MIN_GAMMA, MAX_GAMMA = 0, MAX_GAMMA
+    standard_probes = True
+    interpretation = ("Black-box check of a batched sampler with ragged draft lengths (the serving layout) on the "
+                      "built-in instances; see docs/conformance.md.")
+    OPTION_DEFAULTS = {"adapter": "probs", "dtype": "float64", "framework": "numpy", "offsets": "cu",
+                       "bonus": "given"}
+    what = "ragged sampler"
+
+    def __init__(self, fn, *, name=None, gammas=None, **options):
+        super().__init__(fn, name=name, **options)
+        self.engines: dict = {}
+        if gammas is not None:
+            self.run_gammas = self.check_gammas(gammas)
+
+    def wrap(self, fn, *, name="", offsets="cu", bonus="given", adapter="probs", dtype="float64", framework="numpy",
+             batched=False):
+        if isinstance(fn, RaggedSampler):
+            return fn
+        if batched:
+            raise ValueError("batched does not apply to a ragged sampler: its inputs are a batch already")
+        return RaggedSampler(fn, adapter=adapter, dtype=dtype, framework=framework, name=name, offsets=offsets,
+                             bonus=bonus)
+
+    @property
+    def call_text(self) -> str:
+        return self.sampler.call
+
+    def check_gammas(self, gammas):
+        from ...checks import check_int
+        if isinstance(gammas, str) or not hasattr(gammas, "__iter__"):
+            raise TypeError(f"gammas must be a sequence of draft lengths, e.g. (0, 1, 3), got {gammas!r}")
+        out = tuple(sorted({check_int(g, "gamma", min=0, max=MAX_GAMMA) for g in gammas}))
+        if not out:
+            raise ValueError("gammas must name at least one draft length")
+        return out
+
+    def checks(self):
+        return ragged_checks()
+
+    def blocks(self, instances, gammas):
+        return block_plan(self.checks(), instances, gammas)
+
+    def _view(self, sampler, block, seed_key):
+        pair = self.pair(block)
+        key = (id(sampler), block.instance)
+        if key not in self.engines:
+            self.engines[key] = (sampler, RaggedEngine(sampler, pair, self.run_gammas, first_n(pair.V), seed_key,
+                                                       block.instance))
+        return LaneView(self.engines[key][1], block.gamma)
+
+    def seed_of(self, block, seed):
+        return engine_seed(seed, block.instance)
+
+    def runner(self, sampler, block, seed):
+        return self._view(sampler, block, seed)
+
+    def controls(self):
+        names = {c for chk in self.checks() for c in chk.controls}
+        roles = {"accept-u≤ratio": ("support probes",), "unguarded-residual": ("support probes",),
+                 "lossless:accept=p(x)": ("checks", "standard probes")}
+        return [Control(c, f, d, roles.get(c, ("checks",)), applies=(lambda b: floor_shows(b.instance))
+                        if c == "residual-clamped-1e-5" else None)
+                for c, f, d in controls(self.sampler.bonus) if c in names or c in roles]
+
+    def control_sampler(self, control, for_probes=False):
+        return RaggedSampler(control.fn, name=control.name, bonus=self.sampler.bonus,
+                             dtype=self.sampler.dtype if for_probes else "float64")
+
+    def settings(self):
+        engines = [(s, e) for s, e in self.engines.values() if s is self.sampler]
+        return {**self.sampler.options(), "requests_per_call": {e.pair.name: len(e.lanes) for _, e in engines},
+                "calls": {e.pair.name: e.batch_calls for _, e in engines}}
+
+    def finish(self, report, runners):
+        report["run"].update(self.settings())
+
+    def layout(self, block_info=None):
+        return {"kind": "ragged", "gammas": list(self.run_gammas)}
+
+    def replay_block(self, instance, gamma, setting=None):
+        return Block(instance, gamma)
+
+    # --- probes: batches of three requests -------------------------------------------------------
+    def probes(self, sampler):
+        return probe_list(sampler)
+
+    def _batch(self, sampler, probe):
+        """The probe's request twice, with a request of γ = 0 between them (its one row the probe's
+        bonus row): (requests with exact rows, the same with the rows the sampler gets)."""
+        g = len(probe.draft)
+        P = np.asarray(probe.p, dtype=np.float64)
+        Q = np.asarray(probe.q, dtype=np.float64)
+        if probe.logits is not None:
+            P_in, Q_in = sampler.from_logits(probe.logits[0]), sampler.from_logits(probe.logits[1])
+        else:
+            P_in, Q_in = sampler.represent(P, "target"), sampler.represent(Q, "draft")
+
+        def bonus_of(row):
+            return inverse_cdf(np.maximum(row, 0.0), 0.5) if sampler.bonus == "given" else None
+
+        exact = [Request(P, Q, probe.draft, bonus_of(P[g])), Request(P[g:g + 1], Q[:0], [], bonus_of(P[g])),
+                 Request(P, Q, probe.draft, bonus_of(P[g]))]
+        fed = [Request(P_in, Q_in, probe.draft, r.bonus) for r in exact]
+        fed[1] = Request(P_in[g:g + 1], Q_in[:0], [], exact[1].bonus)
+        return exact, fed
+
+    def probe_call(self, sampler, probe, rng):
+        exact, fed = self._batch(sampler, probe)
         V = probe.p.shape[1]
-        label_ = f"probe: {probe.name}"
-        outs, crash, unsupported = None, None, None
-        with sampler.sources.active(label_):
-            try:
-                fi = [np.asarray(r.p) for r in fed]
-                p_rep = np.concatenate([x[:len(r.draft)] if sampler.bonus == "given" else x
-                                        for x, r in zip(fi, fed)])
-                q_rep = np.concatenate([np.asarray(r.q).reshape(-1, V) for r in fed])
-                outs = sampler.call_batch(exact, rng, p_rep, q_rep, V)
-            except ForcedSourceUnsupported as err:
-                unsupported = err
-            except VerifierOutputError as err:
-                crash = f"returned an invalid output: {err}"
-            except Exception as err:  # noqa: BLE001
-                crash = f"raised {describe(err)} at {crash_location(err)}"
-        escaped = sampler.sources.escaped_in(label_)
-        if unsupported is not None:
-            note = (f"{probe.what}. Probe not applied: the sampler asked the forced source for a draw it cannot "
-                    f"force: {unsupported}")
-            sup.append(stats.info("exact", probe.name, 0.0, None, test=TEST, note=note))
-            std.append(stats.info("exact", probe.name, 0.0, None, test=TEST, note=note))
-            continue
-        s_found, t_found = ([crash], []) if outs is None else ([], [])
-        decisions, extra = 0, 0
-        if outs is not None:
-            for b, (r, out) in enumerate(zip(exact, outs)):
-                if r.draft:
-                    s, t = violations(probe, out, np.maximum(probe.p, 0.0))
-                    tau = len(out) - 1
-                    decisions += tau + (1 if tau < len(r.draft) else 0)
-                    last_drawn = tau < len(r.draft) or sampler.bonus == "inside"
-                else:
-                    s, t = [], []
-                    if r.p[0, out[0]] <= 0:
-                        s.append(f"position 0: emitted token {out[0]} has p = 0")
-                    if r.bonus is not None and out[0] != r.bonus:
-                        t.append(f"emitted {out[0]}, not the bonus token {r.bonus} it was given")
-                    last_drawn = sampler.bonus == "inside"
-                extra += int(last_drawn)
-                s_found += [f"request {b}: {x}" for x in s]
-                t_found += [f"request {b}: {x}" for x in t]
-        event = probe.event or event_of(probe.forced, sampler.dtype)
-        note = (f"{probe.what}; requests (the probe, γ = 0 on its bonus row, the probe). Targets "
-                f"{probe.targets or 'the forced draws'}; stands for {event}. Output: "
-                f"{[list(o) for o in outs] if outs is not None else '—'}")
-        reasons = accounting(rng, outs, 0, escaped, blocked, decisions=decisions, extra=extra)
-        if reasons:
-            note += "; probe not applied (" + "; ".join(reasons) + ")"
-        for found, dest in ((s_found, sup), (t_found, std)):
-            if found:
-                dest.append(stats.exact_equal(probe.name, 0, len(found), what="violations (forced uniforms)",
-                                              note=note + "; VIOLATION: " + "; ".join(found)))
-            elif reasons:
-                dest.append(stats.info("exact", probe.name, 0.0, 0.0, test=TEST, note=note))
-            else:
-                dest.append(stats.exact_equal(probe.name, 0, 0, what="violations (forced uniforms)", note=note))
-    return sup, std
+        fi = [np.asarray(r.p) for r in fed]
+        p_rep = np.concatenate([x[:len(r.draft)] if sampler.bonus == "given" else x for x, r in zip(fi, fed)])
+        q_rep = np.concatenate([np.asarray(r.q).reshape(-1, V) for r in fed])
+        outs = sampler.call_batch(exact, rng, p_rep, q_rep, V)
+        return [ProbeRequest(r.p, r.q, tuple(r.draft), out, r.bonus,
+                             last_drawn=sampler.bonus == "inside" or (len(out) - 1 < len(r.draft)))
+                for r, out in zip(exact, outs)]
 
-
-def probe_inputs(sampler: RaggedSampler) -> dict:
-    """{probe name: keyword arguments of :func:`.replay.rerun` that repeat the probe call}."""
-    from .probes import probe_list
-    out = {}
-    for probe in probe_list(sampler):
-        exact, _ = probe_batch(sampler, probe)
+    def probe_rerun(self, probe) -> dict:
+        exact, _ = self._batch(self.sampler, probe)
         src = probe.logits if probe.logits is not None else (probe.p, probe.q)
         P, Q = np.asarray(src[0], np.float64), np.asarray(src[1], np.float64)
         g = len(probe.draft)
@@ -762,6 +894,124 @@ def probe_inputs(sampler: RaggedSampler) -> dict:
         for r, e in zip(reqs, exact):
             if e.bonus is not None:
                 r["bonus"] = int(e.bonus)
-        out[probe.name] = {"requests": reqs, "forced": probe.forced, **({"logits": True} if probe.logits is not None
-                                                                        else {})}
-    return out
+        return {"requests": reqs, "forced": probe.forced, **({"logits": True} if probe.logits is not None else {})}
+
+    def rerun_call(self, sampler, inputs, rng):
+        requests, logits = inputs["requests"], inputs.get("logits")
+        V = len(requests[0]["p"][0])
+        reqs = [Request(np.asarray(r["p"], np.float64).reshape(-1, V), np.asarray(r["q"], np.float64).reshape(-1, V),
+                        r["draft"], r.get("bonus")) for r in requests]
+        conv = sampler.from_logits if logits else None
+        p_rep, q_rep = [], []
+        for r in reqs:
+            P = conv(r.p) if conv else sampler.represent(r.p, "target")
+            p_rep.append(P[:len(r.draft)] if sampler.bonus == "given" else P)
+            q_rep.append((conv(r.q) if conv else sampler.represent(r.q, "draft")) if len(r.draft) else r.q)
+        return sampler.call_batch(reqs, rng, np.concatenate(p_rep), np.concatenate(q_rep), V)
+
+    # --- the trial ---------------------------------------------------------------------------------
+    def trial(self, gammas):
+        from ..trial import trial
+        return trial(self, 1)
+
+    def trial_arity(self):
+        sampler = self.sampler
+        other = "inside" if sampler.bonus == "given" else "given"
+        n_other = 5 if sampler.bonus == "given" else 6
+        what = ("target_probs (T + B, V) with each request's bonus row, the bonus drawn by the sampler"
+                if other == "inside" else "target_probs (T, V) and bonus_token_ids (B,), the bonus given")
+        from ..trial import SIGNATURES
+        try:
+            check_arity(sampler.fn, sampler.n_args, sampler.call,
+                        SIGNATURES["ragged sampler"] + "a block verifier fn(p, q, draft_tokens, rng) is --kind block")
+        except ConformanceUsageError as err:
+            try:
+                check_arity(sampler.fn, n_other, CALL_INSIDE if other == "inside" else CALL_GIVEN, "")
+            except ConformanceUsageError:
+                raise err from None
+            raise ConformanceUsageError(err.problem, f"it takes {n_other} arguments: the layout with {what} — run "
+                                                     f"with --bonus {other} (Python: bonus={other!r})") from None
+
+    def _requests(self, sampler, pair, drng, gammas):
+        V, S = pair.V, pair.n_states
+        reqs = []
+        for g in gammas:
+            s, states, draft = 0, [0], []
+            for _i in range(g):
+                x = int(drng.choice(V, p=pair.draft.table[s]))
+                draft.append(x)
+                s = (s * V + x) % S
+                states.append(s)
+            bonus = int(drng.choice(V, p=pair.target.table[s])) if sampler.bonus == "given" else None
+            reqs.append(Request(pair.target.table[states], pair.draft.table[states[:g]], draft, bonus))
+        return reqs
+
+    def trial_call(self, sampler, pair, drng, rng, gamma):
+        gs = RAGGED_TRIAL_GAMMAS
+        return sampler.call_batch(self._requests(sampler, pair, drng, gs), rng), list(gs)
+
+    def trial_point_mass(self, sampler, rng, gamma):
+        reqs = []
+        for g, k in zip(RAGGED_TRIAL_GAMMAS, RAGGED_TRIAL_TOKENS):
+            p = np.zeros((g + 1, SANITY_V))
+            p[:, k] = 1.0
+            reqs.append(Request(p, np.full((g, SANITY_V), 1.0 / SANITY_V), [SANITY_DRAFT] * g,
+                                k if sampler.bonus == "given" else None))
+        return sampler.call_batch(reqs, rng), list(RAGGED_TRIAL_TOKENS)
+
+    def trial_point_mass_message(self, wrong) -> str:
+        gs = RAGGED_TRIAL_GAMMAS
+        return (f"on a batch of requests with γ_b = {list(gs)} whose target rows are point masses at tokens "
+                f"{list(RAGGED_TRIAL_TOKENS)} (V = {SANITY_V}; every drafted token {SANITY_DRAFT} has p = 0), "
+                f"{len(wrong)} of {SANITY_CALLS} calls emitted other first tokens (e.g. {[list(o) for o in wrong[0]]}); "
+                "any lossless sampler emits each request's own token. A sampler that reads another request's rows "
+                "(offsets misread) or probabilities as logits does this")
+
+    def trial_first_tokens(self, sampler, pair, drng, rng):
+        V, S = pair.V, pair.n_states
+        reqs = []
+        for _b in range(30):
+            x = int(drng.choice(V, p=pair.draft.table[0]))
+            st = [0, (0 * V + x) % S]
+            bonus = int(drng.choice(V, p=pair.target.table[st[1]])) if sampler.bonus == "given" else None
+            reqs.append(Request(pair.target.table[st], pair.draft.table[st[:1]], [x], bonus))
+        return [o[0] for o in sampler.call_batch(reqs, rng)]
+
+    def trial_describe(self, sampler, gamma, V) -> str:
+        opts = sampler.options()
+        gammas = RAGGED_TRIAL_GAMMAS
+        T, B = sum(gammas), len(gammas)
+        kind = {"probs": "probabilities", "logprobs": "log-probabilities", "logits": "logits"}[opts["adapter"]]
+        arr = "tensors" if opts["framework"] == "torch" else "NumPy arrays"
+        off = "cu_num_draft_tokens" if opts["offsets"] == "cu" else "num_draft_tokens"
+        tgt = f"({T}, {V})" if opts["bonus"] == "given" else f"({T + B}, {V})"
+        return (f"with {cli_flags(opts)} it receives draft_token_ids ({T},), {off} ({B},), draft {kind} ({T}, {V}), "
+                f"target {kind} {tgt}" + (f", bonus_token_ids ({B},)" if opts["bonus"] == "given" else "")
+                + f" as {arr}, and rng: a numpy Generator (γ_b = {list(gammas)})")
+
+    def option_choices(self):
+        return {"framework": ("numpy", "torch") if torch_available() else ("numpy",),
+                "adapter": ("probs", "logits", "logprobs"), "offsets": OFFSETS, "bonus": BONUS}
+
+    def arg_orders(self):
+        return None
+
+
+def check_ragged_sampler(fn, *, offsets: str = "cu", bonus: str = "given", adapter: str = "probs",
+                         dtype: str = "float64", framework: str = "numpy", n: int = 10_000, gammas=GAMMAS,
+                         instances=RaggedKind.INSTANCES, seed: int = 0, alpha: float = 0.01, controls: bool = True,
+                         control_n: int | None = None, probes: bool = True, progress: bool = False,
+                         name: str | None = None, trial: bool = True) -> dict:
+    """Test a batched rejection sampler in the serving layout (``fn(draft_token_ids,
+    cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, rng) -> output_token_ids``
+    (B, max γ_b + 1) padded with −1; ``bonus="inside"``: no ``bonus_token_ids``, ``target_probs``
+    (T + B, V); ``offsets="counts"``: ``num_draft_tokens`` in place of the cumulative counts) for
+    losslessness and standard speculative sampling. ``gammas``: the draft lengths of the
+    requests of every call (0 allowed: a request with its bonus only); each call verifies one
+    request of every lane of every γ. The checks of :func:`check_block_verifier` per (instance,
+    γ), plus the independence of the requests of a call; probes as batches of three requests.
+    See the module docstring."""
+    from ..driver import run
+    kind = RaggedKind(fn, name=name, offsets=offsets, bonus=bonus, adapter=adapter, dtype=dtype, framework=framework)
+    return run(kind, n=n, gammas=gammas, instances=instances, seed=seed, alpha=alpha, controls=controls,
+               control_n=control_n, probes=probes, progress=progress, trial=trial)

@@ -1,0 +1,123 @@
+"""Plausible bugs in the layer issue 34 added: the sweep of every claim's open choices and the
+headline over them, what a re-run is graded in, a hold's least slack over the choices and its call,
+the non-degeneracy rule, the verdict classes and ``exists`` parts. Each lives in a branch the shipped
+claims reach rarely or not at all, so each must be caught by the toy claims of the fast tier
+(tests/test_verdicts_over_choices.py, tests/test_degeneracy.py, tests/test_fair_headlines.py)."""
+
+CLAIMS = None  # the toy claims of the fast tier reach every branch; no shipped claim needs to
+TESTS = "tests/test_verdicts_over_choices.py tests/test_degeneracy.py tests/test_fair_headlines.py"
+
+MUTANTS = [
+    # --- the headline over the choices (spectheory/judge/verdicts.py) ---
+    dict(path="spectheory/judge/verdicts.py",
+         old="        elif len(set(vs)) > 1:\n            undecided.append(name)",
+         new="        elif False:\n            undecided.append(name)",
+         why="a choice value that decides nothing is ignored: a hold undecided at one end still reads holds"),
+    dict(path="spectheory/judge/verdicts.py",
+         old='    verdict = "depends" if depends else "inconclusive" if undecided else default',
+         new='    verdict = "depends" if depends else default',
+         why="an undecided value is listed but the headline keeps the default's verdict"),
+    dict(path="spectheory/judge/verdicts.py",
+         old="        decided = {v for v in vs if v in DECIDED}",
+         new="        decided = {v for v in vs if v == \"fails\"} | {default}",
+         why="a split is only seen against the default's verdict (a hold failing at one end with an "
+             "inconclusive default is missed)"),
+    # --- the sweep and its grading (sims/runner.py, sims/registry.py) ---
+    dict(path="sims/runner.py",
+         old="            if user is None and claim.choices:  # every claim's choices, whatever its verdict at the defaults",
+         new="            if user is None and claim.choices and principal_verdict(claim, part_verdicts(claim, "
+             "res.evidence)[0]) == \"fails\":",
+         why="choices swept only when the principal reading fails (the asymmetry issue 34 removes)"),
+    dict(path="sims/runner.py",
+         old="    for pid in demoted:\n        if out.get(pid) not in",
+         new="    for pid in ():\n        if out.get(pid) not in",
+         why="a part whose control did not catch it at the defaults reads holds at another choice value"),
+    dict(path="sims/runner.py",
+         old='        if iv == "fails" and out[pid] != "fails":\n            out[pid] = "inconclusive"',
+         new='        if False:\n            out[pid] = "inconclusive"',
+         why="an identity whose implementation test fails at a choice value is not withheld there"),
+    dict(path="sims/runner.py",
+         old='        evidence = [e for e in evidence if e.outcome == "info" or e.mode in required.get(e.part, ())]',
+         new="        evidence = list(evidence)",
+         why="a re-run grades Monte Carlo rows it does not count in the Bonferroni denominator"),
+    dict(path="sims/registry.py",
+         old='            out[p.id] = ("exact",) if "exact" in modes and p.relation != "exists" else modes',
+         new='            out[p.id] = ("exact",) if "exact" in modes else modes',
+         why="an exists part re-run on its exact alternatives alone fails where another comparison shows it"),
+    dict(path="sims/registry.py",
+         old='        return self.mc_tests if any("mc" in ms for ms in self.rerun_required.values()) else 0',
+         new="        return 0",
+         why="the re-runs that grade Monte Carlo are left out of the Bonferroni denominator"),
+    dict(path="sims/runner.py",
+         old="        value, ch, v, rec = min(found, key=lambda t: t[0])",
+         new="        value, ch, v, rec = max(found, key=lambda t: t[0])",
+         why="a hold's least slack over the choices is its largest"),
+    dict(path="sims/runner.py",
+         old="        choices = {} if ch is None else {ch: v}",
+         new="        choices = {}",
+         why="the call printed beside a hold's least slack recomputes it at the defaults, not where it was found"),
+    dict(path="sims/reproduce.py",
+         old='        ok = _same(item["printed"]["value"], got["value"], 4)',
+         new='        ok = round(float(item["printed"]["value"]), 2) == round(float(got["value"]), 2)',
+         why="a printed least slack compared with its call at 2 decimals, not at the printed precision"),
+    dict(path="sims/reproduce.py",
+         old="        for pid, rec in (c.get(\"least_slack_over_choices\") or {}).items():\n"
+             "            slack(c[\"id\"], f\"part {pid} over the choices\", rec)",
+         new="        for pid, rec in ():\n"
+             "            slack(c[\"id\"], f\"part {pid} over the choices\", rec)",
+         why="the least slack over the choices is printed with a call nobody runs"),
+    # --- the non-degeneracy rule ---
+    dict(path="spectheory/judge/degeneracy.py",
+         old="            if P.shape == Q.shape and P.size and float(np.abs(P - Q).max()) <= tol:",
+         new="            if P.shape == Q.shape and P.size and float(np.abs(P - Q).max()) < -tol:",
+         why="q = p never read as degenerate"),
+    dict(path="spectheory/judge/degeneracy.py",
+         old="            if Q.size and float(Q.max(axis=1).min()) >= 1.0 - tol:",
+         new="            if Q.size and float(Q.max(axis=1).max()) >= 1.0 - tol:",
+         why="a draft that is a point mass in one context only is called a point-mass draft"),
+    dict(path="sims/registry.py",
+         old="        if self.degenerate and rule:",
+         new="        if False:",
+         why="a scope that names the rule's cases does not apply the rule"),
+    dict(path="sims/registry.py",
+         old="        tie = ev.tie or (ev.outcome == \"fail\" and \"tie\" in (ev.note or \"\"))",
+         new="        tie = False",
+         why="the tie on a degenerate instance is lost when it goes outside the scope (not shown beside)"),
+    dict(path="sims/report.py",
+         old='    ties = [d for d in claim.get("degenerate") or [] if d.get("tie")]',
+         new='    ties = [d for d in claim.get("degenerate") or [] if not d.get("tie")]',
+         why="the degenerate instances shown beside the headline are the ones without a tie"),
+    dict(path="sims/registry.py",
+         old="    if claim.strict_parts and declared is None:",
+         new="    if False:",
+         why="a strict claim registers without naming the rule's cases"),
+    # --- verdict classes and exists parts ---
+    dict(path="sims/report.py",
+         old='    n = Counter(c["verdict"] if c["verdict"] != "holds" or claim_class(c) == "evidence"',
+         new='    n = Counter(c["verdict"] if True',
+         why="holds that rest on identities or on the reconstructed model counted as support"),
+    dict(path="sims/runner.py",
+         old="    if held and n_id + n_rec == len(held):",
+         new="    if False:",
+         why="a hold resting only on the reconstructed model reads as a plain hold"),
+    dict(path="sims/registry.py",
+         old='        return "reconstructed" if self.reconstructed else "identity" if self.identity else "evidence"',
+         new='        return "identity" if self.identity else "evidence"',
+         why="a reconstructed part's class is lost (shown as evidence)"),
+    dict(path="spectheory/judge/verdicts.py",
+         old='    return combine_exists(evidence) if relation == "exists" else combine(evidence)',
+         new="    return combine(evidence)",
+         why="an exists part fails on one comparison although another shows it (a fail on undecided evidence)"),
+]
+MUTANTS.append(
+    dict(path="sims/runner.py",
+         old='        if pid is not None and part_v.get(pid) != "fails":   # a failing instance of an undecided part',
+         new='        if False:   # a failing instance of an undecided part',
+         why="a failing instance of an undecided part is shown as the claim's counterexample"))
+MUTANTS.append(
+    dict(path="sims/registry.py",
+         old="        return True if known is None else known.is_strict",
+         new="        return True",
+         why="the non-degeneracy rule applied to every part, not only the strict ones (q = p dropped from a "
+             "lossless part)",
+         tests="tests/test_degeneracy.py tests/test_multidraft_claims.py"))
