@@ -240,8 +240,8 @@ def replays_for(claims=None, skip=()) -> list[str]:
 
 def logits_evidence(run_dir, alpha: float = 1e-3, progress=None, claims=None, starting=None) -> dict[str, list[Evidence]]:
     """The ``logits`` evidence for a run directory, keyed by claim id (SD plus every family's);
-    ``claims``: only the replays these claim ids need (:data:`REPLAY_CLAIMS`; None: every replay).
-    A claim that does not apply to the run's decoding setting (:mod:`spectheory.validate.settings`)
+    ``claims``: only these claim ids' evidence, from only the replays they need
+    (:data:`REPLAY_CLAIMS`; None: every claim, every replay). A claim that does not apply to the run's decoding setting (:mod:`spectheory.validate.settings`)
     gets one info row ``does not apply: <why>`` instead of its replays' rows.
     ``starting(i, total, name)`` before and ``progress(done, total, name, seconds)`` after each
     replay, so a long replay shows where it is (``spectheory verify --logits`` prints a line each)."""
