@@ -36,7 +36,7 @@ def test_the_replay_runs_only_what_the_claims_need_and_names_it_with_its_eta(evi
     assert PROGRESS[2].startswith("logits replay 1/1: sd (for sd.acceptance, sd.expected_tokens, sd.walltime): ") \
         and "all replays done about " in PROGRESS[2]
     assert PROGRESS[3].startswith("logits replay 1/1: sd done in ")
-    assert set(evidence) == {"sd.acceptance", "sd.expected_tokens", "sd.walltime"}
+    assert set(evidence) == {"sd.acceptance", "sd.expected_tokens"}  # the claims asked for
 
 
 @pytest.mark.parametrize("claim", ["sd.acceptance", "sd.expected_tokens"])
