@@ -17,6 +17,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "docs" / "outputs" / "validate-table.json"
 #: runs whose replays take seconds: regenerated in the fast tier
 FAST_RUNS = ("data/runs/qwen2.5-coder-greedy", "data/runs/qwen2.5-coder-lookup")
+#: rows still undecided, and why (docs/validate.md, "What the settings teach"): setting (b)'s
+#: controls' stage has not run, and its ECSV harness has the pilot's 8 captured texts. Exactly these,
+#: so that a row decided later, or a new undecided one, is seen here.
+WARPED = "data/runs/qwen2.5-coder-T0.7-p0.9"
+PENDING = {
+    (WARPED, "ecsv.falsification", "test"): "underpowered",
+    (WARPED, "ersd.lemma3_1", "control"): "control not rejected",
+    (WARPED, "kseq.rho", "control"): "control not rejected",
+    (WARPED, "spectr_gbv.attains", "control"): "control not rejected",
+}
 
 pytest.importorskip("torch")  # the replays read the runs through spectheory.validate
 
@@ -62,10 +72,11 @@ def test_the_shipped_table_covers_four_settings_and_prints_each_rows_command():
         assert words[:3] == ["spectheory", "validate", "table"] and words[3] == r["run"]
         assert words[4:] == ["--claims", r["claim"]]
         assert (ROOT / r["run"] / "run.json").is_file(), r["run"]
-    graded = [r for r in rows if r["role"] == "test"]
-    assert graded and all(r["verdict"] in ("pass", "fail") for r in graded), \
-        [(r["run"], r["claim"], r["test"], r["verdict"]) for r in graded if r["verdict"] not in ("pass", "fail")]
-    assert all(r["verdict"] == "control rejected" for r in rows if r["role"] == "control")
+    undecided = {(r["run"], r["claim"], r["role"]): r["verdict"] for r in rows
+                 if (r["role"] == "test" and r["verdict"] not in ("pass", "fail"))
+                 or (r["role"] == "control" and r["verdict"] != "control rejected")}
+    assert undecided == PENDING
+    assert any(r["role"] == "test" for r in rows) and any(r["role"] == "control" for r in rows)
 
 
 @pytest.mark.parametrize("run", FAST_RUNS)
