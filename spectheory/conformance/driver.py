@@ -261,10 +261,29 @@ def check_run_args(n, alpha, seed, control_n) -> int:
     return n
 
 
-def run(kind, *, n: int | None = None, gammas=None, instances=None, seed: int = 0, alpha: float = 0.01,
-        controls: bool = True, control_n: int | None = None, probes: bool = True, progress: bool = False,
-        trial: bool = True) -> dict:
-    """The conformance report of ``kind``'s sampler (see the module docstring)."""
+def globals_seed(seed: int) -> int:
+    """The seed of the global generators during a run of seed ``seed`` (:func:`run`)."""
+    from ..rng import derive_seed
+    return int(derive_seed(seed, "global generators").generate_state(1)[0])
+
+
+def run(kind, *, seed: int = 0, **options) -> dict:
+    """The conformance report of ``kind``'s sampler (see the module docstring; ``options``: those
+    of :func:`report_of`). torch's, NumPy's, Python's and Numba's global generators start the run
+    at a state derived from ``seed`` (:func:`.sources.fixed_globals`; restored after), so draws
+    that escape the routing (TorchScript, ``@njit``) give the same report from the same seed,
+    whatever ran before in the process."""
+    from ..checks import check_int
+    from .sources import fixed_globals
+    with fixed_globals(globals_seed(check_int(seed, "seed", min=0))):
+        return report_of(kind, seed=seed, **options)
+
+
+def report_of(kind, *, n: int | None = None, gammas=None, instances=None, seed: int = 0, alpha: float = 0.01,
+              controls: bool = True, control_n: int | None = None, probes: bool = True, progress: bool = False,
+              trial: bool = True) -> dict:
+    """The conformance report of ``kind``'s sampler, with the global generators as they are
+    (:func:`run` seeds them)."""
     from .report import assemble, probe_claims, run_info, verdicts as verdicts_of, warnings_of
     from .compiled import compiled_in
     from .probes import run_probes

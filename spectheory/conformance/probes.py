@@ -300,7 +300,7 @@ def accounting(rng, needed: tuple[int, int] | None, escaped=(), blocked=()) -> l
 
 
 #: a probe whose draws escaped the routing is made again, this many times in all (the escaped draws
-#: then come from torch's, NumPy's and Python's global generators at fixed states: the same in every
+#: then come from torch's, NumPy's, Python's and Numba's global generators at fixed states: the same in every
 #: report), so a violation that depends on them is seen as it would be by the sampler's users
 ESCAPED_REPEATS = 8
 

@@ -29,10 +29,13 @@ source: a probe in that block is not applied, and the report warns that the samp
 statistics are not reproducible from ``--seed``.
 
 Torch is routed only when it is imported (a NumPy sampler never pays for importing it).
+:func:`fixed_globals` seeds the global generators, Numba's included, for a whole run
+(:func:`.driver.run`) and for each repeat of a probe whose draws escaped.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import random as _pyrandom
 import sys
@@ -645,17 +648,47 @@ class _Missing:
 _MISSING = _Missing()
 
 
+def _seed_numba(seed):
+    """Seeds Numba's own generators: inside ``@njit`` code, ``np.random`` and ``random`` draw from
+    per-thread states apart from NumPy's and Python's, and only a compiled call reaches them."""
+    np.random.seed(seed)
+    _pyrandom.seed(seed)
+
+
+@functools.cache
+def _numba_seeder():
+    """:func:`_seed_numba` compiled (on first use: a run without Numba never pays for it)."""
+    from numba import njit
+    return njit(cache=True)(_seed_numba)
+
+
+def _numba_states():
+    """Numba's generator states in this thread, to restore after seeding (None when numba is not
+    imported: a sampler compiled with Numba has imported it; [] when this Numba does not expose
+    its states, which are then seeded but not restored)."""
+    if "numba" not in sys.modules:
+        return None
+    try:
+        from numba import _helperlib as h
+        return [(h, ptr, h.rnd_get_state(ptr)) for ptr in (h.rnd_get_np_state_ptr(), h.rnd_get_py_state_ptr())]
+    except (ImportError, AttributeError):
+        return []
+
+
 @contextlib.contextmanager
 def fixed_globals(seed: int):
-    """torch's, NumPy's and Python's global generators at a fixed state inside the block (their
-    states restored after): a probe whose draws escape the routing then makes the same draws in
-    every report, whatever the run's seed."""
+    """torch's, NumPy's, Python's and Numba's (``np.random``/``random`` inside ``@njit``) global
+    generators at a state fixed by ``seed`` inside the block (their states restored after): draws
+    that escape the routing are then a function of ``seed``, whatever ran before in the process."""
     torch = sys.modules.get("torch")
     saved = (np.random.get_state(), _pyrandom.getstate(), torch.random.get_rng_state() if torch is not None else None)
+    numba_saved = _numba_states()
     np.random.seed(seed)
     _pyrandom.seed(seed)
     if torch is not None:
         torch.random.manual_seed(seed)
+    if numba_saved is not None:
+        _numba_seeder()(seed)
     try:
         yield
     finally:
@@ -663,6 +696,8 @@ def fixed_globals(seed: int):
         _pyrandom.setstate(saved[1])
         if torch is not None:
             torch.random.set_rng_state(saved[2])
+        for h, ptr, state in numba_saved or ():
+            h.rnd_set_state(ptr, state)
 
 
 def torch_uniforms(rng):

@@ -256,4 +256,21 @@ MUTANTS = [
          new="            reuse = None\n",
          why="uniforms reused across calls not looked for in the runs",
          tests="tests/test_conformance_accounting.py"),
+    dict(path="spectheory/conformance/sources.py",
+         old="    if numba_saved is not None:\n        _numba_seeder()(seed)\n",
+         new="",
+         why="Numba's generator (np.random inside @njit) not seeded: an @njit sampler's report depends on what "
+             "ran before it in the process",
+         tests="tests/test_conformance_global_generators.py"),
+    dict(path="spectheory/conformance/driver.py",
+         old='    with fixed_globals(globals_seed(check_int(seed, "seed", min=0))):\n',
+         new='    with contextlib.nullcontext(check_int(seed, "seed", min=0)):\n',
+         why="the run's global generators left as the process had them: escaped draws (TorchScript, @njit) not a "
+             "function of the seed",
+         tests="tests/test_conformance_global_generators.py"),
+    dict(path="spectheory/conformance/sources.py",
+         old="        for h, ptr, state in numba_saved or ():\n            h.rnd_set_state(ptr, state)\n",
+         new="",
+         why="Numba's generator states not restored after a run: the caller's @njit draws changed by the check",
+         tests="tests/test_conformance_global_generators.py"),
 ]
