@@ -62,6 +62,37 @@ def _check_engine(pair, state):
     return check_state(state, pair.n_states, "state")
 
 
+def _round(p: np.ndarray, q: np.ndarray, n: int) -> tuple[dict, dict]:
+    """One round of multi-round verification over ``n`` i.i.d. drafts from ``q`` against ``p``,
+    every draw enumerated: ``({(x, copies of x among the drafts): P(x accepted)},
+    {residual row (rounded key): P(every draft rejected, this residual left)})``."""
+    acc: dict = {}
+    none: dict = {}
+    for cand in itertools.product(np.flatnonzero(q), repeat=n):
+        pc = float(np.prod(q[list(cand)]))
+        r, stay = p.astype(np.float64), 1.0
+        for x in cand:
+            a = min(1.0, r[x] / q[x])
+            if a > 0:
+                key = (int(x), cand.count(x))
+                acc[key] = acc.get(key, 0.0) + pc * stay * a
+            stay *= 1.0 - a
+            if stay <= 0:
+                break
+            r = residual(r, q)
+        if stay > 0:
+            key = tuple(np.round(r, 15))
+            none[key] = none.get(key, 0.0) + pc * stay
+    return acc, none
+
+
+def _emit(law: dict, prefix: tuple, w: float, row) -> None:
+    """Add ``w`` times the law of one token drawn from ``row`` after ``prefix`` to ``law``."""
+    row = np.asarray(row)
+    for y in np.flatnonzero(row):
+        law[prefix + (int(y),)] = law.get(prefix + (int(y),), 0.0) + w * float(row[y])
+
+
 def specinfer_drafts_law(pair: MarkovPair, gamma: int, K: int, state: int = 0) -> dict:
     """Exact law {emitted block: probability} of one multi-round (SpecInfer-style) call on K
     drafts from ``state``: every draft outcome enumerated (the alive drafts' tokens at each
@@ -75,32 +106,12 @@ def specinfer_drafts_law(pair: MarkovPair, gamma: int, K: int, state: int = 0) -
     def go(depth, s, n_alive, w, prefix):
         p, q = _rows(pair, s)
         if depth == gamma:
-            for y in np.flatnonzero(p):
-                law[prefix + (int(y),)] = law.get(prefix + (int(y),), 0.0) + w * float(p[y])
+            _emit(law, prefix, w, p)
             return
-        supp = np.flatnonzero(q)
-        acc: dict = {}
-        none: dict = {}
-        for cand in itertools.product(supp, repeat=n_alive):
-            pc = float(np.prod(q[list(cand)]))
-            r, stay = p.astype(np.float64), 1.0
-            for x in cand:
-                a = min(1.0, r[x] / q[x])
-                if a > 0:
-                    key = (int(x), cand.count(x))
-                    acc[key] = acc.get(key, 0.0) + pc * stay * a
-                stay *= 1.0 - a
-                if stay <= 0:
-                    break
-                r = residual(r, q)
-            if stay > 0:
-                key = tuple(np.round(r, 15))
-                none[key] = none.get(key, 0.0) + pc * stay
+        acc, none = _round(p, q, n_alive)
         for rk, pr in none.items():
-            r = np.asarray(rk)
-            for y in np.flatnonzero(r):
-                law[prefix + (int(y),)] = law.get(prefix + (int(y),), 0.0) + w * pr * float(r[y])
-        for (x, c), pr in acc.items():
+            _emit(law, prefix, w * pr, rk)
+        for (x, c), pr in acc.items():  # the drafts that drew x stay alive below it
             go(depth + 1, int(next_state(s, x, V, S)), c, w * pr, prefix + (x,))
 
     go(0, state, K, 1.0, ())
@@ -118,30 +129,15 @@ def specinfer_tree_law(pair: MarkovPair, branching: tuple, state: int = 0) -> di
     def go(depth, s, w, prefix):
         p, q = _rows(pair, s)
         if depth == D:
-            for y in np.flatnonzero(p):
-                law[prefix + (int(y),)] = law.get(prefix + (int(y),), 0.0) + w * float(p[y])
+            _emit(law, prefix, w, p)
             return
-        acc: dict = {}
-        none: dict = {}
-        for cand in itertools.product(np.flatnonzero(q), repeat=branching[depth]):
-            pc = float(np.prod(q[list(cand)]))
-            r, stay = p.astype(np.float64), 1.0
-            for x in cand:
-                a = min(1.0, r[x] / q[x])
-                if a > 0:
-                    acc[int(x)] = acc.get(int(x), 0.0) + pc * stay * a
-                stay *= 1.0 - a
-                if stay <= 0:
-                    break
-                r = residual(r, q)
-            if stay > 0:
-                key = tuple(np.round(r, 15))
-                none[key] = none.get(key, 0.0) + pc * stay
+        acc, none = _round(p, q, branching[depth])
         for rk, pr in none.items():
-            r = np.asarray(rk)
-            for y in np.flatnonzero(r):
-                law[prefix + (int(y),)] = law.get(prefix + (int(y),), 0.0) + w * pr * float(r[y])
-        for x, pr in acc.items():
+            _emit(law, prefix, w * pr, rk)
+        by_token: dict = {}  # a static tree's children do not depend on how many drafts drew x
+        for (x, _), pr in acc.items():
+            by_token[x] = by_token.get(x, 0.0) + pr
+        for x, pr in by_token.items():
             go(depth + 1, int(next_state(s, x, V, S)), w * pr, prefix + (x,))
 
     go(0, state, 1.0, ())
