@@ -22,8 +22,11 @@ rows after any other prefix. Hence:
   compared in the same contexts. Under teacher forcing every branch sees the same rows, so the
   entropy signal cannot separate branches (ECSV-lite's weights reduce to agreement).
 * **Cross-entropy to p** under matching verification is the verifier's own text: equal for SD-1
-  and every ECSV variant (both lossless), so rule 1 ("improve both") cannot be met; what the
-  traces measure is the accepted length.
+  and every ECSV variant (both lossless), so the perplexity half of rule 1 ("improve both") ties
+  by construction and is not graded (a verdict that cannot go the other way is no evidence); what
+  the traces measure, and :func:`rule1_evidence` grades, is the **acceptance-length half**, per
+  configuration and prompt set (the plan's datasets), at the accepted-length tolerance
+  :data:`~spectheory.validate.power.TOLERANCE_TAU` (:func:`length_decisions`).
 * **The lossy reading** (accept with min(1, p/q̄)) at depth 1: its output law o_t against p_t on
   the lumped pair; TV can only shrink under lumping (data processing), so the reported value is
   a **lower bound** on the true TV.
@@ -35,10 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as _st
 
-from spectheory.checks import check_int, check_level
+from spectheory.checks import check_int, check_level, check_real
 from spectheory.judge import stats
+from spectheory.judge.stats import POWER
 from spectheory.judge.evidence import Evidence
-from .power import control_row
+from .power import TOLERANCE_TAU, control_row
 
 DEFAULT_BS = (2, 4, 8)
 DEFAULT_KS = (2, 4, 8)
@@ -131,6 +135,12 @@ def sd1_accepted(beta: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return np.cumprod(beta[pos], axis=1).sum(axis=1)
 
 
+def sd1_k1_accepted(beta: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """A broken SD-1 for rule 1's negative control: replayed at draft length 1 whatever the
+    window's k (the draft length ignored): β_t."""
+    return sd1_accepted(beta, pos[:, :1])
+
+
 @dataclass(frozen=True)
 class ECSVReplay:
     """Per (variant, B, k): the mean accepted length along the text (teacher-forced) for ECSV
@@ -142,6 +152,8 @@ class ECSVReplay:
     lossy: list
     n_windows: dict
     context: str
+    sets: tuple = ()
+    positions: int = 0
 
 
 def replay(run, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, variants=VARIANTS, n_mc: int = N_MC, seed: int = 0) -> ECSVReplay | None:
@@ -157,6 +169,7 @@ def replay(run, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, variants=VARIANTS, n_mc: int = 
     idx = np.concatenate([_captured_index(t) for t in run.traces])
     beta = st["beta"]
     rows, drafting, lossy, nwin = [], [], [], {}
+    sets = sorted(set(pool.categories))
     for k in ks:
         k = check_int(k, "k", min=1)
         starts = np.concatenate([np.arange(a, b - k + 1) for a, b in pool.bounds if b - a >= k])
@@ -166,6 +179,7 @@ def replay(run, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, variants=VARIANTS, n_mc: int = 
         pos = starts[:, None] + np.arange(k)                          # (W, k)
         # SD-1: E[τ] = Σ_j Π_{i<j+1} β (rejection sampling against its own q), exact β
         sd1 = sd1_accepted(beta, pos)
+        sd1_k1 = sd1_k1_accepted(beta, pos)                            # the control's broken baseline
         Qw, Pw = Q[pos], P[pos]                                       # (W, k, K)
         for B in Bs:
             B = check_int(B, "B", min=1)
@@ -186,7 +200,8 @@ def replay(run, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, variants=VARIANTS, n_mc: int = 
                 diff = e_tau - sd1
                 se = _batch_se(diff, pool.bounds, starts)
                 rows.append({"variant": v.name, "B": B, "k": k, "ecsv": float(e_tau.mean()), "sd1": float(sd1.mean()),
-                             "diff": float(diff.mean()), "se": se, "windows": int(starts.size)})
+                             "diff": float(diff.mean()), "se": se, "windows": int(starts.size),
+                             "sets": _per_set(diff, e_tau - sd1_k1, pool, starts, sets)})
     # depth 1: the drafting-model vote, exact up to the leftover bucket
     single = (P * Q)[:, :-1].sum(axis=1)
     single_hi = single + P[:, -1] * np.minimum(Q[:, -1], _min_slice_mass(pool))
@@ -217,7 +232,78 @@ def replay(run, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, variants=VARIANTS, n_mc: int = 
         ce_o = -(o * np.log(np.where(P > 0, P, 1.0))).sum(axis=1)
         lossy.append({"B": B, "tv_lower": float(tv.mean()), "ce_lossy": float(ce_o.mean()),
                       "entropy_p": float(st["entropy_p"].mean()), "n_mc": n_mc})
-    return ECSVReplay(rows, drafting, lossy, nwin, run_context(run, pool))
+    return ECSVReplay(rows, drafting, lossy, nwin, run_context(run, pool), tuple(sets), int(pool.N))
+
+
+def _per_set(diff: np.ndarray, diff_k1: np.ndarray, pool, starts: np.ndarray, sets) -> dict:
+    """Per prompt set (the plan's datasets): mean ECSV − SD-1 accepted length over the windows
+    starting in that set's traces, its batch standard error and window count; and the same for the
+    negative control whose SD-1 is replayed at draft length 1."""
+    out = {}
+    for cat in sets:
+        bounds = [b for b, c in zip(pool.bounds, pool.categories) if c == cat]
+        sel = np.zeros(starts.size, dtype=bool)
+        for a, b in bounds:
+            sel |= (starts >= a) & (starts < b)
+        if not sel.any():
+            continue
+        out[cat] = {"diff": float(diff[sel].mean()), "se": _batch_se(diff[sel], bounds, starts[sel]),
+                    "windows": int(sel.sum()), "diff_k1": float(diff_k1[sel].mean()),
+                    "se_k1": _batch_se(diff_k1[sel], bounds, starts[sel])}
+    return out
+
+
+#: the plan's rule 1 needs an improvement "on ≥2 datasets"; on real traces a dataset is a prompt set
+MIN_DATASETS = 2
+
+
+def length_decisions(cells: dict, alpha: float, tolerance: float, power: float = POWER,
+                     min_datasets: int = MIN_DATASETS) -> dict:
+    """Rule 1 of the falsification plan on its acceptance-length half, per configuration.
+
+    ``cells``: ``{config: {dataset: (d, se)}}``, d the mean of ECSV's accepted length minus SD-1's
+    and se its standard error. Each (configuration, dataset) is one one-sided z-test at level
+    ``alpha`` / (number of cells) (Bonferroni): ``above`` (ECSV longer, z > z_c), ``below`` (shorter,
+    z < −z_c), ``no gain`` (neither, though the test would see a gain of ``tolerance`` with
+    probability ``power``: (z_c + z_power)·se ≤ tolerance) or ``open``. A configuration *survives*
+    with ≥ ``min_datasets`` datasets above, is *rejected* when fewer than ``min_datasets`` can still
+    be above (above or open), else *undetermined* (as :func:`spectheory.montecarlo.ecsv.falsification`).
+    Outcome: ``pass`` when some configuration survives, ``fail`` when every one is rejected,
+    ``underpowered`` otherwise, with ``factor``: the sample, in multiples of the one had, at which
+    every open cell's test reaches the power (1 when none is open)."""
+    alpha = check_level(alpha)
+    m = sum(1 for c in cells.values() for (_, se) in c.values() if np.isfinite(se) and se > 0)
+    zc = float(_st.norm.isf(alpha / max(1, m)))
+    zp = float(_st.norm.ppf(power))
+    status, configs, factor = {}, {}, 1.0
+    for cfg, per in cells.items():
+        st_ = {}
+        for ds, (d, se) in per.items():
+            if not (np.isfinite(se) and se > 0):
+                st_[ds] = "open"            # too few windows for a standard error
+                factor = np.inf
+                continue
+            z = d / se
+            st_[ds] = ("above" if z > zc else "below" if z < -zc else
+                       "no gain" if (zc + zp) * se <= tolerance else "open")
+            if st_[ds] == "open":
+                factor = max(factor, ((zc + zp) * se / tolerance) ** 2)
+        n_above = sum(v == "above" for v in st_.values())
+        n_possible = sum(v in ("above", "open") for v in st_.values())
+        configs[cfg] = ("survives" if n_above >= min_datasets else
+                        "rejected" if n_possible < min_datasets else "undetermined")
+        status[cfg] = st_
+    vals = list(configs.values())
+    if len({ds for per in cells.values() for ds in per}) < min_datasets:
+        outcome = "underpowered"        # the rule needs min_datasets datasets: it cannot be decided
+    elif "survives" in vals:
+        outcome = "pass"
+    elif vals and all(v == "rejected" for v in vals):
+        outcome = "fail"
+    else:
+        outcome = "underpowered"
+    return {"outcome": outcome, "configs": configs, "cells": status, "z_crit": zc, "z_power": zp,
+            "factor": factor, "n_tests": m}
 
 
 def _min_slice_mass(pool) -> np.ndarray:
@@ -244,29 +330,82 @@ def _tagged(ev: Evidence, part: str) -> Evidence:
     return ev
 
 
+RULE1_TEST = ("rule 1 of the plan (\"if ECSV fails to improve both (i) perplexity and (ii) acceptance length over "
+              "SD-1 on ≥2 datasets, reject\"), its acceptance-length half: per configuration (variant, B, k) and "
+              "prompt set, a one-sided z-test of ECSV's accepted length against SD-1's (Bonferroni over the cells, "
+              "batch se over windows); a configuration survives with ≥2 sets significantly longer and is rejected "
+              "when fewer than 2 can still be (significantly shorter, or no gain though a gain of the tolerance "
+              "would be seen at power 0.9). Perplexity is not graded: under matching verification both emit the "
+              "verifier's own text, so it ties by construction")
+
+
+def _cells(rep: ECSVReplay, which: str) -> dict:
+    """``{(variant, B, k): {set: (d, se)}}`` of the subject (``which`` = "subject") or of a control:
+    "k1" (SD-1 replayed at draft length 1: ECSV must look longer) or "bonus" (SD-1 counted with its
+    bonus token, τ + 1: ECSV must look shorter)."""
+    out = {}
+    for r in rep.rows:
+        per = {}
+        for ds, c in r["sets"].items():
+            per[ds] = {"subject": (c["diff"], c["se"]), "k1": (c["diff_k1"], c["se_k1"]),
+                       "bonus": (c["diff"] - 1.0, c["se"])}[which]
+        out[(r["variant"], r["B"], r["k"])] = per
+    return out
+
+
+def rule1_evidence(rep: ECSVReplay, alpha: float, tolerance: float = TOLERANCE_TAU) -> list[Evidence]:
+    """The graded row of ``ecsv.falsification`` (part rule1) on real traces and its two negative
+    controls (each must be decided the other way from a broken SD-1 baseline)."""
+    out = []
+    dec = length_decisions(_cells(rep, "subject"), alpha, tolerance)
+    surv = [c for c, v in dec["configs"].items() if v == "survives"]
+    und = [c for c, v in dec["configs"].items() if v == "undetermined"]
+    counts = {k: sum(v == k for v in dec["configs"].values()) for k in ("survives", "rejected", "undetermined")}
+    cells = [(cfg, ds, *rep_cell) for cfg, per in _cells(rep, "subject").items() for ds, rep_cell in per.items()]
+    best = max(cells, key=lambda c: c[2] / c[3] if np.isfinite(c[3]) and c[3] > 0 else -np.inf)
+    n = rep.positions
+    det = None
+    if dec["outcome"] != "pass":
+        # the deviation the least powerful cell that the verdict rests on sees at power 0.9
+        det = float(np.sqrt(dec["factor"]) * tolerance)
+    z_best = best[2] / best[3] if np.isfinite(best[3]) and best[3] > 0 else 0.0
+    ev = Evidence(
+        "logits", "real traces, teacher-forced harness, matching verification", 1.0, float(len(surv)), n=n,
+        alpha=alpha, p_value=float(_st.norm.sf(z_best)), power=POWER, detectable=det, tolerance=tolerance,
+        test=RULE1_TEST, outcome=dec["outcome"], part="rule1",
+        note=f"{rep.context}; configurations: {counts['survives']} survive, {counts['rejected']} rejected, "
+             f"{counts['undetermined']} undetermined of {len(dec['configs'])}, over {len(rep.sets)} prompt sets "
+             f"({', '.join(rep.sets)}); z_c = {dec['z_crit']:.3f} ({dec['n_tests']} cells); most favourable cell: "
+             f"{best[0][0]} B={best[0][1]} k={best[0][2]} on {best[1]}: {best[2]:+.4f} ± {best[3]:.4f} tokens"
+             + (f"; surviving: {', '.join(f'{v} B={B} k={k}' for v, B, k in surv[:4])}" if surv else "")
+             + (f"; undetermined: {', '.join(f'{v} B={B} k={k}' for v, B, k in und[:4])}" if und else ""))
+    out.append(ev)
+    for which, must, setup in (
+            ("k1", "pass", "SD-1 replayed at draft length 1 whatever k (the draft length ignored): ECSV "
+                           "must be found longer"),
+            ("bonus", "fail", "SD-1's accepted length counted with its bonus token (τ + 1): ECSV must be "
+                              "found shorter")):
+        cd = length_decisions(_cells(rep, which), alpha, tolerance)
+        e = Evidence("logits", f"real traces, rule 1's length half against a broken SD-1 ({which})", 1.0,
+                     float(sum(v == "survives" for v in cd["configs"].values())), n=n, alpha=alpha,
+                     test=RULE1_TEST, outcome=cd["outcome"], part="rule1",
+                     note=f"must be decided {must}; decided {cd['outcome']}")
+        out.append(control_row(e, cd["outcome"] == must, f"the same test with {setup}"))
+    return out
+
+
 def logits_evidence(run, alpha: float = 1e-3, *, Bs=DEFAULT_BS, ks=DEFAULT_KS, n_mc: int = N_MC,
-                    seed: int = 0) -> dict[str, list[Evidence]]:
+                    seed: int = 0, tolerance: float = TOLERANCE_TAU) -> dict[str, list[Evidence]]:
     """``logits`` evidence for ``ecsv.falsification`` (part rule1; info rows for the lossy reading's
     distance from p) and ``ecsv.majority`` (part drafting)."""
     alpha = check_level(alpha)
+    tolerance = check_real(tolerance, "tolerance", lo=0.0, lo_open=True)
     rep = replay(run, Bs=Bs, ks=ks, n_mc=n_mc, seed=seed)
     if rep is None:
         return {}
     out: dict[str, list[Evidence]] = {"ecsv.falsification": [], "ecsv.majority": []}
     zc = float(_st.norm.isf(alpha / max(1, len(rep.rows))))
-    worse = [r for r in rep.rows if np.isfinite(r["se"]) and r["diff"] < -zc * r["se"]]
-    undecided = [r for r in rep.rows if r not in worse]
-    best = max(rep.rows, key=lambda r: r["diff"] / (r["se"] if r["se"] > 0 else 1.0))
-    out["ecsv.falsification"].append(Evidence(
-        "logits", "real traces, teacher-forced harness, matching verification", 1.0, 0.0, n=len(rep.rows),
-        alpha=alpha, test="exists: configurations (variant, B, k) where ECSV improves both accepted length and "
-                          "cross-entropy to p over SD-1; cross-entropy is equal for both (each emits the verifier's "
-                          "own text), so none can; decided against where ECSV's accepted length is lower by a "
-                          "one-sided z-test (Bonferroni over configurations, batch se over windows)",
-        outcome="fail" if not undecided else "underpowered", part="rule1",
-        note=f"{rep.context}; {len(worse)} of {len(rep.rows)} configurations with ECSV's accepted length "
-             f"significantly below SD-1's; closest: {best['variant']} B={best['B']} k={best['k']}: "
-             f"{best['ecsv']:.3f} vs SD-1 {best['sd1']:.3f} (windows {best['windows']})"))
+    out["ecsv.falsification"] += rule1_evidence(rep, alpha, tolerance)
     for r in rep.rows:
         out["ecsv.falsification"].append(_tagged(stats.info(
             "logits", f"real traces {r['variant']} B={r['B']} k={r['k']}", r["sd1"], r["ecsv"], n=r["windows"],

@@ -10,6 +10,8 @@ CLAIMS_TESTS = TESTS + " tests/test_ecsv_readings.py tests/test_ecsv_claims.py"
 C = "sims/claims/ecsv.py"
 K = "spectheory/_kernels/ecsv.py"
 EX = "spectheory/exact/ecsv.py"
+RP = "validate/replay_ecsv.py"
+RULE1_TESTS = ["tests/test_ecsv_claims.py", "-krule1 or logits_replay"]
 
 MUTANTS = [
     # --- kernel: reliability signals and weights ---
@@ -127,5 +129,38 @@ MUTANTS = [
     dict(path="validate/replay_ecsv.py", old="    return np.where(fused == leftover, 0.0, pf)",
          new="    return np.where(fused == leftover, 1.0, pf)",
          why="replay: a fused leftover pseudo-token counted as a sure match", tests=CLAIMS_TESTS),
+    # --- real traces: rule 1's acceptance-length half ---
+    dict(path=RP, old="            st_[ds] = (\"above\" if z > zc else",
+         new="            st_[ds] = (\"above\" if z > 0 else",
+         why="replay rule 1: any positive difference counted as longer (no test)", tests=RULE1_TESTS),
+    dict(path=RP, old="                       \"no gain\" if (zc + zp) * se <= tolerance else \"open\")",
+         new="                       \"no gain\" if zc * se <= tolerance else \"open\")",
+         why="replay rule 1: the power quantile dropped from the no-gain decision", tests=RULE1_TESTS),
+    dict(path=RP, old="    zc = float(_st.norm.isf(alpha / max(1, m)))\n    zp",
+         new="    zc = float(_st.norm.isf(alpha))\n    zp",
+         why="replay rule 1: no Bonferroni over the cells", tests=RULE1_TESTS),
+    dict(path=RP, old="        configs[cfg] = (\"survives\" if n_above >= min_datasets else",
+         new="        configs[cfg] = (\"survives\" if n_above >= 1 else",
+         why="replay rule 1: one dataset enough to survive (the plan says ≥2)", tests=RULE1_TESTS),
+    dict(path=RP, old="                        \"rejected\" if n_possible < min_datasets else \"undetermined\")",
+         new="                        \"rejected\" if n_possible <= min_datasets else \"undetermined\")",
+         why="replay rule 1: rejected while two datasets can still be longer", tests=RULE1_TESTS),
+    dict(path=RP, old="        n_possible = sum(v in (\"above\", \"open\") for v in st_.values())",
+         new="        n_possible = sum(v == \"above\" for v in st_.values())",
+         why="replay rule 1: an open cell counted as decided against (undetermined read as rejected)",
+         tests=RULE1_TESTS),
+    dict(path=RP, old="            sel |= (starts >= a) & (starts < b)",
+         new="            sel |= (starts >= a) & (starts <= b)",
+         why="replay rule 1: the window starting at the next trace's first position assigned to this set",
+         tests=RULE1_TESTS),
+    dict(path=RP, old="    return sd1_accepted(beta, pos[:, :1])",
+         new="    return sd1_accepted(beta, pos[:, -1:])",
+         why="replay rule 1's control: the length-1 baseline reads the window's last position, not its first",
+         tests=RULE1_TESTS),
+    dict(path=RP, old="        out.append(control_row(e, cd[\"outcome\"] == must,",
+         new="        out.append(control_row(e, cd[\"outcome\"] != \"underpowered\",",
+         why="replay rule 1's controls: any decision counted as the control's rejection", tests=RULE1_TESTS),
+    dict(path=RP, old="            factor = max(factor, ((zc + zp) * se / tolerance) ** 2)",
+         new="            factor = max(factor, ((zc + zp) * se / tolerance))",
+         why="replay rule 1: the sample needed scales with se, not se²", tests=RULE1_TESTS),
 ]
-
