@@ -296,3 +296,86 @@ def test_hrad_study_holds_every_prompt_out_of_its_own_training(monkeypatch):
     assert np.bincount(st["labels"], minlength=3).tolist() == [26, 46, 18]
     assert st["majority_class"] == 0 and st["majority"] == pytest.approx(0.4)
     np.testing.assert_allclose(st["per_prompt_gain"], 0.0, atol=1e-15)
+
+
+def test_hrad_shuffled_control_trains_on_permuted_labels_and_scores_against_the_majority(monkeypatch):
+    """The negative control trains each fold on a permutation of the same sampled labels (the same
+    multiset, another order); its gain is measured against the exact-probability majority class."""
+    import spectheory.validate.replay_sb as SB
+    seen = []
+
+    def fake_train(X, y, seed):
+        seen.append((X[:, 0].astype(int), np.asarray(y).copy()))
+        return lambda Z: np.zeros(len(Z), dtype=np.int64)
+
+    monkeypatch.setattr(SB, "train_mlp", fake_train)
+    T = 12
+    traces = [SimpleNamespace(stats={"beta": np.full(T, 0.6)}, hidden_proj=np.full((T, 2), float(i)),
+                              emb_proj=np.zeros((T, 1)), slice_q=np.full((T, 2), 0.5), tokens=np.zeros(T, dtype=np.int64),
+                              meta={"category": "code" if i % 2 else "chat"}) for i in range(10)]
+    st = SB.hrad_study(traces, 4, folds=5, seed=19)
+    plain = seen[:]
+    seen.clear()
+    sh = SB.hrad_study(traces, 4, folds=5, seed=19, shuffle=True)
+    assert len(plain) == len(seen) == 5
+    for (ids, y), (ids_s, y_s) in zip(plain, seen):
+        np.testing.assert_array_equal(ids, ids_s)                 # same folds, same training prompts
+        assert sorted(y.tolist()) == sorted(y_s.tolist())         # the same labels ...
+        assert (y != y_s).any()                                   # ... in another order
+    # every prediction is class 0 = the majority (exact P 0.4): each prompt's gain is 0.4 − 0.4 = 0
+    # (against all-accept, 0.216, it would be 0.184)
+    for s in (st, sh):
+        np.testing.assert_allclose(s["per_prompt_gain"], 0.0, atol=1e-15)
+
+
+def test_table_says_exact_rows_need_no_sample():
+    from spectheory.validate.table import _need, rows_from_evidence
+    # an exact comparison (no p-value): n needed 0, printed "n (exact)"; a graded test: its power statement
+    exact = Evidence("logits", "tokens per iteration = τ + 1", 2.5, 2.5, n=120, tolerance=0.0, outcome="pass")
+    rows = rows_from_evidence({"sd.expected_tokens": [exact]}, {"temperature": 1.0}, "r", claims=["sd.expected_tokens"])
+    assert [(r.role, r.n, r.n_needed) for r in rows] == [("test", 120, 0)]
+    assert _need(rows[0]) == "120 (exact)"
+
+
+def test_exact_bound_rows_of_a_loop_control_are_not_controls():
+    """ERSD's exact bounds are facts of the rows, not of the verifier: a control run leaves them out; only its
+    graded first-token test becomes a control row."""
+    from spectheory.validate.replay_loops import logits_evidence
+    # 200 positions: ERSD's first token always accepted (index 1) against an exact value 0.5 → z = 0.5 /
+    # (√(200·0.25)/200) = 14.1 → fail → rejected; bound 0.4 ≤ 0.5 ≤ β = 0.6 hold exactly
+    n = 200
+    rec = LoopRun("ersd", {"index_ersd": np.ones(n, dtype=np.int64), "index_gsd": np.ones(n, dtype=np.int64),
+                           "exact": np.full(n, 0.5), "bound": np.full(n, 0.4), "beta": np.full(n, 0.6)}, [],
+                  meta=dict(name="p0", category="code", loop="ersd", rule="broken", k=4))
+    rows = logits_evidence(Run("r", {}, [], {}, {"ersd-control": [rec]}, {}))["ersd.lemma3_1"]
+    ctl = [e for e in rows if e.control]
+    assert [(e.control, e.part) for e in ctl] == [("rejected", "formula")]
+    assert all(e.outcome == "info" for e in rows)
+    assert not any("at every visited context" in e.instance for e in rows)
+
+
+def test_real_pair_verdict_reads_only_logits_evidence():
+    # a failing Monte Carlo comparison belongs to the paper-level verdict, not to the real pair's
+    mc = Evidence("mc", "synthetic", 0.5, 0.6, p_value=1e-9, n=100, outcome="fail")
+    v = verdicts.real_pair_verdict([mc, _t("T", "pass", 3000, 1500)])
+    assert (v["verdict"], v["tests"], v["instance"], v["n"], v["n_needed"]) == ("holds", 1, "T", 3000, 1500)
+    assert verdicts.real_pair_verdict([mc]) is None
+
+
+def test_summary_theory_comes_from_the_prompts_sd_ran_on():
+    """A run that captured more prompts than it decoded: the row's α̂ is the mean β of the traces of the
+    prompts SD ran on (prompt a, β = ½), not of every capture (a and b, β = 0.1: mean 0.3)."""
+    from spectheory.validate.analysis import summarize
+    from spectheory.validate.trace import CompactTrace
+
+    def trace(p, name):
+        P = np.tile([p, 1 - p], (8, 1))            # β = Σ min(p, q) with q the reversed row = 2·min(p, 1 − p)
+        return CompactTrace.from_distributions(P, P[:, ::-1].copy(), np.zeros(8, dtype=np.int64), top_k=2,
+                                               target_call_s=np.full(8, 0.2), draft_call_s=np.full(8, 0.1),
+                                               meta={"category": "code", "name": name})
+    a, b = trace(0.75, "a"), trace(0.95, "b")
+    assert np.allclose(a.beta, 0.5) and np.allclose(b.beta, 0.1)
+    sd = sd_run([0, 1], [[0.5, 0.5], [0.5, 0.5]], name="a", category="code")
+    (row,) = summarize(Run("r", {"gammas": [2]}, [a, b], {2: [sd]}))
+    assert (row["n_prompts"], row["n_positions"]) == (1, 8)
+    assert row["alpha_capture"] == pytest.approx(0.5) and row["tokens_closed_form"] == pytest.approx(1.75)  # 1 + ½ + ¼
