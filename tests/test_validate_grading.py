@@ -261,6 +261,15 @@ def test_hrad_shuffled_control_is_rejected_unless_it_shows_a_gain(monkeypatch, s
     assert ctl.outcome == "info" and ctl.control == want and ctl.instance.startswith("shuffled-label MLP")
 
 
+def _hrad_traces(n=10, T=12):
+    """``n`` stand-in traces (chat, code alternating) at constant β = 0.6: at γ = 4 every decision has
+    P(all-reject) = 0.4, P(confidence) = 0.6 − 0.216 = 0.384, P(all-accept) = 0.6³ = 0.216; feature 0 (the
+    hidden state) is the prompt's index, so a stand-in MLP can tell which prompts it trained on."""
+    return [SimpleNamespace(stats={"beta": np.full(T, 0.6)}, hidden_proj=np.full((T, 2), float(i)), emb_proj=np.zeros((T, 1)),
+                            slice_q=np.full((T, 2), 0.5), tokens=np.zeros(T, dtype=np.int64),
+                            meta={"category": "code" if i % 2 else "chat"}) for i in range(n)]
+
+
 def test_hrad_study_holds_every_prompt_out_of_its_own_training(monkeypatch):
     """With the MLP replaced by a recorder: every prompt is predicted exactly once, by a model that never
     trained on it; the majority class comes from the exact label probabilities."""
@@ -277,11 +286,7 @@ def test_hrad_study_holds_every_prompt_out_of_its_own_training(monkeypatch):
         return predict
 
     monkeypatch.setattr(SB, "train_mlp", fake_train)
-    T = 12
-    # constant β = 0.6 at γ = 4: P(all-reject) = 0.4, P(all-accept) = 0.216, P(confidence) = 0.384
-    traces = [SimpleNamespace(stats={"beta": np.full(T, 0.6)}, hidden_proj=np.full((T, 2), float(i)),
-                              emb_proj=np.zeros((T, 1)), slice_q=np.full((T, 2), 0.5), tokens=np.zeros(T, dtype=np.int64),
-                              meta={"category": "code" if i % 2 else "chat"}) for i in range(10)]
+    traces = _hrad_traces()
     st = SB.hrad_study(traces, 4, folds=5, seed=19)
     assert len(calls) == 5
     predicted = [i for c in calls for i in c["predicted"]]
@@ -309,10 +314,7 @@ def test_hrad_shuffled_control_trains_on_permuted_labels_and_scores_against_the_
         return lambda Z: np.zeros(len(Z), dtype=np.int64)
 
     monkeypatch.setattr(SB, "train_mlp", fake_train)
-    T = 12
-    traces = [SimpleNamespace(stats={"beta": np.full(T, 0.6)}, hidden_proj=np.full((T, 2), float(i)),
-                              emb_proj=np.zeros((T, 1)), slice_q=np.full((T, 2), 0.5), tokens=np.zeros(T, dtype=np.int64),
-                              meta={"category": "code" if i % 2 else "chat"}) for i in range(10)]
+    traces = _hrad_traces()
     st = SB.hrad_study(traces, 4, folds=5, seed=19)
     plain = seen[:]
     seen.clear()
