@@ -9,9 +9,10 @@ its tolerance with probability ``power`` at the per-test level ``alpha``:
 
 Negative controls are sized the same way, with δ the effect the control must show: a control the
 pilot already rejects needs nothing more; otherwise δ = max(tolerance, |d̂| − 2·se), d̂ the pilot's
-deviation of the broken loop and se its standard error (a control is sized to be seen at least as
-well as the subject's tolerance; a broken rule whose true effect is below the tolerance is a bug the
-test is not designed to see, and the report says so when it is not rejected).
+deviation of the broken loop and se its standard error (read from the pilot's interval, two-sided at
+its per-test level 1 − α; a control is sized to be seen at least as well as the subject's
+tolerance; a broken rule whose true effect is below the tolerance is a bug the test is not designed
+to see, and the report says so when it is not rejected).
 
 The prompt sets split the count evenly (``sets``), because the loops take the first k prompts of
 every set. ``margin`` (default 1.25, a choice of this project) covers the pilot's error in trials per
@@ -24,6 +25,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from scipy import stats as sst
 
 from spectheory.checks import check_level, check_real
 from spectheory.judge.stats import POWER  # the report's grading power
@@ -127,8 +129,9 @@ def _row(loop, claim, test, role, runs_prompts, n, v, effect, alpha, power, marg
 def _control_effect(ev, tolerance) -> tuple[float, str]:
     """(effect to size for, why) of a control's pilot evidence."""
     d = abs(float(ev.measured) - float(ev.claimed))
-    se = (ev.ci_high - ev.ci_low) / (2 * 1.959963984540054) if ev.ci_low is not None and ev.ci_high is not None \
-        else float("nan")
+    # the interval is two-sided at 1 − α (stats.z_test_mean: d̂ ± z_(1−α/2)·se), 95% where no α is stated
+    z = float(sst.norm.ppf(1 - ev.alpha / 2)) if ev.alpha else 1.959963984540054
+    se = (ev.ci_high - ev.ci_low) / (2 * z) if ev.ci_low is not None and ev.ci_high is not None else float("nan")
     lo = d - 2 * se if np.isfinite(se) else 0.0
     eff = max(tolerance, lo)
     return eff, (f"pilot deviation {d:.4f} (se {se:.4f}); sized for max(tolerance {tolerance:g}, "
