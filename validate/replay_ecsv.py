@@ -42,6 +42,7 @@ from spectheory.checks import check_int, check_level, check_real
 from spectheory.judge import stats
 from spectheory.judge.stats import POWER
 from spectheory.judge.evidence import Evidence
+from spectheory.montecarlo.ecsv import rule1_decision
 from .power import TOLERANCE_TAU, control_row
 
 DEFAULT_BS = (2, 4, 8)
@@ -267,7 +268,8 @@ def length_decisions(cells: dict, alpha: float, tolerance: float, power: float =
     z < −z_c), ``no gain`` (neither, though the test would see a gain of ``tolerance`` with
     probability ``power``: (z_c + z_power)·se ≤ tolerance) or ``open``. A configuration *survives*
     with ≥ ``min_datasets`` datasets above, is *rejected* when fewer than ``min_datasets`` can still
-    be above (above or open), else *undetermined* (as :func:`spectheory.montecarlo.ecsv.falsification`).
+    be above (above or open), else *undetermined* (:func:`spectheory.montecarlo.ecsv.rule1_decision`, the
+    simulation's rule).
     Outcome: ``pass`` when some configuration survives, ``fail`` when every one is rejected,
     ``underpowered`` otherwise, with ``factor``: the sample, in multiples of the one had, at which
     every open cell's test reaches the power (1 when none is open)."""
@@ -290,8 +292,7 @@ def length_decisions(cells: dict, alpha: float, tolerance: float, power: float =
                 factor = max(factor, ((zc + zp) * se / tolerance) ** 2)
         n_above = sum(v == "above" for v in st_.values())
         n_possible = sum(v in ("above", "open") for v in st_.values())
-        configs[cfg] = ("survives" if n_above >= min_datasets else
-                        "rejected" if n_possible < min_datasets else "undetermined")
+        configs[cfg] = rule1_decision(n_above, n_possible, min_datasets)
         status[cfg] = st_
     vals = list(configs.values())
     if len({ds for per in cells.values() for ds in per}) < min_datasets:
@@ -339,29 +340,29 @@ RULE1_TEST = ("rule 1 of the plan (\"if ECSV fails to improve both (i) perplexit
               "verifier's own text, so it ties by construction")
 
 
+#: where each row of cells reads its (d, se): the subject, or a control's broken SD-1 baseline
+_CELL = {"subject": lambda c: (c["diff"], c["se"]), "k1": lambda c: (c["diff_k1"], c["se_k1"]),
+         "bonus": lambda c: (c["diff"] - 1.0, c["se"])}
+
+
 def _cells(rep: ECSVReplay, which: str) -> dict:
     """``{(variant, B, k): {set: (d, se)}}`` of the subject (``which`` = "subject") or of a control:
     "k1" (SD-1 replayed at draft length 1: ECSV must look longer) or "bonus" (SD-1 counted with its
     bonus token, τ + 1: ECSV must look shorter)."""
-    out = {}
-    for r in rep.rows:
-        per = {}
-        for ds, c in r["sets"].items():
-            per[ds] = {"subject": (c["diff"], c["se"]), "k1": (c["diff_k1"], c["se_k1"]),
-                       "bonus": (c["diff"] - 1.0, c["se"])}[which]
-        out[(r["variant"], r["B"], r["k"])] = per
-    return out
+    cell = _CELL[which]
+    return {(r["variant"], r["B"], r["k"]): {ds: cell(c) for ds, c in r["sets"].items()} for r in rep.rows}
 
 
 def rule1_evidence(rep: ECSVReplay, alpha: float, tolerance: float = TOLERANCE_TAU) -> list[Evidence]:
     """The graded row of ``ecsv.falsification`` (part rule1) on real traces and its two negative
     controls (each must be decided the other way from a broken SD-1 baseline)."""
     out = []
-    dec = length_decisions(_cells(rep, "subject"), alpha, tolerance)
+    subject = _cells(rep, "subject")
+    dec = length_decisions(subject, alpha, tolerance)
     surv = [c for c, v in dec["configs"].items() if v == "survives"]
     und = [c for c, v in dec["configs"].items() if v == "undetermined"]
     counts = {k: sum(v == k for v in dec["configs"].values()) for k in ("survives", "rejected", "undetermined")}
-    cells = [(cfg, ds, *rep_cell) for cfg, per in _cells(rep, "subject").items() for ds, rep_cell in per.items()]
+    cells = [(cfg, ds, d, se) for cfg, per in subject.items() for ds, (d, se) in per.items()]
     best = max(cells, key=lambda c: c[2] / c[3] if np.isfinite(c[3]) and c[3] > 0 else -np.inf)
     n = rep.positions
     det = None

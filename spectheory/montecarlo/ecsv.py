@@ -364,6 +364,15 @@ def _z(a: Estimate, b: Estimate, margin: float = 0.0) -> float:
     return diff / se if se > 0 else (np.inf if diff > 0 else (-np.inf if diff < 0 else 0.0))
 
 
+def rule1_decision(n_improves: int, n_possible: int, min_datasets: int = 2) -> str:
+    """Rule 1 of the falsification plan at one configuration ("fails to improve … on ≥2 datasets,
+    reject"): ``survives`` with ≥ ``min_datasets`` datasets improving, ``rejected`` when fewer than
+    ``min_datasets`` can still improve (improving or undecided), else ``undetermined``."""
+    if n_improves >= min_datasets:
+        return "survives"
+    return "rejected" if n_possible < min_datasets else "undetermined"
+
+
 def falsification(rows: list[dict], *, alpha: float = 0.01, margin: float = 0.01,
                   variants=("ECSV-lite",) + tuple(m.name for m in R.ECSV_SPOT) + ("ECSV-soft",),
                   min_datasets: int = 2, low=(2, 4)) -> dict:
@@ -415,7 +424,7 @@ def falsification(rows: list[dict], *, alpha: float = 0.01, margin: float = 0.01
         n_possible = sum(not p["cannot_improve"] for p in per_src)
         n_bv = sum(bool(p["beats_vote"]) for p in per_src)
         n_bv_possible = sum(p["cannot_beat_vote"] is False for p in per_src)
-        r1 = "survives" if n_imp >= min_datasets else ("rejected" if n_possible < min_datasets else "undetermined")
+        r1 = rule1_decision(n_imp, n_possible, min_datasets)
         r2 = "not-revise" if n_bv >= min_datasets else ("revise" if n_bv_possible < min_datasets else "undetermined")
         configs.append({"variant": meth, "drafter": dr, "B": B, "k": k, "sources": per_src,
                         "n_improves": n_imp, "n_possible": n_possible, "rule1": r1, "reject": r1 != "survives",
