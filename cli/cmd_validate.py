@@ -275,7 +275,10 @@ def plan(pilot: Path = typer.Argument(..., help="A pilot run directory written b
                                       "variance (default spectheory.validate.plan.MARGIN)."),
          alpha: float = typer.Option(0.01, "--alpha", help="Family-wise error rate of the report that will grade "
                                      "the run (as `spectheory verify --alpha`)."),
-         json_out: Path = typer.Option(None, "--json", help="Also write the plan as JSON here.")):
+         json_out: Path = typer.Option(None, "--json", help="Also write the plan as JSON here."),
+         harnesses: bool = typer.Option(True, "--harnesses/--no-harnesses", help="Size the captures the trace "
+                                        "harnesses need (replays ECSV on the pilot's traces: minutes on a large run)."),
+         progress: bool = typer.Option(True, "--progress/--no-progress")):
     """Prompts per set for every family loop and negative control, from a pilot run's power
     statements (spectheory.validate.plan): each graded logits test at power 0.9 at its tolerance and the
     per-test level of `spectheory verify --logits`; prints the table and the command that runs it."""
@@ -286,12 +289,18 @@ def plan(pilot: Path = typer.Argument(..., help="A pilot run directory written b
     from spectheory.validate.plan import MARGIN, format_plan, plan_run
     try:
         run = load_run(pilot)
-        p = plan_run(run, alpha / max(1, total_mc_tests()), margin=MARGIN if margin is None else margin)
+        if run.traces and progress:
+            typer.echo(f"replaying ECSV's harness on the pilot's {len(run.traces)} captured texts for its capture "
+                       "need (--no-harnesses skips it) …", err=True)
+        p = plan_run(run, alpha / max(1, total_mc_tests()), margin=MARGIN if margin is None else margin,
+                     harnesses=harnesses)
     except (FileNotFoundError, ValueError, TypeError) as e:
         _fail(str(e))
     typer.echo(format_plan(p))
-    typer.echo("\nrun it (resumable; the counts are prompts per set, the pilot's records are kept in a copy):\n  "
-               + p.command(out))
+    cmds = p.commands(out)
+    typer.echo("\nrun it (resumable; the counts are prompts per set, the pilot's records are kept in a copy"
+               + ("; one stage after the other: each loads both models" if len(cmds) > 1 else "") + "):\n  "
+               + "\n  ".join(cmds))
     if json_out is not None:
         json_out.write_text(json.dumps(p.to_json(), indent=1))
         typer.echo(f"wrote {json_out}")

