@@ -76,6 +76,7 @@ def test_a_rejected_control_keeps_its_pilot_prompts_rounded_up_per_set(monkeypat
     plan = plan_run(Run("pilot", {}, [], {}, {"kseq-control": _loop_runs(5, "kseq")}, {}), 1e-3)
     (row,) = plan.rows
     assert (row.prompts_needed, row.per_set, row.n_needed) == (5, 3, 250) and "nothing more" in row.note
+    assert row.trials_per_prompt == 50.0       # 250 trials over its 5 prompts (per set: 125)
     assert plan.controls_n == {"kseq": 3} and plan.family_n == {}
     assert plan.setup["have"]["kseq-control"] == 3
 
@@ -500,3 +501,332 @@ def test_plan_of_a_shipped_pilot_prints_the_harness_capture_row():
     assert "| capture | ecsv.falsification |" in res.output and f"--capture-n {row.per_set} " in res.output
     res = CliRunner().invoke(app, ["validate", "plan", str(path), "--no-harnesses"])
     assert res.exit_code == 0 and "| capture |" not in res.output
+
+
+# --- a third round: rounding, rows, counts, boundaries, which test decides -------------------------------
+
+def test_sd_prompts_are_counted_once_whatever_the_gammas():
+    """Real SD at γ = 1 and γ = 2 on the same prompt: one prompt, its trials pooled over both γs."""
+    # γ = 1, τ = (1, 0): 1 + 1 verified positions, a = (1, 0); γ = 2, τ = (2, 0): 2 + 1, a = (1, 1, 0);
+    # 5 trials against β = r = ½ (v = ¼) → n needed 13065 per test; 5 trials per prompt → ⌈1.25·13065/5⌉ =
+    # 3267 prompts in one set (counted once per γ, 2 prompts: 2.5 per prompt → 6533)
+    a1 = sd_run([1, 0], [[0.5], [0.5]], name="a")
+    a2 = sd_run([2, 0], [[0.5, 0.5], [0.5, 0.5]], name="a")
+    plan = plan_run(Run("pilot", {}, [], {1: [a1], 2: [a2]}, {}, {}), 1e-3)
+    assert [(r.prompts_had, r.n_had, r.trials_per_prompt, r.n_needed, r.prompts_needed, r.per_set) for r in plan.rows] \
+        == [(1, 5, 5.0, 13065, 3267, 3267)] * 2
+
+
+def test_real_sd_control_rejected_on_its_drafting_law_needs_nothing_more():
+    """The control row pairs the drafting-law evidence with the drafting-law power row: a broken verifier
+    that accepts everything fails the drafting law (rejected: nothing more), while its verifier law (r = 1,
+    every trial accepted) passes exactly and would be sized as if not rejected."""
+    # 200 iterations accepting both drafts: 400 trials, mean 1 against β = ½ (z = 20 → fail, rejected) and
+    # against r = 1 (exact agreement → pass). Rejected: n needed = n had = 400 on its 1 prompt; the verifier
+    # law's pass would ask ⌈(4.57208/0.02)²·¼⌉ = 13065 trials
+    ctl = sd_run([2] * 200, np.full((200, 2), 0.5), accept=np.ones((200, 2)))
+    (row,) = plan_run(Run("pilot", {}, [], {}, {}, {2: [ctl]}), 1e-3).rows
+    assert (row.role, row.claim, row.n_had, row.n_needed, row.prompts_needed, row.per_set) == \
+        ("control", "sd.acceptance", 400, 400, 1, 1)
+    assert row.note.startswith("rejected in the pilot") and row.var_per_trial == pytest.approx(0.25)
+
+
+def _underpowered_control(monkeypatch, n_had=300):
+    ev = Evidence("logits", "c", 0.5, 0.51, 0.51 - Z95 * 0.01, 0.51 + Z95 * 0.01, p_value=0.3, outcome="underpowered")
+    _fake_loop_tests(monkeypatch, {"kseq.rho": [ev]}, lambda tol, tt: [_PR("kseq.rho", "t", n_had, 0.2, tol)])
+
+
+def test_plan_splits_over_the_sets_asked_for(monkeypatch):
+    # the underpowered control of test_an_underpowered_control_is_sized_not_counted_as_rejected: 262 prompts;
+    # --sets 4 → ⌈262/4⌉ = 66 per set (the pilot's 2 sets: 131)
+    _underpowered_control(monkeypatch)
+    plan = plan_run(Run("pilot", {}, [], {}, {"kseq-control": _loop_runs(6, "kseq")}, {}), 1e-3, sets=4)
+    (row,) = plan.rows
+    assert plan.sets == 4 and (row.prompts_needed, row.per_set) == (262, 66)
+
+
+def test_prompts_are_told_apart_by_set_and_name(monkeypatch):
+    """Two prompt sets may name a prompt alike (p0 in code and in chat): two prompts, not one."""
+    # 300 trials over 2 prompts = 150 per prompt → ⌈1.25·10452/150⌉ = ⌈87.1⌉ = 88 prompts, 44 per set
+    # (one prompt: 300 per prompt → 44 prompts, 22 per set)
+    _underpowered_control(monkeypatch)
+    runs = [LoopRun("kseq", {}, [], meta=dict(name="p0", category=c)) for c in ("code", "chat")]
+    (row,) = plan_run(Run("pilot", {}, [], {}, {"kseq-control": runs}, {}), 1e-3).rows
+    assert (row.prompts_had, row.trials_per_prompt, row.prompts_needed, row.per_set) == (2, 150.0, 88, 44)
+
+
+def test_controls_held_are_the_largest_over_gammas():
+    from spectheory.validate.plan import pilot_setup
+    # the γ = 1 control holds 3 prompts of code, the γ = 2 control 1: the pilot holds 3 per set
+    c1 = [sd_run([1, 0], [[0.5], [0.5]], name=f"c{i}") for i in range(3)]
+    c2 = [sd_run([2, 0], [[0.5, 0.5], [0.5, 0.5]], name="c0")]
+    assert pilot_setup(Run("pilot", {}, [], {}, {}, {1: c1, 2: c2}), 1)["have"]["sd-control"] == 3
+
+
+def test_command_never_asks_fewer_prompts_than_the_pilot_holds():
+    def row(loop, role, per_set):
+        return PlanRow(loop, "c", "t", role, 1, 1, 1.0, 0.1, 0.02, 1, 1, per_set)
+    # needs: SD 2, gbv 3, gbv's control 6 per set; the pilot holds SD 7, gbv 5, gbv's control 4
+    plan = Plan("p", 1e-3, 0.9, 1.25, 2, rows=[row("sd", "test", 2), row("gbv", "test", 3), row("gbv-control", "control", 6)],
+                setup={"options": [], "have": {"sd": 7, "gbv": 5, "gbv-control": 4}})
+    assert plan.command("N") == "spectheory validate --out N -n 7 --capture-n 0 --family-n gbv=5 --controls-n gbv=6"
+
+
+def test_a_decided_harness_row_keeps_the_largest_set_it_holds(monkeypatch):
+    # 3 code texts and 1 chat text, rule 1 decided: the captures per set are the most a set holds, 3
+    # (4 texts split evenly: 2, and the resumed run would drop a code text)
+    _fake_ecsv(monkeypatch, Evidence("logits", "rule1", 1.0, 0.0, n=400, tolerance=0.1, p_value=0.9, outcome="pass",
+                                     part="rule1"))
+    run = Run("pilot", {}, [_trace(i, c) for i, c in enumerate(["code", "code", "code", "chat"])], {}, {}, {})
+    (row,) = plan_run(run, 1e-3).rows
+    assert (row.prompts_needed, row.per_set, row.n_needed) == (4, 3, 400) and "decided (pass)" in row.note
+
+
+# --- power statements: which number is which, the variance of the right trials -------------------------------
+
+def test_power_statement_states_each_power_and_the_verdict_reads_the_graded_one():
+    from spectheory.validate.power import martingale_test
+    # 100 Bernoulli trials against μ = ½ (v = ¼), α = 1e-3, tolerance 0.02: at power 0.8
+    # ((3.29053 + 0.84162)/0.02)²·¼ = 10671.65 → 10672; at 0.9 ((3.29053 + 1.28155)/0.02)²·¼ = 13064.94 → 13065
+    ev, row = martingale_test("c", "i", [1, 0] * 50, [0.5] * 100, alpha=1e-3, tolerance=0.02, what="x", trials="t")
+    assert (row.n_needed_08, row.n_needed_report, row.var_per_trial) == (10672, 13065, 0.25)
+    assert "n needed 10672 (power 0.8) / 13065 (power 0.9" in ev.note and verdicts.n_needed(ev) == 13065
+
+
+def test_estimated_and_known_variance_tests_by_hand():
+    from spectheory.validate.power import martingale_test_estimated, martingale_test_known
+    # D = Y − μ = (0.3, 0.1) × 50: v = mean D² = (0.09 + 0.01)/2 = 0.05 (not centred: the bias is part of it;
+    # centred it would be 0.01); se = √(0.05·100)/100 = 0.022361, interval mean ± 3.29053·se
+    y, mu = np.array([0.8, 0.6] * 50), np.full(100, 0.5)
+    ev, row = martingale_test_estimated("c", "e", y, mu, alpha=1e-3, tolerance=0.5, what="x", trials="t")
+    assert row.var_per_trial == pytest.approx(0.05) and ev.measured == pytest.approx(0.7)
+    assert ev.ci_high - ev.measured == pytest.approx(3.2905267314919255 * math.sqrt(0.05 * 100) / 100)
+    # known variances ¼ each of 4 trials: se = √(4·¼)/4 = 0.25 (from the mean variance: 0.125)
+    ev, row = martingale_test_known("c", "k", [1, 0, 1, 0], [0.5] * 4, [0.25] * 4, alpha=0.05, tolerance=1.0,
+                                    what="x", trials="t")
+    assert ev.ci_high - ev.measured == pytest.approx(Z95 * 0.25) and row.var_per_trial == pytest.approx(0.25)
+
+
+# --- the real-pair verdict: which outcome, which pool ----------------------------------------------------
+
+def test_real_pair_verdict_outcome_precedence():
+    # one failing test fails the pair, whatever passes beside it; it decides (its n / n needed is the pool's)
+    v = verdicts.real_pair_verdict([_t("P", "pass", 1000, 500), _t("F", "fail", 100, 400)])
+    assert (v["verdict"], v["tests"], v["instance"], v["n"], v["n_needed"]) == ("fails", 2, "F", 100, 400)
+    # one underpowered test leaves the pair underpowered, a passing one beside it notwithstanding
+    v = verdicts.real_pair_verdict([_t("P", "pass", 100, 50), _t("U", "underpowered", 1000, 2000)])
+    assert (v["verdict"], v["tests"], v["instance"], v["n"], v["n_needed"]) == ("underpowered", 2, "U", 1000, 2000)
+    # tests with no sample size (exact): the deciding test is named, not the first graded one
+    v = verdicts.real_pair_verdict([Evidence("logits", "exact pass", 1.0, 1.0, outcome="pass"),
+                                    Evidence("logits", "exact fail", 1.0, 2.0, outcome="fail")])
+    assert (v["verdict"], v["instance"], v["n"], v["n_needed"], v["tests"]) == ("fails", "exact fail", None, None, 2)
+
+
+# --- the real SD and loop tests on their own records ---------------------------------------------------------
+
+def test_real_sd_tests_each_law_against_its_own_probabilities():
+    from spectheory.validate.evidence import sd_evidence
+    # 200 iterations at γ = 2 accepting both drafts: 400 trials of 1; β = ½ (drafting law: z = 20, fail);
+    # r = 1 (verifier law: claimed mean r = 1, exact agreement, pass); the verifier returned τ + 1 = 3 tokens
+    # every iteration (exact check: pass)
+    rec = sd_run([2] * 200, np.full((200, 2), 0.5), accept=np.ones((200, 2)))
+    ev = sd_evidence(Run("r", {}, [], {2: [rec]}, {}, {}), 1e-3)
+    acc = [e for e in ev["sd.acceptance"] if e.outcome != "info"]
+    tok = [e for e in ev["sd.expected_tokens"] if e.outcome != "info"]
+    assert [(e.claimed, e.measured, e.n, e.outcome) for e in acc] == [(0.5, 1.0, 400, "fail")]
+    assert [(e.claimed, e.measured, e.n, e.outcome) for e in tok] == [(1.0, 1.0, 400, "pass"), (3.0, 3.0, 200, "pass")]
+    assert "0 of 200 iterations differ" in tok[1].note
+
+
+def test_real_sd_control_rows_stay_with_their_claims():
+    from spectheory.validate.evidence import sd_evidence
+    ctl = sd_run([2] * 200, np.full((200, 2), 0.5), accept=np.ones((200, 2)))
+    ev = sd_evidence(Run("r", {}, [], {}, {}, {2: [ctl]}), 1e-3)
+    (a,), (t,) = ev["sd.acceptance"], ev["sd.expected_tokens"]
+    assert "drafting law" in a.instance and a.control == "rejected"        # z = 20 against β = ½
+    assert "verifier law" in t.instance and t.control == "not rejected"    # r = 1: exact agreement
+
+
+def test_kseq_trials_include_the_rejected_depth():
+    from spectheory.validate.replay_loops import loop_tests
+    # iteration 1 (τ = 1): depths 0, 1 verified, accepted (1, 0) at 0.6, 0.3; iteration 2 (τ = 0): depth 0,
+    # rejected, at 0.4 → 3 trials, measured 1/3, claimed (0.6 + 0.3 + 0.4)/3
+    rec = LoopRun("kseq", {"tau": [1, 0], "depth_accept_prob": [[0.6, 0.3], [0.4, 0.9]]}, [],
+                  meta=dict(name="p0", category="code", loop="kseq"))
+    (e,) = loop_tests("kseq", [rec], 1e-3)[0]["kseq.rho"]
+    assert (e.n, e.measured, e.claimed) == (3, pytest.approx(1 / 3), pytest.approx(1.3 / 3))
+
+
+def test_se_trials_stop_at_the_proposals_made():
+    from spectheory.validate.replay_loops import se_trials
+    # cycle 1 proposed 1 token and it was accepted (τ = 1): one trial; cycle 2 (τ = 0 of 3): its first,
+    # rejected: one trial. Position 2 of cycle 1 was never proposed
+    rec = LoopRun("se", {"tau": [1, 0], "n_proposed": [1, 3], "alpha": [[0.7, 0.6, 0.5], [0.4, 0.3, 0.2]],
+                         "accept_prob": [[0.9, 0.8, 0.7], [0.6, 0.5, 0.4]]}, [], meta=dict(name="p0", category="code"))
+    acc, al, ap = se_trials([rec])
+    assert acc.tolist() == [1.0, 0.0] and al.tolist() == [0.7, 0.4] and ap.tolist() == [0.9, 0.6]
+
+
+def _gbv_record():
+    # K = 1, γ = 2, two iterations with the same draft: path products P = (0.5, 0.2), Q = (0.4, 0.4);
+    # acceptances h = (½, ½); τ = 2 then 0
+    return LoopRun("gbv", {"tau": [2, 0], "path_p": [[[0.5, 0.2]]] * 2, "path_q": [[[0.4, 0.4]]] * 2,
+                           "h": [[[0.5, 0.5]]] * 2}, [], meta=dict(name="p0", category="code", loop="gbv", K=1))
+
+
+def test_gbv_tests_by_hand_at_the_accepted_length_tolerance():
+    from spectheory.validate.replay_loops import logits_evidence, loop_tests
+    # θ̂ = Σ_i min(1, P_i/Q_i) = 1 + 0.5 = 1.5 per iteration (averaging the positions: 0.75);
+    # D = τ − θ̂ = (0.5, −1.5): v = (0.25 + 2.25)/2 = 1.25
+    # verifier law: P(τ ≥ 1) = 1 − ½·½ = ¾, P(τ ≥ 2) = ½ → E[τ | draft] = 1.25; P(τ = 1) = ¼, P(τ = 2) = ½:
+    # Var = ¼·1 + ½·4 − 1.25² = 0.6875 (the raw second moment would be 2.25)
+    evs, rows = loop_tests("gbv", [_gbv_record()], 1e-3)
+    value, verifier = [e for e in evs["gbv.optimal"] if e.outcome != "info"]
+    assert (value.claimed, value.measured, value.tolerance) == (pytest.approx(1.5), 1.0, 0.1)
+    assert (verifier.claimed, verifier.measured, verifier.tolerance) == (pytest.approx(1.25), 1.0, 0.1)
+    assert [r.var_per_trial for r in rows] == [pytest.approx(1.25), pytest.approx(0.6875)]
+    got = logits_evidence(Run("r", {}, [], {}, {"gbv": [_gbv_record()]}, {}))["gbv.optimal"]
+    assert [e.tolerance for e in got if e.outcome != "info"] == [0.1, 0.1]
+
+
+def test_loop_power_rows_leave_out_the_controls():
+    from spectheory.validate.replay_loops import power_rows
+    ctl = LoopRun("kseq", {"tau": [1, 0], "depth_accept_prob": [[0.6, 0.3], [0.4, 0.9]]}, [],
+                  meta=dict(name="p0", category="code", loop="kseq", rule="broken"))
+    rows = power_rows(Run("r", {}, [], {}, {"gbv": [_gbv_record()], "kseq-control": [ctl]}, {}), 1e-3)
+    assert [(r.claim, r.n_had) for r in rows] == [("gbv.optimal", 2)] * 2
+
+
+def test_ersd_first_token_and_its_bound_at_a_rounding_tie():
+    from spectheory.validate.replay_loops import loop_tests
+    # ERSD's accepted index per position (1, 2, 0, 1): its first drafted token accepted at 2 of 4 (index 2
+    # is a later token of the batch); the lower bound H = 0.1 + 0.2 = 0.30000000000000004 against the exact
+    # 0.3 differs by rounding only: it holds
+    n = 4
+    rec = LoopRun("ersd", {"index_ersd": [1, 2, 0, 1], "index_gsd": [1] * n, "exact": np.full(n, 0.3),
+                           "bound": np.full(n, 0.1 + 0.2), "beta": np.full(n, 0.6)}, [],
+                  meta=dict(name="p0", category="code", loop="ersd", k=4))
+    assert (0.1 + 0.2) - 0.3 > 0
+    evs = loop_tests("ersd", [rec], 1e-3)[0]["ersd.lemma3_1"]
+    first, lower, upper = evs[:3]
+    assert (first.n, first.measured, first.claimed) == (4, 0.5, pytest.approx(0.3))
+    assert (lower.part, lower.outcome, upper.outcome) == ("lower", "pass", "pass")
+
+
+# --- the table's n needed column and the assumptions table -------------------------------------------------
+
+def test_table_need_column_of_a_control_is_its_n():
+    from spectheory.validate.table import _need, rows_from_evidence
+    ctl = control_row(Evidence("logits", "broken", 0.5, 0.52, 0.5, 0.54, p_value=0.05, n=300, outcome="underpowered"),
+                      False, "the same loop")
+    (row,) = rows_from_evidence({"kseq.rho": [ctl]}, {"temperature": 1.0}, "r", claims=["kseq.rho"])
+    assert (row.role, row.n_needed, _need(row)) == ("control", None, "300")
+
+
+def test_assumption_rows_by_hand():
+    from spectheory.validate.table import assumption_rows
+    # γ = 2, β = ½ everywhere (α on-policy ½), τ = (0, 1, 2, 0), the last iteration drafted 1 token:
+    # closed form at γ: 1 + ½ + ¼ = 1.75; for the drafts each had: (3·1.75 + 1.5)/4 = 1.6875;
+    # measured τ + 1 = (1, 2, 3, 1): mean 1.75, sd (ddof 1) √(2.75/3) = 0.957427, se 0.478714;
+    # z = (1.75 − 1.6875)/0.478714 = 0.130558 (against 1.75: 0; with ddof 0, se = 0.414578)
+    rec = sd_run([0, 1, 2, 0], np.full((4, 2), 0.5), n_drafted=[2, 2, 2, 1])
+    (row,) = assumption_rows(Run("r", {}, [], {2: [rec]}, {}, {}))
+    assert (row["alpha"], row["closed_form"], row["closed_form_drafted"], row["measured"]) == (0.5, 1.75, 1.6875, 1.75)
+    assert row["se"] == pytest.approx(math.sqrt(2.75 / 3) / 2) and row["z"] == pytest.approx(0.0625 / 0.4787135538781691)
+
+
+# --- H-RAD: the boundary of the power, prompts without decisions, which accuracy is claimed ------------------
+
+def test_hrad_gain_test_at_exactly_its_detectable_gain_is_decided():
+    from spectheory.validate.replay_sb import gain_test
+    g = -0.1 + 0.01 * np.array([1, -1] * 10)       # test_hrad_gain_test_is_one_sided_by_hand: detectable 0.011258
+    det = gain_test("x", g, 0.4, 0.5, alpha=1e-3, tolerance=0.02).detectable
+    assert gain_test("x", g, 0.4, 0.5, alpha=1e-3, tolerance=det).outcome == "fail"     # det ≤ tolerance
+    assert gain_test("x", g, 0.4, 0.5, alpha=1e-3, tolerance=det * (1 - 1e-9)).outcome == "underpowered"
+
+
+def test_hrad_study_scores_only_prompts_with_decisions(monkeypatch):
+    import spectheory.validate.replay_sb as SB
+    monkeypatch.setattr(SB, "train_mlp", lambda X, y, seed: (lambda Z: np.zeros(len(Z), dtype=np.int64)))
+    traces = _hrad_traces()
+    short = _hrad_traces(T=3)[3]                # 3 positions < γ = 4: no decision (t = 1..T − 3 is empty)
+    traces[3] = short
+    st = SB.hrad_study(traces, 4, folds=5, seed=19)
+    # 9 prompts × 9 decisions; each gain 0.4 − 0.4 = 0 (class 0 predicted, the majority)
+    assert st["n"] == 81 and st["per_prompt_gain"].shape == (9,)
+    np.testing.assert_allclose(st["per_prompt_gain"], 0.0, atol=1e-15)
+
+
+def test_hrad_graded_row_claims_the_majority_and_measures_hrad(monkeypatch):
+    import spectheory.validate.replay_sb as SB
+    main = {**_hrad_study_dict([0.05, 0.06, 0.04, 0.05]), "accuracy": 0.55, "majority": 0.5}
+    studies = {False: main, True: _hrad_study_dict([0.0, 0.01, -0.01, 0.0])}
+    monkeypatch.setattr(SB, "_hrad_missing", lambda traces: None)
+    monkeypatch.setattr(SB, "hrad_study", lambda traces, g, shuffle=False: studies[shuffle])
+    tr = SimpleNamespace(hidden_proj=np.zeros((3, 4)), emb_proj=np.zeros((3, 2)), meta={"category": "code"})
+    e, _ = SB.hrad_evidence([tr] * 4, None)
+    assert (e.claimed, e.measured) == (0.5, 0.55)
+
+
+# --- ECSV's rule 1 on real traces: the cells counted, the cell that is shown, the detectable deviation -------
+
+def test_rule1_bonferroni_counts_only_cells_with_a_test():
+    from spectheory.validate import replay_ecsv as rp
+    # one cell has no standard error (no test): one test, z_c = z_(1 − 0.01) = 2.3263 (2 cells: 2.5758)
+    d = rp.length_decisions({"A": {"code": (1.0, float("nan")), "chat": (1.0, 0.01)}}, 0.01, 0.1)
+    assert d["n_tests"] == 1 and d["z_crit"] == pytest.approx(2.3263478740408408)
+    # a powered null is not an improvement: above on one set, no gain on the other → rejected
+    d = rp.length_decisions({"A": {"code": (0.1, 0.01), "chat": (0.0, 0.01)}}, 0.01, 0.1)
+    assert d["cells"]["A"] == {"code": "above", "chat": "no gain"} and d["configs"]["A"] == "rejected"
+    assert d["outcome"] == "fail"
+
+
+def _ecsv_rep(sets):
+    cell = lambda d, se: {"diff": d, "se": se, "windows": 100, "diff_k1": 2.0, "se_k1": 0.01}  # noqa: E731
+    return SimpleNamespace(rows=[{"variant": v, "B": 2, "k": 2, "ecsv": 1.5, "sd1": 1.5, "diff": 0.0, "se": 0.01,
+                                  "windows": 100, "sets": {ds: cell(*x) for ds, x in per.items()}}
+                                 for v, per in sets.items()], sets=("chat", "code"), positions=321, context="toy")
+
+
+def test_rule1_shows_its_most_significant_cell_and_sizes_an_open_verdict():
+    from spectheory.validate import replay_ecsv as rp
+    # A: +0.05 ± 0.01 on both sets (z = 5), B: +1.0 ± 0.5 (z = 2, the larger difference): the most favourable
+    # cell is A's, p = P(Z > 5) = 2.8665e-7
+    (e, *_) = rp.rule1_evidence(_ecsv_rep({"A": {"chat": (0.05, 0.01), "code": (0.05, 0.01)},
+                                           "B": {"chat": (1.0, 0.5), "code": (1.0, 0.5)}}), 0.01, 0.1)
+    assert e.p_value == pytest.approx(2.866515718791933e-07) and "A B=2 k=2 on chat: +0.0500 ± 0.0100" in e.note
+    # one configuration, both cells open (test_rule1_length_half_decisions_by_hand: factor
+    # ((2.5758 + 1.2816)·0.05/0.1)² = 3.7198): detectable √3.7198·0.1 = 0.19287; n needed 321·3.7198 = 1194.07
+    # → 1195 positions (the factor itself as the deviation's scale: 4442)
+    (e, *_) = rp.rule1_evidence(_ecsv_rep({"A": {"chat": (0.0, 0.05), "code": (0.01, 0.05)}}), 0.01, 0.1)
+    assert e.outcome == "underpowered" and e.detectable == pytest.approx(0.19286904345467507)
+    assert verdicts.n_needed(e) == 1195
+
+
+def test_rule1_controls_standard_errors_are_their_own():
+    from spectheory.validate import replay_ecsv as rp
+    # one code trace of 16 starts: differences 0 ×8 then 1 ×8 → batch means 0, 1: se = 0.7071/√2 = 0.5; the k1
+    # control's differences are 3× those: se 1.5; the bonus control's are the subject's − 1: se 0.5
+    pool = SimpleNamespace(bounds=((0, 16), (16, 32)), categories=("code", "chat"))
+    diff = np.r_[np.zeros(8), np.ones(8), np.zeros(16)]
+    got = rp._per_set(diff, 3 * diff, pool, np.arange(32), ["chat", "code"])
+    assert (got["code"]["se"], got["code"]["se_k1"]) == (pytest.approx(0.5), pytest.approx(1.5))
+    rep = SimpleNamespace(rows=[{"variant": "V", "B": 2, "k": 2, "sets": got}])
+    assert rp._cells(rep, "k1")[("V", 2, 2)]["code"] == (pytest.approx(1.5), pytest.approx(1.5))
+    assert rp._cells(rep, "bonus")[("V", 2, 2)]["code"] == (pytest.approx(-0.5), pytest.approx(0.5))
+
+
+@pytest.mark.parametrize("first_diff, want", [(0.0, "rejected"), (-0.1, "rejected"), (0.1, "not rejected")])
+def test_ecsv_first_branch_control_is_rejected_unless_it_passes(monkeypatch, first_diff, want):
+    """The depth-1 vote's control (the first branch instead of the vote) must not pass: undecided (z = 0)
+    and decided below (z = −10) both reject it; only a significant gain (z = 10 > z_(1 − 0.001) = 3.09)
+    does not."""
+    from spectheory.validate import replay_ecsv as rp
+    toy = _ecsv_rep({"A": {"chat": (0.05, 0.01), "code": (0.05, 0.01)}})
+    rep = rp.ECSVReplay(toy.rows, [{"B": 3, "vote": 0.6, "single": 0.5, "single_hi": 0.5, "diff": 0.1, "se": 0.01,
+                                    "n": 50, "first": 0.5 + first_diff, "first_diff": first_diff, "first_se": 0.01}],
+                        [], {2: 100}, "toy", ("chat", "code"), 321)
+    monkeypatch.setattr(rp, "replay", lambda run, **k: rep)
+    vote, first = rp.logits_evidence(None, 1e-3)["ecsv.majority"]
+    assert vote.outcome == "pass" and not vote.control
+    assert first.outcome == "info" and first.control == want
