@@ -830,3 +830,57 @@ def test_ecsv_first_branch_control_is_rejected_unless_it_passes(monkeypatch, fir
     vote, first = rp.logits_evidence(None, 1e-3)["ecsv.majority"]
     assert vote.outcome == "pass" and not vote.control
     assert first.outcome == "info" and first.control == want
+
+
+def test_ecsv_vote_rows_are_tested_at_the_per_test_level_whatever_the_harness_size(monkeypatch):
+    """Each depth-1 vote row is its own one-sided test at the per-test α: z = 3.2 passes at α = 1e-3
+    (z_c = 3.0902) with one harness configuration or with 36 (a Bonferroni over the 36 unrelated harness
+    rows would ask z > z_(1 − 1e-3/36) = 4.03 and leave it undecided)."""
+    from spectheory.validate import replay_ecsv as rp
+    cells = {"chat": (0.05, 0.01), "code": (0.05, 0.01)}
+    for n_cfg in (1, 36):
+        toy = _ecsv_rep({f"C{i}": cells for i in range(n_cfg)})
+        rep = rp.ECSVReplay(toy.rows, [{"B": 3, "vote": 0.532, "single": 0.5, "single_hi": 0.5, "diff": 0.032,
+                                        "se": 0.01, "n": 50, "first": 0.5, "first_diff": 0.0, "first_se": 0.01}],
+                            [], {2: 100}, "toy", ("chat", "code"), 321)
+        monkeypatch.setattr(rp, "replay", lambda run, rep=rep, **k: rep)
+        vote, first = rp.logits_evidence(None, 1e-3)["ecsv.majority"]
+        assert len(rep.rows) == n_cfg and vote.outcome == "pass", n_cfg
+        assert vote.ci_low == pytest.approx(0.532 - 3.090232306167813 * 0.01)
+
+
+def test_a_rejected_controls_row_states_the_prompts_its_largest_set_holds(monkeypatch):
+    """A control rejected on 8 code and 2 chat prompts holds 8 per set: its row's per set and the
+    command agree (⌈10/2⌉ = 5 would state less than the run holds)."""
+    ev = Evidence("logits", "c", 0.5, 0.7, 0.69, 0.71, p_value=1e-12, outcome="fail")
+    _fake_loop_tests(monkeypatch, {"kseq.rho": [ev]}, lambda tol, tt: [_PR("kseq.rho", "t", 250, 0.2, tol)])
+    runs = [LoopRun("kseq", {}, [], meta=dict(name=f"{c}{i}", category=c)) for c, k in (("code", 8), ("chat", 2))
+            for i in range(k)]
+    plan = plan_run(Run("pilot", {}, [], {}, {"kseq-control": runs}, {}), 1e-3)
+    (row,) = plan.rows
+    assert (row.prompts_needed, row.per_set) == (10, 8) and plan.controls_n == {"kseq": 8}
+    assert "--controls-n kseq=8" in plan.command("N")
+
+
+def test_hrad_mlp_is_the_same_network_whatever_the_callers_thread_count():
+    """H-RAD's MLP trains on one torch thread: the same seed gives bitwise the same outputs whether
+    the caller runs torch on 1 or 2 threads (on 2, a product split over threads changes the last
+    bits: the decisive run's accuracy read 0.7171 once for 0.7170)."""
+    torch = pytest.importorskip("torch")
+    from spectheory.validate.replay_sb import train_mlp
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 129)).astype(np.float32)
+    y = rng.integers(0, 3, 3000)
+    before = torch.get_num_threads()
+    out = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            predict = train_mlp(X, y, seed=5, steps=30)
+            assert torch.get_num_threads() == threads            # the caller's setting is restored
+            cells = dict(zip(predict.__code__.co_freevars, (c.cell_contents for c in predict.__closure__)))
+            with torch.no_grad():
+                out.append(cells["net"](torch.as_tensor((X - cells["mu"]) / cells["sd"])).numpy())
+    finally:
+        torch.set_num_threads(before)
+    assert np.array_equal(out[0], out[1])

@@ -329,7 +329,7 @@ def _control_row(loop, claim, ev, pr, runs, tolerance, alpha, power, margin, set
     name, had = loop + ("-control" if loop == "sd" else ""), _prompts(runs)
     if ev.outcome == "fail":
         return PlanRow(name, claim, pr.test, "control", had, pr.n_had, pr.n_had / max(1, had), pr.var_per_trial,
-                       abs(ev.measured - ev.claimed), pr.n_had, had, int(math.ceil(had / sets)),
+                       abs(ev.measured - ev.claimed), pr.n_had, had, _per_set(runs),
                        f"rejected in the pilot (p = {ev.p_value:.3g}): nothing more needed")
     eff, why = _control_effect(ev, tolerance)
     return _row(name, claim, pr.test, "control", had, pr.n_had, pr.var_per_trial, eff, alpha, power, margin, sets,

@@ -17,7 +17,7 @@ MUTANTS = [
     dict(path="validate/plan.py", old='    if ev.outcome == "fail":\n        return PlanRow(name',
          new='    if ev.outcome != "pass":\n        return PlanRow(name',
          why="an underpowered (not rejected) control counted as rejected in the pilot: nothing more asked"),
-    dict(path="validate/plan.py", old="abs(ev.measured - ev.claimed), pr.n_had, had, int(math.ceil(had / sets)),",
+    dict(path="validate/plan.py", old="abs(ev.measured - ev.claimed), pr.n_had, had, _per_set(runs),",
          new="abs(ev.measured - ev.claimed), pr.n_had, had, had // sets,",
          why="a rejected control's prompts per set rounded down (the command asks fewer than the pilot holds)"),
     dict(path="validate/plan.py", old="        for ev, pr in zip(acc, prs[:1]):",
@@ -136,6 +136,13 @@ MUTANTS = [
     dict(path="validate/plan.py", old="        short = [f\"{s} holds {SET_SIZE[s]}\" for s in sets if s in SET_SIZE and SET_SIZE[s] < per_set]",
          new="        short = [f\"{s} holds {SET_SIZE[s]}\" for s in sets if s in SET_SIZE and SET_SIZE[s] <= per_set]",
          why="a set that holds exactly what is asked named as too small"),
+    dict(path="validate/replay_sb.py", old="    torch.set_num_threads(1)\n    try:\n        torch.manual_seed(seed)",
+         new="    torch.set_num_threads(min(2, threads))\n    try:\n        torch.manual_seed(seed)",
+         why="H-RAD's MLP trained on the caller's threads (up to 2): its last bits, and a few decisions, "
+             "depend on how the product splits its work"),
+    dict(path="validate/replay_ecsv.py", old="    zc = float(_st.norm.isf(alpha))     # each depth-1 vote row",
+         new="    zc = float(_st.norm.isf(alpha / max(1, len(rep.rows))))     # each depth-1 vote row",
+         why="ECSV's vote rows Bonferroni-corrected over the unrelated rule-1 harness configurations"),
     # --- more of the grading: exact rows, controls of exact facts, the real pair's evidence -------------------
     dict(path="validate/table.py",
          old="            need = None if na or ctl else (0 if exact and e.p_value is None else n_needed(e))",
