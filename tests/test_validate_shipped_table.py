@@ -17,13 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "docs" / "outputs" / "validate-table.json"
 #: runs whose replays take seconds: regenerated in the fast tier
 FAST_RUNS = ("data/runs/qwen2.5-coder-greedy", "data/runs/qwen2.5-coder-lookup")
-#: rows still undecided, and why (docs/validate.md, "What the settings teach"): setting (b)'s
-#: SpecTr-GBV control has 8 + 2 of the 48 + 48 prompts its plan sizes it for. Exactly these, so
-#: that a row decided later, or a new undecided one, is seen here.
-WARPED = "data/runs/qwen2.5-coder-T0.7-p0.9"
-PENDING = {
-    (WARPED, "spectr_gbv.attains", "control"): "control not rejected",
-}
+#: rows still undecided ({(run, claim, role): verdict}; docs/validate.md, "What the settings
+#: teach"): none. Exactly these, so that a new undecided row is seen here.
+PENDING: dict = {}
 
 pytest.importorskip("torch")  # the replays read the runs through spectheory.validate
 
