@@ -289,11 +289,10 @@ def plan(pilot: Path = typer.Argument(..., help="A pilot run directory written b
     from spectheory.validate.plan import MARGIN, format_plan, plan_run
     try:
         run = load_run(pilot)
-        if run.traces and progress:
-            typer.echo(f"replaying ECSV's harness on the pilot's {len(run.traces)} captured texts for its capture "
-                       "need (--no-harnesses skips it) …", err=True)
+        say = (lambda: typer.echo(f"replaying ECSV's harness on the pilot's {len(run.traces)} captured texts for "
+                                  "its capture need (--no-harnesses skips it) …", err=True)) if progress else None
         p = plan_run(run, alpha / max(1, total_mc_tests()), margin=MARGIN if margin is None else margin,
-                     harnesses=harnesses)
+                     harnesses=harnesses, starting=say)
     except (FileNotFoundError, ValueError, TypeError) as e:
         _fail(str(e))
     typer.echo(format_plan(p))

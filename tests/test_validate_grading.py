@@ -471,7 +471,8 @@ def test_the_ecsv_harness_sizes_the_captures_from_its_power_statement(monkeypatc
     assert (row.prompts_needed, row.per_set) == (4, 2) and "decided (fail)" in row.note
     # greedy decoding: ECSV does not apply, no row (and no replay)
     monkeypatch.setattr(RE, "logits_evidence", lambda *a, **k: pytest.fail("replayed where ECSV does not apply"))
-    assert plan_run(Run("pilot", {"temperature": 0.0}, run.traces, {}, {}, {}), 1e-3).rows == []
+    assert plan_run(Run("pilot", {"temperature": 0.0}, run.traces, {}, {}, {}), 1e-3,
+                    starting=lambda: pytest.fail("announced a replay that does not run")).rows == []
     assert plan_run(run, 1e-3, harnesses=False).rows == []
 
 
@@ -499,8 +500,11 @@ def test_plan_of_a_shipped_pilot_prints_the_harness_capture_row():
     res = CliRunner().invoke(app, ["validate", "plan", str(path), "--no-progress"])
     assert res.exit_code == 0, res.output
     assert "| capture | ecsv.falsification |" in res.output and f"--capture-n {row.per_set} " in res.output
+    assert "replaying ECSV's harness" not in res.output
     res = CliRunner().invoke(app, ["validate", "plan", str(path), "--no-harnesses"])
-    assert res.exit_code == 0 and "| capture |" not in res.output
+    assert res.exit_code == 0 and "| capture |" not in res.output and "replaying" not in res.output
+    res = CliRunner().invoke(app, ["validate", "plan", str(path)])
+    assert res.exit_code == 0 and "replaying ECSV's harness on the pilot's 4 captured texts" in res.output
 
 
 # --- a third round: rounding, rows, counts, boundaries, which test decides -------------------------------

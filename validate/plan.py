@@ -104,7 +104,7 @@ class Plan:
         if n_sd:
             parts.append(f"-n {n_sd}")
         cap = int(have.get("capture", 0))
-        if not self.capture_command(out):   # no capture-only stage: the harness's captures ride along
+        if not self._capture_only_sets:     # no capture-only stage: the harness's captures ride along
             cap = max(cap, self.capture_n)
         parts.append(f"--capture-n {cap}")
         parts.append(f"--family-n {fam}" if fam else "--families ''")
@@ -124,15 +124,18 @@ class Plan:
         for. None when the pilot captured only the tested sets (the tests' command asks for the
         captures)."""
         st = self.setup
-        sets = list(st.get("capture_sets") or [])
-        extra = [s for s in sets if s not in st.get("sets", [])]
-        k = max(int(st.get("capture_have", 0)), self.capture_n)
-        if not extra:           # the captures ride along with the tests' command
+        if not self._capture_only_sets:     # the captures ride along with the tests' command
             return None
-        opt = _prompts_option(sets or st.get("sets", []))
+        k = max(int(st.get("capture_have", 0)), self.capture_n)
+        opt = _prompts_option(st["capture_sets"])
         parts = [f"spectheory validate --out {out}"] + [o for o in st.get("options", []) if not o.startswith("--prompts ")]
         parts += ([opt] if opt else []) + [f"--capture-n {k}", "--families ''", "--no-sd"]
         return " ".join(parts)
+
+    @property
+    def _capture_only_sets(self) -> list:
+        """Prompt sets the pilot captured but its tests did not run on."""
+        return [s for s in self.setup.get("capture_sets") or [] if s not in self.setup.get("sets", [])]
 
     def commands(self, out: str) -> list[str]:
         """The stages that run this plan: the tests' command, then the capture-only stage if any."""
@@ -170,11 +173,13 @@ def _control_effect(ev, tolerance) -> tuple[float, str]:
 
 
 def plan_run(run, alpha: float, power: float = POWER, margin: float = MARGIN, sets: int | None = None,
-             tolerance: float = TOLERANCE, tolerance_tau: float = TOLERANCE_TAU, harnesses: bool = True) -> Plan:
+             tolerance: float = TOLERANCE, tolerance_tau: float = TOLERANCE_TAU, harnesses: bool = True,
+             starting=None) -> Plan:
     """Prompts per set for every family loop and negative control of ``run`` (a pilot,
     :func:`spectheory.validate.experiment.load_run`) so that each graded test reaches ``power`` at its
     tolerance and per-test level ``alpha`` (module docstring); with ``harnesses``, also the captured
-    texts the trace harnesses need (:func:`capture_rows`: it replays ECSV on the pilot's traces)."""
+    texts the trace harnesses need (:func:`capture_rows`: it replays ECSV on the pilot's traces, after
+    calling ``starting()``)."""
     from .evidence import sd_tests
     from .experiment import check_run
     from .replay_loops import loop_tests
@@ -207,17 +212,19 @@ def plan_run(run, alpha: float, power: float = POWER, margin: float = MARGIN, se
         for ev, pr in zip(graded, prs):
             plan.rows.append(_control_row(name, pr.claim, ev, pr, runs, pr.tolerance, alpha, power, margin, sets))
     if run.traces and harnesses:
-        plan.rows += capture_rows(run, alpha, margin, tolerance_tau)
+        plan.rows += capture_rows(run, alpha, margin, tolerance_tau, starting)
     return plan
 
 
-def capture_rows(run, alpha: float, margin: float = MARGIN, tolerance: float = TOLERANCE_TAU) -> list[PlanRow]:
+def capture_rows(run, alpha: float, margin: float = MARGIN, tolerance: float = TOLERANCE_TAU,
+                 starting=None) -> list[PlanRow]:
     """The captured texts ECSV's trace harness needs (``ecsv.falsification``, rule 1 on the
     acceptance length, :func:`spectheory.validate.replay_ecsv.rule1_evidence`): its power statement
     gives n needed windows (positions) at the tolerance; the captures needed are ⌈margin · n needed /
     (positions per text)⌉, split over the captured prompt sets (the rule's datasets). A decided row
     needs nothing more; a setting where ECSV does not apply (:mod:`spectheory.validate.settings`) has
-    no row. The note says when a set holds fewer prompts than the plan asks for."""
+    no row. The note says when a set holds fewer prompts than the plan asks for. ``starting()`` is
+    called before the replay (minutes on a large run)."""
     from spectheory.judge.verdicts import n_needed as needed_of
 
     from .prompts import SET_SIZE
@@ -225,32 +232,30 @@ def capture_rows(run, alpha: float, margin: float = MARGIN, tolerance: float = T
     from .settings import not_applicable
     if not_applicable(run.config, "ecsv.falsification"):
         return []
+    if starting is not None:
+        starting()
     evs = [e for e in ecsv_evidence(run, alpha, tolerance=tolerance).get("ecsv.falsification", [])
            if e.part == "rule1" and e.outcome != "info" and not getattr(e, "control", "")]
-    if not evs:
-        return []
-    texts = len(run.traces)
-    sets = _sets_of([_Named(t.meta) for t in run.traces])
+    traces = [_Named(t.meta) for t in run.traces]
+    sets = _sets_of(traces)
     out = []
     for e in evs:
-        tpp = e.n / texts if texts else float("nan")
+        tpp = e.n / len(traces) if traces else float("nan")
         if e.outcome in ("pass", "fail"):
-            out.append(PlanRow("capture", "ecsv.falsification", "rule 1, acceptance length (ECSV harness)", "capture",
-                               texts, int(e.n), float(tpp), float("nan"), float(e.tolerance), int(e.n), texts,
-                               _per_set([_Named(t.meta) for t in run.traces]),
-                               f"decided ({e.outcome}) in the pilot: nothing more needed"))
-            continue
-        need = needed_of(e)
-        total = int(math.ceil(margin * need / tpp)) if need and tpp > 0 else 0
-        per_set = int(math.ceil(total / max(1, len(sets)))) if total else 0
-        short = [f"{s} holds {SET_SIZE[s]}" for s in sets if s in SET_SIZE and SET_SIZE[s] < per_set]
-        note = (f"undecided in the pilot (n needed {need:,} windows at tolerance {e.tolerance:g})"
-                if need else "undecided in the pilot; its power statement gives no sample size")
-        if short:
-            note += f"; {', '.join(short)}: add a prompt set (--prompts) to reach {total} texts"
+            need, total, per_set = int(e.n), len(traces), _per_set(traces)
+            note = f"decided ({e.outcome}) in the pilot: nothing more needed"
+        else:
+            need = needed_of(e)
+            total = int(math.ceil(margin * need / tpp)) if need and tpp > 0 else 0
+            per_set = int(math.ceil(total / max(1, len(sets)))) if total else 0
+            short = [f"{s} holds {SET_SIZE[s]}" for s in sets if s in SET_SIZE and SET_SIZE[s] < per_set]
+            note = (f"undecided in the pilot (n needed {need:,} windows at tolerance {e.tolerance:g})"
+                    if need else "undecided in the pilot; its power statement gives no sample size")
+            if short:
+                note += f"; {', '.join(short)}: add a prompt set (--prompts) to reach {total} texts"
         out.append(PlanRow("capture", "ecsv.falsification", "rule 1, acceptance length (ECSV harness)", "capture",
-                           texts, int(e.n), float(tpp), float("nan"), float(e.tolerance), int(need or 0), total,
-                           per_set, note))
+                           len(traces), int(e.n), float(tpp), float("nan"), float(e.tolerance), int(need or 0),
+                           total, per_set, note))
     return out
 
 
@@ -278,21 +283,22 @@ def pilot_setup(run, sets: int) -> dict:
     tested = [r for rs in (*run.sd.values(), *run.controls.values(), *run.families.values()) for r in rs]
     traces = [_Named(t.meta) for t in run.traces]
     test_sets = _sets_of(tested or traces)
-    if _prompts_option(test_sets):     # the sets the tests ran on, not every set the run.json names
-        opts.append(_prompts_option(test_sets))
+    prompts_opt = _prompts_option(test_sets)
+    if prompts_opt:                    # the sets the tests ran on, not every set the run.json names
+        opts.append(prompts_opt)
     if run.traces and all(t.hidden_proj is None for t in run.traces):
         opts.append("--hidden-layers 0")
-    per = _per_set
     # captures in the tested sets ride along with the tests' command; a set only captured (the
     # sonnets of a run whose loops ran on code and chat) gets a capture-only stage of its own
-    have = {"capture": per([t for t in traces if _sets_of([t])[0] in test_sets])}
+    have = {"capture": _per_set([t for t in traces if _set_of(t) in test_sets])}
     if run.sd:
-        have["sd"] = per(run.sd[max(run.sd)])
+        have["sd"] = _per_set(run.sd[max(run.sd)])
     for g, runs in run.controls.items():
-        have["sd-control"] = max(have.get("sd-control", 0), per(runs))
+        have["sd-control"] = max(have.get("sd-control", 0), _per_set(runs))
     for name, runs in run.families.items():
-        have[name] = per(runs)
-    return dict(options=opts, have=have, sets=test_sets, capture_sets=_sets_of(traces), capture_have=per(traces))
+        have[name] = _per_set(runs)
+    return dict(options=opts, have=have, sets=test_sets, capture_sets=_sets_of(traces),
+                capture_have=_per_set(traces))
 
 
 def _prompts_option(sets: list) -> str:
@@ -312,12 +318,16 @@ def _per_set(runs) -> int:
     return max((len(v) for v in by.values()), default=0)
 
 
+def _set_of(record) -> str:
+    """The prompt set (``--prompts`` name) of a record; its category where no named set yields it."""
+    cat = record.meta.get("category", "")
+    return SET_OF_CATEGORY.get(cat, cat)
+
+
 def _sets_of(runs) -> list[str]:
-    """The prompt sets (``--prompts`` names) of records, in the CLI's default order (code, chat, …)."""
-    cats = {r.meta.get("category", "") for r in runs}
+    """The prompt sets of records, in the CLI's default order (code, chat, …)."""
     order = ["human-eval", "mt-bench", "sonnets", "shakespeare"]
-    named = {SET_OF_CATEGORY.get(c, c) for c in cats}
-    return sorted(named, key=lambda n: (order.index(n) if n in order else len(order), n))
+    return sorted({_set_of(r) for r in runs}, key=lambda n: (order.index(n) if n in order else len(order), n))
 
 
 class _Named:

@@ -229,10 +229,10 @@ def sample_labels(probs, rng) -> np.ndarray:
 def train_mlp(X, y, seed: int = HRAD_SEED, steps: int = HRAD_STEPS):
     """A 3-layer MLP (d → 128 → 64 → 3, ReLU; standardised inputs), full-batch Adam on the
     cross-entropy, seeded, on one CPU thread; returns ``predict(X) -> labels``. One thread because
-    a multi-threaded matrix product may change how it splits the work with the machine's load
-    (MKL's dynamic threading), and so the last bits of every weight: the decisive run's H-RAD
-    accuracy read 0.7171 once instead of 0.7170 on a loaded machine. With one thread the same
-    seed gives the same network wherever it runs (at about 1.7× the time)."""
+    how a multi-threaded matrix product splits its work changes the last bits of every weight (a
+    1-thread and a 2-thread caller differ by ~1e-7), and the decisive run's H-RAD accuracy read
+    0.7171 once instead of 0.7170 on a loaded machine. With one thread the same seed gives the
+    same network whatever the caller's threads or the machine's load (at about 1.7× the time)."""
     import torch
 
     threads = torch.get_num_threads()
